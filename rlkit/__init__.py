@@ -1,0 +1,1 @@
+"""rlkit: reward learning from feedback of any granularity."""

@@ -1,0 +1,127 @@
+"""Vectorised rollout collection over an SB3 ``VecEnv`` from a policy, a callable or random actions."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import numpy as np
+from gymnasium import spaces
+from stable_baselines3.common.vec_env import VecEnv
+
+from rlkit.data.trajectory import Trajectory
+from rlkit.errors import InvalidDataError
+
+ActionFn = Callable[[np.ndarray], np.ndarray]
+
+
+class Predictor(Protocol):
+    """SB3 algorithms and policies both have ``predict``."""
+
+    def predict(self, observation: Any, state: Any = ..., episode_start: Any = ...,
+                deterministic: bool = ...) -> tuple[np.ndarray, Any]: ...
+
+
+def random_actions(space: spaces.Space, n: int, rng: np.random.Generator) -> np.ndarray:
+    """``n`` uniform actions drawn from ``rng`` (not the space's own global-ish RNG)."""
+    if isinstance(space, spaces.Box):
+        low = np.where(np.isfinite(space.low), space.low, -1.0)
+        high = np.where(np.isfinite(space.high), space.high, 1.0)
+        return rng.uniform(low, high, size=(n, *space.shape)).astype(space.dtype)
+    if isinstance(space, spaces.Discrete):
+        return space.start + rng.integers(0, space.n, size=n)
+    if isinstance(space, spaces.MultiDiscrete):
+        return rng.integers(0, space.nvec, size=(n, *space.nvec.shape))
+    if isinstance(space, spaces.MultiBinary):
+        return rng.integers(0, 2, size=(n, *np.atleast_1d(space.n)), dtype=np.int8)
+    raise InvalidDataError(f"random actions are not defined for {type(space).__name__} spaces")
+
+
+def as_action_fn(
+    policy: Predictor | ActionFn | None,
+    action_space: spaces.Space,
+    n_envs: int,
+    rng: np.random.Generator,
+    deterministic: bool = False,
+) -> ActionFn:
+    """One calling convention for a random policy, an SB3 model/policy, or a plain callable."""
+    if policy is None:
+        return lambda obs: random_actions(action_space, n_envs, rng)
+    if hasattr(policy, "predict"):
+        return lambda obs: policy.predict(obs, deterministic=deterministic)[0]  # type: ignore[union-attr]
+    return policy  # type: ignore[return-value]
+
+
+def collect_trajectories(
+    venv: VecEnv,
+    policy: Predictor | ActionFn | None,
+    rng: np.random.Generator,
+    *,
+    n_steps: int | None = None,
+    n_episodes: int | None = None,
+    max_length: int | None = None,
+    deterministic: bool = False,
+    seed: int | None = None,
+) -> list[Trajectory]:
+    """Step all envs together until ``n_steps`` transitions or ``n_episodes`` episodes are in.
+
+    With ``n_steps``, unfinished episodes at the end are kept as non-terminal pieces so exactly
+    ``n_steps`` transitions come back; with ``n_episodes`` only finished episodes count.
+    ``max_length`` cuts longer episodes into non-terminal pieces, so segments appear early.
+    A time-limit truncation is not terminal: its last step is not ``done`` for a reward net.
+    """
+    if (n_steps is None) == (n_episodes is None):
+        raise ValueError("give exactly one of n_steps or n_episodes")
+    if isinstance(venv.observation_space, spaces.Dict):
+        raise InvalidDataError("dict observation spaces are not supported; flatten them first")
+    act = as_action_fn(policy, venv.action_space, venv.num_envs, rng, deterministic)
+    if seed is not None:
+        venv.seed(seed)
+    obs = venv.reset()
+    pieces: list[list[tuple[np.ndarray, np.ndarray, float]]] = [[] for _ in range(venv.num_envs)]
+    done_trajs: list[Trajectory] = []
+    steps = 0
+    while True:
+        actions = np.asarray(act(obs))
+        next_obs, rewards, dones, infos = venv.step(actions)
+        if not np.isfinite(rewards).all():
+            raise InvalidDataError(f"the environment returned a non-finite reward: {rewards}")
+        for i in range(venv.num_envs):
+            pieces[i].append((obs[i], actions[i], float(rewards[i])))
+            steps += 1
+            if dones[i]:
+                final = infos[i].get("terminal_observation", next_obs[i])
+                truncated = bool(infos[i].get("TimeLimit.truncated", False))
+                done_trajs.append(_to_trajectory(pieces[i], final, terminal=not truncated))
+                pieces[i] = []
+            elif max_length is not None and len(pieces[i]) >= max_length:
+                done_trajs.append(_to_trajectory(pieces[i], next_obs[i], terminal=False))
+                pieces[i] = []
+            if n_steps is not None and steps >= n_steps:
+                last_obs = next_obs
+                done_trajs.extend(
+                    _to_trajectory(p, last_obs[j], terminal=False)
+                    for j, p in enumerate(pieces) if p and not (j == i and dones[i])
+                )
+                return done_trajs
+        if n_episodes is not None and _n_episodes(done_trajs, max_length) >= n_episodes:
+            return done_trajs
+        obs = next_obs
+
+
+def _n_episodes(trajectories: list[Trajectory], max_length: int | None) -> int:
+    if max_length is None:
+        return len(trajectories)
+    # Cut pieces of one episode are non-terminal and exactly max_length long; the last is not.
+    return sum(1 for t in trajectories if t.terminal or len(t) != max_length)
+
+
+def _to_trajectory(
+    steps: list[tuple[np.ndarray, np.ndarray, float]], final_obs: np.ndarray, terminal: bool
+) -> Trajectory:
+    obs = np.stack([s[0] for s in steps] + [np.asarray(final_obs)])
+    if np.issubdtype(obs.dtype, np.floating):
+        obs = obs.astype(np.float32)
+    acts = np.stack([s[1] for s in steps])
+    rews = np.asarray([s[2] for s in steps], dtype=np.float32)
+    return Trajectory(obs=obs, acts=acts, rews=rews, terminal=terminal)

@@ -1,0 +1,224 @@
+"""All trajectories of a run in flat arrays, so segments are cheap views and gathers are vectorised."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import numpy as np
+
+from rlkit.data.trajectory import Trajectory
+from rlkit.errors import FileFormatError, InvalidDataError
+from rlkit.io import atomic_write_bytes
+
+_FORMAT = "rlkit.trajectories/1"
+
+
+class TrajectoryStore:
+    """Append-only trajectory storage.
+
+    Trajectories are kept concatenated: ``obs`` (each trajectory contributes ``T + 1`` rows),
+    ``acts`` and ``rews`` (``T`` rows each), plus per-trajectory offsets. Appends are buffered and
+    consolidated on the next read, so building a store costs one copy, not one per append.
+    """
+
+    def __init__(self) -> None:
+        self._obs: np.ndarray | None = None
+        self._acts: np.ndarray | None = None
+        self._rews = np.zeros(0, dtype=np.float32)
+        self._lengths = np.zeros(0, dtype=np.int64)
+        self._terminal = np.zeros(0, dtype=bool)
+        self._pending: list[Trajectory] = []
+
+    # -- building -------------------------------------------------------------------------
+    def append(self, trajectory: Trajectory) -> int:
+        """Add one trajectory; returns its id."""
+        reference = self._pending[0] if self._pending else None
+        if self._obs is not None:
+            self._check_spaces(trajectory, self._obs.shape[1:], self._acts.shape[1:])  # type: ignore[union-attr]
+        elif reference is not None:
+            self._check_spaces(trajectory, reference.obs.shape[1:], reference.acts.shape[1:])
+        self._pending.append(trajectory)
+        return len(self) - 1
+
+    def extend(self, trajectories: Iterable[Trajectory]) -> list[int]:
+        return [self.append(t) for t in trajectories]
+
+    @staticmethod
+    def _check_spaces(t: Trajectory, obs_shape: tuple[int, ...], act_shape: tuple[int, ...]) -> None:
+        if t.obs.shape[1:] != obs_shape or t.acts.shape[1:] != act_shape:
+            raise InvalidDataError(
+                f"trajectory spaces differ from the store's: obs {t.obs.shape[1:]} vs {obs_shape}, "
+                f"acts {t.acts.shape[1:]} vs {act_shape}"
+            )
+
+    def _consolidate(self) -> None:
+        if not self._pending:
+            return
+        pending, self._pending = self._pending, []
+        obs = [t.obs for t in pending]
+        acts = [t.acts for t in pending]
+        if self._obs is not None:
+            obs.insert(0, self._obs)
+            acts.insert(0, self._acts)  # type: ignore[arg-type]
+        self._obs = np.concatenate(obs)
+        self._acts = np.concatenate(acts)
+        self._rews = np.concatenate([self._rews, *(t.rews.astype(np.float32) for t in pending)])
+        self._lengths = np.concatenate([self._lengths, [len(t) for t in pending]]).astype(np.int64)
+        self._terminal = np.concatenate([self._terminal, [t.terminal for t in pending]]).astype(bool)
+        self._obs_offsets = np.concatenate([[0], np.cumsum(self._lengths + 1)[:-1]]).astype(np.int64)
+        self._step_offsets = np.concatenate([[0], np.cumsum(self._lengths)[:-1]]).astype(np.int64)
+
+    # -- reading --------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self._lengths) + len(self._pending)
+
+    def __getitem__(self, traj_id: int) -> Trajectory:
+        """The trajectory as views into the store (no copy)."""
+        self._consolidate()
+        if not 0 <= traj_id < len(self._lengths):
+            raise IndexError(f"trajectory id {traj_id} out of range (store holds {len(self)})")
+        o, s, n = self._obs_offsets[traj_id], self._step_offsets[traj_id], self._lengths[traj_id]
+        return Trajectory(
+            obs=self._obs[o : o + n + 1],  # type: ignore[index]
+            acts=self._acts[s : s + n],  # type: ignore[index]
+            rews=self._rews[s : s + n],
+            terminal=bool(self._terminal[traj_id]),
+        )
+
+    def __iter__(self) -> Iterator[Trajectory]:
+        return (self[i] for i in range(len(self)))
+
+    @property
+    def lengths(self) -> np.ndarray:
+        self._consolidate()
+        return self._lengths
+
+    @property
+    def terminal(self) -> np.ndarray:
+        self._consolidate()
+        return self._terminal
+
+    @property
+    def obs_shape(self) -> tuple[int, ...]:
+        return self._arrays()[0].shape[1:]
+
+    @property
+    def act_shape(self) -> tuple[int, ...]:
+        return self._arrays()[1].shape[1:]
+
+    @property
+    def n_steps(self) -> int:
+        return int(self.lengths.sum())
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the stored arrays."""
+        obs, acts = self._arrays()
+        return int(
+            obs.nbytes + acts.nbytes + self._rews.nbytes + self._lengths.nbytes
+            + self._terminal.nbytes + self._obs_offsets.nbytes + self._step_offsets.nbytes
+        )
+
+    def _arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        self._consolidate()
+        if self._obs is None or self._acts is None:
+            raise InvalidDataError("the trajectory store is empty")
+        return self._obs, self._acts
+
+    def gather_steps(
+        self, traj_ids: np.ndarray, starts: np.ndarray, lengths: np.ndarray
+    ) -> dict[str, np.ndarray]:
+        """Arrays ``(B, L_max, ...)`` for B windows, padded past each window's length.
+
+        Returns obs, acts, next_obs, rews, dones and mask (True on real steps). Padding repeats the
+        window's last step and has reward 0 and mask False.
+        """
+        obs, acts = self._arrays()
+        traj_ids = np.asarray(traj_ids, dtype=np.int64)
+        starts = np.asarray(starts, dtype=np.int64)
+        lengths = np.asarray(lengths, dtype=np.int64)
+        width = int(lengths.max()) if len(lengths) else 0
+        offsets = np.arange(width, dtype=np.int64)
+        mask = offsets[None, :] < lengths[:, None]
+        within = starts[:, None] + np.minimum(offsets[None, :], lengths[:, None] - 1)
+        steps = self._step_offsets[traj_ids][:, None] + within
+        obs_rows = self._obs_offsets[traj_ids][:, None] + within
+        last = within == (self._lengths[traj_ids][:, None] - 1)
+        return {
+            "obs": obs[obs_rows],
+            "acts": acts[steps],
+            "next_obs": obs[obs_rows + 1],
+            "rews": np.where(mask, self._rews[steps], np.float32(0)),
+            "dones": last & self._terminal[traj_ids][:, None] & mask,
+            "mask": mask,
+        }
+
+    # -- files ----------------------------------------------------------------------------
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The store's content as plain arrays (what ``save`` writes)."""
+        obs, acts = self._arrays()
+        return {
+            "obs": obs, "acts": acts, "rews": self._rews,
+            "lengths": self._lengths, "terminal": self._terminal,
+        }
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray], origin: str = "arrays") -> TrajectoryStore:
+        missing = {"obs", "acts", "rews", "lengths", "terminal"} - set(arrays)
+        if missing:
+            raise FileFormatError(f"{origin}: missing arrays {sorted(missing)}")
+        lengths = np.asarray(arrays["lengths"], dtype=np.int64)
+        n_steps, n_traj = int(lengths.sum()), len(lengths)
+        if (lengths < 1).any():
+            raise FileFormatError(f"{origin}: trajectory lengths must be >= 1")
+        if len(arrays["acts"]) != n_steps or len(arrays["rews"]) != n_steps:
+            raise FileFormatError(
+                f"{origin}: acts/rews have {len(arrays['acts'])}/{len(arrays['rews'])} rows "
+                f"but the lengths add up to {n_steps}"
+            )
+        if len(arrays["obs"]) != n_steps + n_traj or len(arrays["terminal"]) != n_traj:
+            raise FileFormatError(f"{origin}: obs or terminal rows do not match the lengths")
+        store = cls()
+        store._obs = np.asarray(arrays["obs"])
+        store._acts = np.asarray(arrays["acts"])
+        store._rews = np.asarray(arrays["rews"], dtype=np.float32)
+        for name in ("obs", "acts", "rews"):
+            values = getattr(store, f"_{name}")
+            if np.issubdtype(values.dtype, np.floating) and not np.isfinite(values).all():
+                raise InvalidDataError(f"{origin}: {name} holds NaN or inf")
+        store._lengths = lengths
+        store._terminal = np.asarray(arrays["terminal"], dtype=bool)
+        store._obs_offsets = np.concatenate([[0], np.cumsum(lengths + 1)[:-1]]).astype(np.int64)
+        store._step_offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+        return store
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write the store as one ``.npz`` (atomic, no pickle)."""
+        path = Path(path).with_suffix(".npz")
+        header = np.frombuffer(json.dumps({"format": _FORMAT}).encode(), dtype=np.uint8)
+        atomic_write_bytes(path, lambda f: np.savez(f, _header=header, **self.arrays()))
+        return path
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> TrajectoryStore:
+        arrays = load_npz(path)
+        header = arrays.pop("_header", None)
+        if header is None or json.loads(header.tobytes()).get("format") != _FORMAT:
+            raise FileFormatError(f"{path}: not an rlkit trajectory file (format header missing)")
+        return cls.from_arrays(arrays, origin=str(path))
+
+
+def load_npz(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
+    """Read every array of an ``.npz`` without pickle, turning any damage into a FileFormatError."""
+    try:
+        raw = Path(path).read_bytes()
+        with np.load(io.BytesIO(raw), allow_pickle=False) as npz:
+            return {name: npz[name] for name in npz.files}
+    except FileNotFoundError:
+        raise FileFormatError(f"{path}: no such file") from None
+    except Exception as error:  # zipfile, zlib and numpy each raise their own kinds
+        raise FileFormatError(f"{path}: damaged or not an .npz file ({error})") from None

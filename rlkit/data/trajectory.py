@@ -1,0 +1,58 @@
+"""One episode (or a piece of one) as arrays."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from rlkit.errors import InvalidDataError
+
+
+@dataclass(frozen=True, eq=False)
+class Trajectory:
+    """``T`` transitions: ``obs`` has ``T + 1`` rows (the last is the final observation),
+    ``acts`` and ``rews`` have ``T``. ``terminal`` says the episode ended in a true terminal state
+    (not a time limit or a cut), which is when the last step counts as ``done`` for a reward net.
+    """
+
+    obs: np.ndarray
+    acts: np.ndarray
+    rews: np.ndarray
+    terminal: bool = False
+    infos: tuple[dict[str, Any], ...] | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        n = len(self.acts)
+        if n == 0:
+            raise InvalidDataError("a trajectory needs at least one transition (acts is empty)")
+        if len(self.obs) != n + 1:
+            raise InvalidDataError(
+                f"obs must have len(acts) + 1 = {n + 1} rows (the final observation included), "
+                f"got {len(self.obs)}"
+            )
+        if self.rews.shape != (n,):
+            raise InvalidDataError(f"rews must have shape ({n},), got {self.rews.shape}")
+        if self.infos is not None and len(self.infos) != n:
+            raise InvalidDataError(f"infos must have {n} entries, got {len(self.infos)}")
+        for name in ("obs", "acts", "rews"):
+            array = getattr(self, name)
+            if np.issubdtype(array.dtype, np.floating) and not np.isfinite(array).all():
+                bad = int(np.flatnonzero(~np.isfinite(array.reshape(len(array), -1)).all(1))[0])
+                raise InvalidDataError(f"{name} holds NaN or inf (first at step {bad})")
+
+    def __len__(self) -> int:
+        return len(self.acts)
+
+    @property
+    def dones(self) -> np.ndarray:
+        """Per-step done flags: only the last step of a terminal trajectory is done."""
+        dones = np.zeros(len(self), dtype=bool)
+        dones[-1] = self.terminal
+        return dones
+
+    @property
+    def ret(self) -> float:
+        """The undiscounted return of the true reward."""
+        return float(self.rews.sum())

@@ -1,0 +1,99 @@
+"""Simulated teachers: labels from true segment returns, with B-Pref's kinds of irrationality."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from rlkit.data.segments import SegmentPairs
+from rlkit.feedback.scale import OrdinalScale
+
+
+@dataclass(frozen=True)
+class TeacherConfig:
+    """B-Pref's teacher grid plus the ordinal scale.
+
+    ``beta``: rationality of ``p = sigmoid(beta * (G_A - G_B))``; ``inf`` gives a perfectly rational
+    teacher. ``gamma < 1`` is the myopic teacher that weighs later steps more.
+    ``skip_threshold``: skip (NaN) when both segment returns are below it.
+    ``equal_threshold``: label a tie (0.5) when ``|G_A - G_B|`` is below it — B-Pref's deterministic
+    "equal" teacher, which breaks unbiasedness (E[z] != p); leave it 0 for the ordinal setting.
+    ``mistake_rate``: flip the label (z -> 1 - z) with this probability.
+    """
+
+    scale: str = "five"
+    beta: float = 1.0
+    gamma: float = 1.0
+    mistake_rate: float = 0.0
+    skip_threshold: float | None = None
+    equal_threshold: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not self.beta > 0:
+            raise ValueError(f"beta must be > 0, got {self.beta}")
+        if not 0.0 < self.gamma <= 1.0:
+            raise ValueError(f"gamma must lie in (0, 1], got {self.gamma}")
+        if not 0.0 <= self.mistake_rate <= 1.0:
+            raise ValueError(f"mistake_rate must lie in [0, 1], got {self.mistake_rate}")
+        if self.equal_threshold < 0:
+            raise ValueError(f"equal_threshold must be >= 0, got {self.equal_threshold}")
+        OrdinalScale.get(self.scale)
+
+
+class SimulatedTeacher:
+    """A ``Teacher`` that knows the true reward. Every random choice comes from ``rng``."""
+
+    def __init__(
+        self, config: TeacherConfig, rng: np.random.Generator, name: str = "simulated"
+    ) -> None:
+        self.config = config
+        self.scale = OrdinalScale.get(config.scale)
+        self.rng = rng
+        self.name = name
+
+    def returns(self, pairs: SegmentPairs) -> tuple[np.ndarray, np.ndarray]:
+        """True (optionally myopic) returns of the left and right segments."""
+        left, right = pairs.gather()
+        return left.returns(self.config.gamma), right.returns(self.config.gamma)
+
+    def oracle_probability(self, pairs: SegmentPairs) -> np.ndarray:
+        """``P(left > right) = sigmoid(beta * (G_A - G_B))``."""
+        g_left, g_right = self.returns(pairs)
+        return _oracle_probability(g_left - g_right, self.config.beta)
+
+    def label(self, pairs: SegmentPairs) -> np.ndarray:
+        return self.label_with_oracle(pairs)[0]
+
+    def label_with_oracle(self, pairs: SegmentPairs) -> tuple[np.ndarray, np.ndarray]:
+        """Labels and the oracle probabilities they were drawn from (for diagnostics and metrics)."""
+        config = self.config
+        g_left, g_right = self.returns(pairs)
+        p = _oracle_probability(g_left - g_right, config.beta)
+        z = self.scale.quantize(p, self.rng).astype(np.float64)
+        if config.equal_threshold > 0:
+            z = np.where(np.abs(g_left - g_right) < config.equal_threshold, 0.5, z)
+        if config.mistake_rate > 0:
+            z = np.where(self.rng.random(len(z)) < config.mistake_rate, 1.0 - z, z)
+        if config.skip_threshold is not None:
+            z = np.where(np.maximum(g_left, g_right) < config.skip_threshold, np.nan, z)
+        return z.astype(np.float32), p
+
+
+def _oracle_probability(return_gap: np.ndarray, beta: float) -> np.ndarray:
+    if np.isinf(beta):
+        return 0.5 + 0.5 * np.sign(return_gap)
+    scaled = np.clip(beta * return_gap, -500.0, 500.0)
+    return 1.0 / (1.0 + np.exp(-scaled))
+
+
+def beta_for_spread(return_gaps: np.ndarray, target_std: float = 2.0) -> float:
+    """A ``beta`` that makes ``beta * (G_A - G_B)`` have standard deviation ``target_std``.
+
+    Returns differ in scale by orders of magnitude between tasks; a fixed beta makes one task's
+    teacher almost deterministic and another's almost random. Fit it on sample pairs instead.
+    """
+    spread = float(np.std(return_gaps))
+    if spread == 0.0:
+        raise ValueError("all return gaps are equal; no beta can spread them")
+    return target_std / spread

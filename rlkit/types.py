@@ -1,0 +1,30 @@
+"""The small protocols the rest of rlkit is written against."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from rlkit.data.segments import SegmentPairs
+
+
+@runtime_checkable
+class RewardFn(Protocol):
+    """A reward over a batch of transitions: a reward net, an ensemble mean, a shaped sum, the truth.
+
+    Shapes: ``obs``/``next_obs`` ``(B, *obs_shape)``, ``acts`` ``(B, *act_shape)``, ``dones`` ``(B,)``;
+    returns float rewards of shape ``(B,)``.
+    """
+
+    def __call__(
+        self, obs: np.ndarray, acts: np.ndarray, next_obs: np.ndarray, dones: np.ndarray
+    ) -> np.ndarray: ...
+
+
+@runtime_checkable
+class Teacher(Protocol):
+    """Anything that labels pairs of segments: z in [0, 1] (1 = left better), NaN = skipped."""
+
+    def label(self, pairs: SegmentPairs) -> np.ndarray: ...
