@@ -1,5 +1,6 @@
 """Trajectories, their storage, segments into them, and rollout collection."""
 
+from rlkit.data.recorder import TrajectoryRecorder
 from rlkit.data.rollout import collect_trajectories, random_actions
 from rlkit.data.segments import (
     Segment,
@@ -17,6 +18,7 @@ __all__ = [
     "SegmentBatch",
     "SegmentPairs",
     "Trajectory",
+    "TrajectoryRecorder",
     "TrajectoryStore",
     "collect_trajectories",
     "gather",

@@ -92,15 +92,15 @@ def collect_trajectories(
             if dones[i]:
                 final = infos[i].get("terminal_observation", next_obs[i])
                 truncated = bool(infos[i].get("TimeLimit.truncated", False))
-                done_trajs.append(_to_trajectory(pieces[i], final, terminal=not truncated))
+                done_trajs.append(Trajectory.from_steps(pieces[i], final, terminal=not truncated))
                 pieces[i] = []
             elif max_length is not None and len(pieces[i]) >= max_length:
-                done_trajs.append(_to_trajectory(pieces[i], next_obs[i], terminal=False))
+                done_trajs.append(Trajectory.from_steps(pieces[i], next_obs[i], terminal=False))
                 pieces[i] = []
             if n_steps is not None and steps >= n_steps:
                 last_obs = next_obs
                 done_trajs.extend(
-                    _to_trajectory(p, last_obs[j], terminal=False)
+                    Trajectory.from_steps(p, last_obs[j], terminal=False)
                     for j, p in enumerate(pieces) if p and not (j == i and dones[i])
                 )
                 return done_trajs
@@ -114,14 +114,3 @@ def _n_episodes(trajectories: list[Trajectory], max_length: int | None) -> int:
         return len(trajectories)
     # Cut pieces of one episode are non-terminal and exactly max_length long; the last is not.
     return sum(1 for t in trajectories if t.terminal or len(t) != max_length)
-
-
-def _to_trajectory(
-    steps: list[tuple[np.ndarray, np.ndarray, float]], final_obs: np.ndarray, terminal: bool
-) -> Trajectory:
-    obs = np.stack([s[0] for s in steps] + [np.asarray(final_obs)])
-    if np.issubdtype(obs.dtype, np.floating):
-        obs = obs.astype(np.float32)
-    acts = np.stack([s[1] for s in steps])
-    rews = np.asarray([s[2] for s in steps], dtype=np.float32)
-    return Trajectory(obs=obs, acts=acts, rews=rews, terminal=terminal)

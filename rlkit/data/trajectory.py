@@ -42,6 +42,19 @@ class Trajectory:
                 bad = int(np.flatnonzero(~np.isfinite(array.reshape(len(array), -1)).all(1))[0])
                 raise InvalidDataError(f"{name} holds NaN or inf (first at step {bad})")
 
+    @classmethod
+    def from_steps(
+        cls, steps: list[tuple[np.ndarray, np.ndarray, float]], final_obs: np.ndarray,
+        terminal: bool,
+    ) -> Trajectory:
+        """Build from per-step ``(obs, action, reward)`` tuples and the observation after them."""
+        obs = np.stack([s[0] for s in steps] + [np.asarray(final_obs)])
+        if np.issubdtype(obs.dtype, np.floating):
+            obs = obs.astype(np.float32)
+        acts = np.stack([s[1] for s in steps])
+        rews = np.asarray([s[2] for s in steps], dtype=np.float32)
+        return cls(obs=obs, acts=acts, rews=rews, terminal=terminal)
+
     def __len__(self) -> int:
         return len(self.acts)
 

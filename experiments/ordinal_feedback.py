@@ -1,0 +1,259 @@
+"""Does finer feedback learn better rewards? (Liu et al., ICML 2025, on MuJoCo segments.)
+
+One command:  python experiments/ordinal_feedback.py [--config FILE] [key=value ...]
+
+Per task: PPO checkpoints of rising quality give a spread of behaviour (random + checkpoints;
+the best checkpoint is held out as the out-of-distribution policy). A simulated teacher's oracle
+probability p = sigmoid(beta * (G_A - G_B)) is rounded, unbiasedly, onto each scale; every
+granularity gets the same number of training pairs. The tie sweep (paper section 5.2) mixes
+tied (z = 0.5) and untied 3-level labels in a ratio r at a fixed total. Metrics on held-out
+pairs of unseen trajectories (in distribution) and of the held-out policy (out of distribution):
+binary accuracy on non-tied oracle preferences, cross-entropy against p, and return correlation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import Field
+from stable_baselines3 import PPO
+from stable_baselines3.common.env_util import make_vec_env
+
+from rlkit.config import StrictModel, load_config, save_config
+from rlkit.data import SegmentPairs, TrajectoryStore, collect_trajectories, sample_pairs
+from rlkit.feedback import OrdinalScale, beta_for_spread
+from rlkit.pipeline.configs import RewardModelConfig, TrainerSettings
+from rlkit.pipeline.steps import build_reward_model, store_spaces, trainer_config
+from rlkit.reward import RewardTrainer, evaluate_reward
+
+
+class TaskConfig(StrictModel):
+    id: str
+    checkpoint_steps: list[int]
+
+
+class OrdinalExperimentConfig(StrictModel):
+    out_dir: str = "runs/ordinal_feedback"
+    seeds: list[int] = [0, 1, 2, 3, 4]
+    tasks: list[TaskConfig] = [TaskConfig(id="HalfCheetah-v5", checkpoint_steps=[20000, 150000])]
+    ppo_kwargs: dict[str, Any] = {}
+    n_envs: int = Field(4, ge=1)
+    steps_per_policy: int = Field(10_000, ge=1)
+    max_length: int = Field(200, ge=1)
+    segment_length: int = Field(50, ge=1)
+    train_pairs: int = Field(500, ge=2)
+    test_pairs: int = Field(2000, ge=1)
+    auto_beta_std: float = Field(2.0, gt=0)
+    granularities: list[str] = ["binary", "ternary", "five", "oracle"]
+    tie_ratios: list[float] = [0.0, 0.25, 0.5, 0.75, 1.0]
+    model: RewardModelConfig = RewardModelConfig(hidden=(64, 64))
+    trainer: TrainerSettings = TrainerSettings()
+
+
+def train_checkpoints(task: TaskConfig, config: OrdinalExperimentConfig, folder: Path) -> list[Path]:
+    """PPO on the true reward, saved at each checkpoint step (reused when already there)."""
+    paths = [folder / f"ppo_{steps}.zip" for steps in task.checkpoint_steps]
+    if all(p.exists() for p in paths):
+        return paths
+    folder.mkdir(parents=True, exist_ok=True)
+    venv = make_vec_env(task.id, n_envs=config.n_envs, seed=0)
+    model = PPO("MlpPolicy", venv, seed=0, device="cpu", verbose=0, **config.ppo_kwargs)
+    done = 0
+    for steps, path in zip(task.checkpoint_steps, paths, strict=True):
+        model.learn(steps - done, reset_num_timesteps=False)
+        done = steps
+        model.save(path)
+    venv.close()
+    return paths
+
+
+def collect(task: TaskConfig, policies: list[PPO | None], config: OrdinalExperimentConfig,
+            seed: int) -> tuple[TrajectoryStore, list[np.ndarray]]:
+    """One store; returns the trajectory ids each policy produced."""
+    store = TrajectoryStore()
+    venv = make_vec_env(task.id, n_envs=config.n_envs, seed=1000 + seed)
+    rng = np.random.default_rng(seed)
+    ids = []
+    for policy in policies:
+        trajectories = collect_trajectories(venv, policy, rng, n_steps=config.steps_per_policy,
+                                            max_length=config.max_length)
+        ids.append(np.array(store.extend(trajectories)))
+    venv.close()
+    return store, ids
+
+
+def oracle(pairs: SegmentPairs, beta: float) -> np.ndarray:
+    left, right = pairs.gather()
+    return 1.0 / (1.0 + np.exp(-np.clip(beta * (left.returns() - right.returns()), -50, 50)))
+
+
+def tie_mix(pool: SegmentPairs, p: np.ndarray, ratio: float, n: int,
+            rng: np.random.Generator) -> tuple[SegmentPairs, np.ndarray]:
+    """``n`` pairs of which ``ratio`` have a sampled 3-level tie and the rest a sampled 0 or 1."""
+    z = OrdinalScale.get("ternary").quantize(p, rng)
+    tied, untied = np.flatnonzero(z == 0.5), np.flatnonzero(z != 0.5)
+    n_tied = int(round(ratio * n))
+    if n_tied > len(tied) or n - n_tied > len(untied):
+        raise ValueError(f"the pool of {len(p)} pairs is too small for tie ratio {ratio}")
+    rows = np.concatenate([rng.choice(tied, n_tied, replace=False),
+                           rng.choice(untied, n - n_tied, replace=False)])
+    return pool.subset(rows), z[rows]
+
+
+def fit_and_score(store: TrajectoryStore, pairs: SegmentPairs, labels: np.ndarray,
+                  tests: dict[str, tuple[SegmentPairs, np.ndarray]],
+                  config: OrdinalExperimentConfig, seed: int) -> dict[str, float]:
+    model = build_reward_model(config.model, *store_spaces(store), seed)
+    trainer = RewardTrainer(model, trainer_config(config.trainer, seed))
+    report = trainer.fit(pairs, labels, rng=np.random.default_rng(seed))
+    row: dict[str, float] = {"epochs": report.epochs}
+    for name, (test_pairs, test_p) in tests.items():
+        decided = np.abs(test_p - 0.5) > 1e-6
+        metrics = evaluate_reward(model, test_pairs.subset(decided),
+                                  (test_p[decided] > 0.5).astype(np.float32), test_p[decided])
+        row |= {f"{name}_accuracy": metrics["accuracy"],
+                f"{name}_oracle_ce": metrics["oracle_cross_entropy"],
+                f"{name}_return_pearson": metrics["return_pearson"]}
+    return row
+
+
+def run_task(task: TaskConfig, config: OrdinalExperimentConfig, out: Path,
+             log: RowLog) -> list[dict[str, Any]]:
+    checkpoints = train_checkpoints(task, config, out / "policies" / task.id)
+    policies: list[PPO | None] = [None] + [PPO.load(p, device="cpu") for p in checkpoints]
+    rows = []
+    for seed in config.seeds:
+        rng = np.random.default_rng(seed)
+        store, ids = collect(task, policies, config, seed)
+        train_ids, in_dist_ids = _split_trajectories(np.concatenate(ids[:-1]), rng)
+        pool = sample_pairs(store, 20 * config.train_pairs, config.segment_length, rng, train_ids)
+        beta = beta_for_spread(_gaps(pool), config.auto_beta_std)
+        p_pool = oracle(pool, beta)
+        tests = {}
+        for name, trajectory_ids in (("in_dist", in_dist_ids), ("out_dist", ids[-1])):
+            test = sample_pairs(store, config.test_pairs, config.segment_length, rng, trajectory_ids)
+            tests[name] = (test, oracle(test, beta))
+        first = np.arange(config.train_pairs)
+        for granularity in config.granularities:
+            labels = OrdinalScale.get(granularity).quantize(p_pool[first], rng)
+            row = fit_and_score(store, pool.subset(first), labels, tests, config, seed)
+            rows.append({"task": task.id, "seed": seed, "study": "granularity",
+                         "setting": granularity, "beta": beta} | row)
+            log(rows[-1])
+        for ratio in config.tie_ratios:
+            pairs, labels = tie_mix(pool, p_pool, ratio, config.train_pairs, rng)
+            row = fit_and_score(store, pairs, labels, tests, config, seed)
+            rows.append({"task": task.id, "seed": seed, "study": "tie_ratio",
+                         "setting": ratio, "beta": beta} | row)
+            log(rows[-1])
+        print(f"{task.id} seed {seed}: done", file=sys.stderr)
+    return rows
+
+
+class RowLog:
+    """Appends each finished run as one JSON line, flushed, so progress survives a crash."""
+
+    def __init__(self, path: Path) -> None:
+        self.file = open(path, "w", encoding="utf-8")  # closed in close()
+
+    def __call__(self, row: dict[str, Any]) -> None:
+        self.file.write(json.dumps(row) + "\n")
+        self.file.flush()
+
+    def close(self) -> None:
+        self.file.close()
+
+
+def _split_trajectories(ids: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    shuffled = rng.permutation(ids)
+    half = len(shuffled) * 3 // 4
+    return np.sort(shuffled[:half]), np.sort(shuffled[half:])
+
+
+def _gaps(pairs: SegmentPairs) -> np.ndarray:
+    left, right = pairs.gather()
+    return left.returns() - right.returns()
+
+
+def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Mean and standard error over seeds for each (task, study, setting)."""
+    keys = sorted({(r["task"], r["study"], str(r["setting"])) for r in rows})
+    metrics = [k for k in rows[0] if k.startswith(("in_dist", "out_dist"))]
+    table = []
+    for task, study, setting in keys:
+        group = [r for r in rows if (r["task"], r["study"], str(r["setting"])) == (task, study, setting)]
+        entry: dict[str, Any] = {"task": task, "study": study, "setting": setting, "n": len(group)}
+        for metric in metrics:
+            values = np.array([r[metric] for r in group], dtype=float)
+            entry[metric] = float(np.nanmean(values))
+            entry[f"{metric}_se"] = float(np.nanstd(values) / np.sqrt(max(len(values), 1)))
+        table.append(entry)
+    return table
+
+
+def plot(table: list[dict[str, Any]], config: OrdinalExperimentConfig, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tasks = [t.id for t in config.tasks]
+    figure, axes = plt.subplots(len(tasks), 3, figsize=(15, 3.8 * len(tasks)), squeeze=False)
+    for row, task in enumerate(tasks):
+        gran = [e for e in table if e["task"] == task and e["study"] == "granularity"]
+        gran.sort(key=lambda e: config.granularities.index(e["setting"]))
+        names = [e["setting"] for e in gran]
+        for col, (metric, label) in enumerate((("accuracy", "held-out accuracy"),
+                                               ("oracle_ce", "oracle cross-entropy"))):
+            for offset, split in ((-0.2, "in_dist"), (0.2, "out_dist")):
+                axes[row, col].bar(np.arange(len(gran)) + offset,
+                                   [e[f"{split}_{metric}"] for e in gran], width=0.4,
+                                   yerr=[e[f"{split}_{metric}_se"] for e in gran], label=split)
+            values = [e[f"{s}_{metric}"] for e in gran for s in ("in_dist", "out_dist")]
+            spread = max(values) - min(values)
+            axes[row, col].set_ylim(min(values) - spread - 0.01, max(values) + spread + 0.01)
+            axes[row, col].set_xticks(range(len(gran)), names)
+            axes[row, col].set(title=f"{task}: {label}")
+            axes[row, col].legend()
+        ties = sorted((e for e in table if e["task"] == task and e["study"] == "tie_ratio"),
+                      key=lambda e: float(e["setting"]))
+        ratios = [float(e["setting"]) for e in ties]
+        for split in ("in_dist", "out_dist"):
+            axes[row, 2].errorbar(ratios, [e[f"{split}_accuracy"] for e in ties],
+                                  yerr=[e[f"{split}_accuracy_se"] for e in ties], marker="o",
+                                  label=split)
+        axes[row, 2].set(title=f"{task}: tie ratio (3-level)", xlabel="share of tied pairs",
+                         ylabel="held-out accuracy")
+        axes[row, 2].legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("overrides", nargs="*", metavar="key=value")
+    parser.add_argument("--config", default=Path(__file__).parent / "configs/ordinal_feedback.yaml")
+    args = parser.parse_args(argv)
+    config = load_config(OrdinalExperimentConfig, args.config, args.overrides)
+    out = Path(config.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    save_config(config, out / "config.yaml")
+    log = RowLog(out / "rows.jsonl")
+    rows = [row for task in config.tasks for row in run_task(task, config, out, log)]
+    log.close()
+    table = summarise(rows)
+    (out / "summary.json").write_text(json.dumps(table, indent=2))
+    plot(table, config, out / "ordinal.png")
+    print(json.dumps({"summary": str(out / "summary.json"), "plot": str(out / "ordinal.png")}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,247 @@
+"""The ``rlkit`` command: each subcommand is a typed config (YAML + ``key=value``) and a run dir."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from rlkit.config import load_config
+from rlkit.errors import RlkitError
+from rlkit.pipeline import configs
+
+COMMANDS: dict[str, tuple[type[BaseModel], str]] = {
+    "demo": (configs.DemoConfig, "collect, label (5-level teacher), train a reward, train an agent"),
+    "collect": (configs.CollectConfig, "roll out policies and save their trajectories"),
+    "label": (configs.LabelConfig, "label random segment pairs with a simulated teacher"),
+    "train-reward": (configs.TrainRewardConfig, "fit a reward model to a preference dataset"),
+    "eval-reward": (configs.EvalRewardConfig, "measure a saved reward model on a dataset"),
+    "pref-rl": (configs.PrefRLConfig, "online preference-based RL with queries during training"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rlkit", description="Reward learning from feedback of any granularity."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, (schema, summary) in COMMANDS.items():
+        command = sub.add_parser(
+            name, help=summary, description=f"{summary}.\n\n{_fields_help(schema)}",
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        command.add_argument("overrides", nargs="*", metavar="key=value",
+                             help="config overrides, dotted for nested fields (trainer.lr=3e-4)")
+        command.add_argument("--config", type=Path, help="a YAML file of this command's config")
+        command.add_argument("--run-dir", help="where outputs go (default: runs/<command>-<time>)")
+        command.add_argument("--logger", default="jsonl,console,wandb",
+                             help="comma-separated backends: jsonl, console, wandb, tensorboard")
+        command.add_argument("--torch-threads", type=int, default=1,
+                             help="torch CPU threads (default 1: small nets run fastest on one, "
+                                  "and more threads thrash when other processes share the cores)")
+        command.add_argument("--print-config", action="store_true",
+                             help="print the resolved config as YAML and exit")
+    return parser
+
+
+def _fields_help(schema: type[BaseModel], prefix: str = "") -> str:
+    lines = []
+    for name, info in schema.model_fields.items():
+        annotation = info.annotation
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            lines.append(_fields_help(annotation, f"{prefix}{name}."))
+        else:
+            default = info.default if info.default is not None else "null"
+            note = f"  ({info.description})" if info.description else ""
+            lines.append(f"  {prefix}{name} = {default}{note}")
+    return "\n".join(line for line in lines if line)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    schema, _ = COMMANDS[args.command]
+    os.environ.setdefault("WANDB_MODE", "offline")
+    import torch
+
+    torch.set_num_threads(max(1, args.torch_threads))
+    try:
+        config = load_config(schema, args.config, args.overrides)
+        if args.print_config:
+            import yaml
+
+            print(yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False), end="")
+            return 0
+        return RUNNERS[args.command](config, args)
+    except RlkitError as error:
+        print(f"rlkit {args.command}: error: {error}", file=sys.stderr)
+        return 2
+
+
+def _session(command: str, config: BaseModel, args: argparse.Namespace) -> tuple[Path, Any]:
+    from rlkit.logging import make_logger
+    from rlkit.pipeline.rundir import make_run_dir
+
+    run_dir = make_run_dir(command, args.run_dir, config)
+    backends = tuple(b.strip() for b in args.logger.split(",") if b.strip())
+    logger = make_logger(run_dir, backends=backends, project="rlkit",
+                         config=config.model_dump(mode="json") | {"command": command})
+    return run_dir, logger
+
+
+def _run_demo(config: configs.DemoConfig, args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from rlkit.pipeline.demo import run_demo, summary_rows
+
+    run_dir, logger = _session("demo", config, args)
+    try:
+        summary = run_demo(config, run_dir, logger)
+    finally:
+        logger.close()
+    table = Table(title=f"rlkit demo — {summary['env']}, {summary['pairs']['train']} training "
+                        f"pairs on the '{summary['pairs']['scale']}' scale")
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+    for row in summary_rows(summary):
+        table.add_row(*row)
+    console = Console()
+    console.print(table)
+    console.print(f"plot: {run_dir / 'demo.png'}   run directory: {run_dir}")
+    return 0
+
+
+def _run_collect(config: configs.CollectConfig, args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from rlkit.pipeline.steps import collect_store
+
+    run_dir, logger = _session("collect", config, args)
+    store = collect_store(config, np.random.default_rng(config.seed))
+    path = store.save(run_dir / "trajectories")
+    returns = [t.ret for t in store]
+    stats = {"trajectories": len(store), "steps": store.n_steps,
+             "mean_return": float(np.mean(returns)), "path": str(path)}
+    logger.log({"collect/steps": store.n_steps, "collect/mean_return": stats["mean_return"]}, 0)
+    logger.close()
+    print(json.dumps(stats))
+    return 0
+
+
+def _run_label(config: configs.LabelConfig, args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from rlkit.data import TrajectoryStore
+    from rlkit.pipeline.steps import label_pairs
+
+    if config.trajectories is None:
+        raise configs_error("label", "trajectories", "the .npz written by `rlkit collect`")
+    run_dir, logger = _session("label", config, args)
+    store = TrajectoryStore.load(config.trajectories)
+    dataset = label_pairs(store, config, np.random.default_rng(config.seed))
+    npz, _ = dataset.save(run_dir / "preferences")
+    labels = dataset.labels[np.isfinite(dataset.labels)]
+    levels, counts = np.unique(labels, return_counts=True)
+    logger.close()
+    print(json.dumps({"pairs": len(dataset), "skipped": int(len(dataset) - len(labels)),
+                      "labels": {f"{level:g}": int(c) for level, c in zip(levels, counts, strict=True)},
+                      "path": str(npz.with_suffix(""))}))
+    return 0
+
+
+def _run_train_reward(config: configs.TrainRewardConfig, args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from rlkit.feedback import PreferenceDataset
+    from rlkit.io import atomic_write_json
+    from rlkit.pipeline.steps import build_reward_model, store_spaces, trainer_config
+    from rlkit.reward import RewardTrainer, evaluate_dataset, save_reward_model
+
+    if config.dataset is None:
+        raise configs_error("train-reward", "dataset", "the prefix written by `rlkit label`")
+    run_dir, logger = _session("train-reward", config, args)
+    rng = np.random.default_rng(config.seed)
+    dataset = PreferenceDataset.load(config.dataset)
+    train, held_out = dataset.labelled().split(config.held_out_fraction, rng)
+    model = build_reward_model(config.model, *store_spaces(dataset.store), config.seed)
+    report = RewardTrainer(model, trainer_config(config.trainer, config.seed)).fit(train, rng=rng)
+    for epoch, (loss, acc) in enumerate(zip(report.val_loss, report.val_accuracy, strict=True)):
+        logger.log({"reward/val_loss": loss, "reward/val_accuracy": acc}, step=epoch)
+    metrics = evaluate_dataset(model, held_out)
+    save_reward_model(model, run_dir / "reward_model")
+    held_out.save(run_dir / "held_out")
+    atomic_write_json(run_dir / "metrics.json", {"held_out": metrics, "epochs": report.epochs,
+                                                 "best_epoch": report.best_epoch})
+    logger.log({f"held_out/{k}": float(v) for k, v in metrics.items()}, step=report.epochs)
+    logger.close()
+    print(json.dumps({"held_out": metrics, "model": str(run_dir / "reward_model")}))
+    return 0
+
+
+def _run_eval_reward(config: configs.EvalRewardConfig, args: argparse.Namespace) -> int:
+    from rlkit.feedback import PreferenceDataset
+    from rlkit.io import atomic_write_json
+    from rlkit.pipeline.steps import store_spaces
+    from rlkit.reward import evaluate_dataset, load_reward_model
+
+    if config.model is None or config.dataset is None:
+        raise configs_error("eval-reward", "model and dataset", "a model dir and a dataset prefix")
+    run_dir, logger = _session("eval-reward", config, args)
+    dataset = PreferenceDataset.load(config.dataset)
+    loaded = load_reward_model(config.model, *store_spaces(dataset.store))
+    metrics = evaluate_dataset(loaded.model, dataset.labelled())
+    atomic_write_json(run_dir / "metrics.json", metrics)
+    logger.log({f"eval/{k}": float(v) for k, v in metrics.items()}, step=0)
+    logger.close()
+    print(json.dumps(metrics))
+    return 0
+
+
+def _run_pref_rl(config: configs.PrefRLConfig, args: argparse.Namespace) -> int:
+    from rlkit.io import atomic_write_json
+    from rlkit.pipeline.steps import true_return
+    from rlkit.prefrl import PreferenceRL
+    from rlkit.reward import save_reward_model
+
+    run_dir, logger = _session("pref-rl", config, args)
+    try:
+        loop = PreferenceRL(config, logger)
+        result = loop.learn()
+        mean, std = true_return(result.agent, config.env, config.agent.eval_episodes)
+        result.agent.save(run_dir / "agent")
+        save_reward_model(loop.model, run_dir / "reward_model")
+        result.dataset.save(run_dir / "preferences")
+        summary = {"true_return": {"mean": mean, "std": std}, "labels": len(result.dataset),
+                   "rounds": [vars(r) for r in result.rounds]}
+        atomic_write_json(run_dir / "summary.json", summary)
+        logger.log({"eval/true_return": mean}, step=config.agent.total_timesteps)
+    finally:
+        logger.close()
+    print(json.dumps({"true_return": summary["true_return"], "labels": summary["labels"],
+                      "run_dir": str(run_dir)}))
+    return 0
+
+
+def configs_error(command: str, field: str, what: str) -> RlkitError:
+    from rlkit.config import ConfigError
+
+    return ConfigError(f"`rlkit {command}` needs {field}=... ({what})")
+
+
+RUNNERS: dict[str, Callable[[Any, argparse.Namespace], int]] = {
+    "demo": _run_demo,
+    "collect": _run_collect,
+    "label": _run_label,
+    "train-reward": _run_train_reward,
+    "eval-reward": _run_eval_reward,
+    "pref-rl": _run_pref_rl,
+}
+
+if __name__ == "__main__":
+    sys.exit(main())

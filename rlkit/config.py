@@ -1,0 +1,89 @@
+"""Typed run configs: YAML files plus ``key=value`` overrides, validated by pydantic."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from rlkit.errors import RlkitError
+from rlkit.io import atomic_open
+
+Config = TypeVar("Config", bound=BaseModel)
+
+
+class ConfigError(RlkitError, ValueError):
+    """A config file or override that does not fit the command's config schema."""
+
+
+class StrictModel(BaseModel):
+    """Base of every config: unknown keys are errors (a typo must not silently do nothing)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def parse_override(text: str) -> tuple[list[str], Any]:
+    """``"trainer.lr=3e-4"`` -> (["trainer", "lr"], 0.0003); values are parsed as YAML."""
+    key, sep, raw = text.partition("=")
+    if not sep or not key.strip():
+        raise ConfigError(f"override {text!r} is not of the form key=value")
+    return key.strip().split("."), yaml.safe_load(raw) if raw.strip() else None
+
+
+def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    for text in overrides:
+        path, value = parse_override(text)
+        node = data
+        for part in path[:-1]:
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                raise ConfigError(f"override {text!r}: {part!r} is a value, not a section")
+            node = child
+        node[path[-1]] = value
+    return data
+
+
+def load_config(
+    schema: type[Config], path: str | os.PathLike[str] | None = None, overrides: list[str] = ()
+) -> Config:
+    """Read ``path`` (optional), apply overrides, validate; errors name the offending field."""
+    data: dict[str, Any] = {}
+    if path is not None:
+        try:
+            loaded = yaml.safe_load(Path(path).read_text())
+        except FileNotFoundError:
+            raise ConfigError(f"config file {path} does not exist") from None
+        except yaml.YAMLError as error:
+            raise ConfigError(f"config file {path} is not valid YAML: {error}") from None
+        if loaded is not None and not isinstance(loaded, dict):
+            raise ConfigError(f"config file {path} must hold a mapping, not {type(loaded).__name__}")
+        data = loaded or {}
+    data = apply_overrides(_merge(schema().model_dump(mode="json"), data), list(overrides))
+    try:
+        return schema.model_validate(data)
+    except ValidationError as error:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or '(top)'}: {e['msg']}" for e in error.errors()
+        )
+        raise ConfigError(f"invalid {schema.__name__}: {problems}") from None
+
+
+def _merge(defaults: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+    """``given`` over ``defaults``, section by section, so a nested override keeps the command's
+    other defaults for that section (which may differ from the section type's own defaults)."""
+    merged = dict(defaults)
+    for key, value in given.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def save_config(config: BaseModel, path: str | os.PathLike[str]) -> None:
+    """Write the resolved config so the run can be repeated exactly."""
+    with atomic_open(path, "w") as handle:
+        yaml.safe_dump(config.model_dump(mode="json"), handle, sort_keys=False)

@@ -1,0 +1,45 @@
+"""Records what an agent experiences, step by step, into a TrajectoryStore (online preference RL)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from rlkit.data.store import TrajectoryStore
+from rlkit.data.trajectory import Trajectory
+
+
+class TrajectoryRecorder:
+    """A step observer for ``RewardVecEnvWrapper``: one open trajectory per env.
+
+    An episode end closes the env's trajectory (terminal only for a true termination). Episodes
+    longer than ``max_length`` are cut into non-terminal pieces so segments are available
+    before long episodes finish.
+    """
+
+    def __init__(self, store: TrajectoryStore, n_envs: int, max_length: int = 500) -> None:
+        if max_length < 1:
+            raise ValueError(f"max_length must be >= 1, got {max_length}")
+        self.store = store
+        self.max_length = max_length
+        self._open: list[list[tuple[np.ndarray, np.ndarray, float]]] = [[] for _ in range(n_envs)]
+
+    def __call__(
+        self,
+        obs: np.ndarray,
+        acts: np.ndarray,
+        next_obs: np.ndarray,
+        true_rews: np.ndarray,
+        dones: np.ndarray,
+        terminal: np.ndarray,
+        infos: list[dict[str, Any]],
+    ) -> None:
+        for i, steps in enumerate(self._open):
+            steps.append((obs[i], acts[i], float(true_rews[i])))
+            if dones[i] or len(steps) >= self.max_length:
+                self._close(i, next_obs[i], bool(terminal[i]) and bool(dones[i]))
+
+    def _close(self, env: int, final_obs: np.ndarray, terminal: bool) -> None:
+        steps, self._open[env] = self._open[env], []
+        self.store.append(Trajectory.from_steps(steps, final_obs, terminal))

@@ -1,0 +1,26 @@
+"""One ``Logger`` interface over W&B (offline by default), TensorBoard, the console and JSONL,
+plus the bridge that brings Stable-Baselines3's own metrics into the same run."""
+
+from rlkit.logging.base import Logger, MultiLogger, scalar_metrics, video_file
+from rlkit.logging.factory import BACKENDS, make_logger
+from rlkit.logging.local import ConsoleLogger, JsonlLogger, TensorBoardLogger
+from rlkit.logging.progress import progress
+from rlkit.logging.sb3 import Sb3LogBridge, attach_to_sb3
+from rlkit.logging.wandb_logger import WandbLogger, resolve_wandb_mode
+
+__all__ = [
+    "BACKENDS",
+    "ConsoleLogger",
+    "JsonlLogger",
+    "Logger",
+    "MultiLogger",
+    "Sb3LogBridge",
+    "TensorBoardLogger",
+    "WandbLogger",
+    "attach_to_sb3",
+    "make_logger",
+    "progress",
+    "resolve_wandb_mode",
+    "scalar_metrics",
+    "video_file",
+]

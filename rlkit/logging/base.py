@@ -1,0 +1,125 @@
+"""The one ``Logger`` interface, the value checks every backend shares, and the fan-out logger."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from rlkit.errors import InvalidDataError
+from rlkit.io import atomic_open
+
+PathLike = str | os.PathLike[str]
+Frames = np.ndarray
+
+
+@runtime_checkable
+class Logger(Protocol):
+    """Where a run's numbers and media go; trainers write here, never to a backend directly."""
+
+    def log(self, metrics: dict[str, float], step: int) -> None: ...
+
+    def log_config(self, config: dict[str, Any]) -> None: ...
+
+    def log_image(self, name: str, path: PathLike, step: int) -> None: ...
+
+    def log_video(
+        self, name: str, path_or_frames: PathLike | Frames, step: int, fps: int = 30
+    ) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def scalar_metrics(metrics: Mapping[str, Any]) -> dict[str, float | int]:
+    """Plain Python numbers from numpy/torch scalars; anything else is a caller bug, named early."""
+    return {key: _number(key, value) for key, value in metrics.items()}
+
+
+def _number(key: str, value: Any) -> float | int:
+    if isinstance(value, np.ndarray | np.generic) or hasattr(value, "numel"):
+        size = value.size if isinstance(value, np.ndarray | np.generic) else value.numel()
+        if size != 1:
+            raise InvalidDataError(f"metric {key!r} must be a scalar, got {size} values")
+        value = value.item()
+    if isinstance(value, bool):
+        return int(value)
+    if not isinstance(value, int | float):
+        raise InvalidDataError(
+            f"metric {key!r} must be a number, got {type(value).__name__} {value!r}"
+        )
+    return value
+
+
+def media_path(media_dir: PathLike, name: str, step: int, suffix: str) -> Path:
+    """A file name for a logged artefact: ``eval/video`` at step 5 -> ``eval_video-5.gif``."""
+    return Path(media_dir) / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}-{step}{suffix}"
+
+
+def video_file(
+    path_or_frames: PathLike | Frames, media_dir: PathLike, name: str, step: int, fps: int
+) -> Path:
+    """The video as a file: an existing path as it is, or ``(T, H, W[, C])`` uint8 frames as a GIF.
+
+    GIF because it needs no ffmpeg (Pillow writes it) and W&B and browsers show it as a video.
+    """
+    if not isinstance(path_or_frames, np.ndarray):
+        path = Path(path_or_frames)
+        if not path.is_file():
+            raise InvalidDataError(f"video file {str(path)!r} for {name!r} does not exist")
+        return path
+    frames = path_or_frames
+    if frames.dtype != np.uint8 or frames.ndim not in (3, 4) or len(frames) == 0:
+        raise InvalidDataError(
+            f"video frames for {name!r} must be uint8 (T, H, W) or (T, H, W, C) with T > 0, "
+            f"got dtype {frames.dtype} shape {frames.shape}"
+        )
+    if fps <= 0:
+        raise InvalidDataError(f"fps for video {name!r} must be positive, got {fps}")
+    import imageio.v3 as iio  # imported here: only runs that log videos pay for it
+
+    path = media_path(media_dir, name, step, ".gif")
+    with atomic_open(path, "wb") as handle:
+        iio.imwrite(handle, frames, extension=".gif", duration=1000.0 / fps, loop=0)
+    return path
+
+
+class MultiLogger:
+    """Sends everything to several backends; frames become one shared file, written once."""
+
+    def __init__(self, loggers: Sequence[Logger], media_dir: PathLike) -> None:
+        self.loggers = list(loggers)
+        self.media_dir = Path(media_dir)
+
+    def log(self, metrics: dict[str, float], step: int) -> None:
+        for logger in self.loggers:
+            logger.log(metrics, step)
+
+    def log_config(self, config: dict[str, Any]) -> None:
+        for logger in self.loggers:
+            logger.log_config(config)
+
+    def log_image(self, name: str, path: PathLike, step: int) -> None:
+        for logger in self.loggers:
+            logger.log_image(name, path, step)
+
+    def log_video(
+        self, name: str, path_or_frames: PathLike | Frames, step: int, fps: int = 30
+    ) -> None:
+        path = video_file(path_or_frames, self.media_dir, name, step, fps)
+        for logger in self.loggers:
+            logger.log_video(name, path, step, fps)
+
+    def close(self) -> None:
+        """Close every backend even if one fails, so no file is left unflushed; then re-raise."""
+        errors: list[Exception] = []
+        for logger in self.loggers:
+            try:
+                logger.close()
+            except Exception as error:  # collected, re-raised below
+                errors.append(error)
+        if errors:
+            raise errors[0]

@@ -1,0 +1,52 @@
+"""Build a run's logger from backend names, as configs and the CLI spell them."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rlkit.logging.base import Logger, MultiLogger, PathLike
+from rlkit.logging.local import ConsoleLogger, JsonlLogger, TensorBoardLogger
+from rlkit.logging.wandb_logger import WandbLogger
+
+BACKENDS = ("jsonl", "console", "tensorboard", "wandb")
+
+
+def make_logger(
+    run_dir: PathLike,
+    backends: Sequence[str] = ("jsonl", "console", "wandb"),
+    project: str = "rlkit",
+    config: dict[str, Any] | None = None,
+    wandb_mode: str | None = None,
+) -> MultiLogger:
+    """One logger over ``backends`` writing under ``run_dir``; ``config`` goes to all of them."""
+    unknown = [name for name in backends if name not in BACKENDS]
+    if unknown:
+        raise ValueError(f"unknown logging backends {unknown}; choose from {BACKENDS}")
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    loggers: list[Logger] = []
+    try:
+        for name in dict.fromkeys(backends):
+            if name == "jsonl":
+                loggers.append(JsonlLogger(run_dir))
+            elif name == "console":
+                loggers.append(ConsoleLogger())
+            elif name == "tensorboard":
+                loggers.append(TensorBoardLogger(run_dir))
+            else:  # wandb is given the config at init so the run page shows it from the start
+                loggers.append(
+                    WandbLogger(run_dir, project=project, config=config, mode=wandb_mode)
+                )
+    except BaseException:
+        with contextlib.suppress(Exception):  # the first error is the one to see
+            MultiLogger(loggers, run_dir / "media").close()
+        raise
+    logger = MultiLogger(loggers, run_dir / "media")
+    if config is not None:
+        for backend in loggers:
+            if not isinstance(backend, WandbLogger):
+                backend.log_config(config)
+    return logger

@@ -1,0 +1,136 @@
+"""Backends that need no service: the JSONL metric record, the console, TensorBoard."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from rich.console import Console
+from rich.text import Text
+
+from rlkit.errors import InvalidDataError
+from rlkit.io import atomic_write_json
+from rlkit.logging.base import Frames, PathLike, scalar_metrics, video_file
+
+RESERVED_KEYS = ("step", "wall_time")
+
+
+class JsonlLogger:
+    """The run's durable metric record: one JSON object per ``log`` call in ``metrics.jsonl``.
+
+    Each line is flushed as it is written, so a crash loses at most the line being written.
+    Non-finite values are written as ``null`` to keep every line strict JSON. The config goes to
+    ``config.json`` (atomically) and media references to ``media.jsonl``.
+    """
+
+    def __init__(self, run_dir: PathLike) -> None:
+        self.run_dir = Path(run_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.path = self.run_dir / "metrics.jsonl"
+        self.media_index = self.run_dir / "media.jsonl"
+        self._file = open(self.path, "a", encoding="utf-8")  # closed in close()
+
+    def log(self, metrics: dict[str, float], step: int) -> None:
+        clash = [key for key in RESERVED_KEYS if key in metrics]
+        if clash:
+            raise InvalidDataError(f"metric names {clash} are reserved in metrics.jsonl")
+        record: dict[str, Any] = {"step": int(step), "wall_time": round(time.time(), 3)}
+        for key, value in scalar_metrics(metrics).items():
+            record[key] = value if math.isfinite(value) else None
+        self._file.write(json.dumps(record, allow_nan=False) + "\n")
+        self._file.flush()
+
+    def log_config(self, config: dict[str, Any]) -> None:
+        atomic_write_json(self.run_dir / "config.json", config)
+
+    def log_image(self, name: str, path: PathLike, step: int) -> None:
+        self._log_media("image", name, Path(path), step)
+
+    def log_video(
+        self, name: str, path_or_frames: PathLike | Frames, step: int, fps: int = 30
+    ) -> None:
+        path = video_file(path_or_frames, self.run_dir / "media", name, step, fps)
+        self._log_media("video", name, path, step)
+
+    def close(self) -> None:
+        self._file.close()
+
+    def _log_media(self, kind: str, name: str, path: Path, step: int) -> None:
+        record = {"step": int(step), "kind": kind, "name": name, "path": str(path)}
+        with open(self.media_index, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(record) + "\n")
+
+
+class ConsoleLogger:
+    """One compact line per ``log`` call, for a person watching the run."""
+
+    def __init__(self, console: Console | None = None) -> None:
+        self.console = console or Console()
+
+    def log(self, metrics: dict[str, float], step: int) -> None:
+        line = Text(f"step {step:>8}", style="bold")
+        for key, value in scalar_metrics(metrics).items():
+            line.append(f"  {key}=", style="dim")
+            line.append(f"{value:.4g}" if isinstance(value, float) else str(value))
+        self.console.print(line)
+
+    def log_config(self, config: dict[str, Any]) -> None:
+        self.console.print(Text("config ", style="bold") + Text(json.dumps(config, default=str)))
+
+    def log_image(self, name: str, path: PathLike, step: int) -> None:
+        self.console.print(Text(f"step {step:>8}  image {name}: {path}"))
+
+    def log_video(
+        self, name: str, path_or_frames: PathLike | Frames, step: int, fps: int = 30
+    ) -> None:
+        what = (
+            f"{len(path_or_frames)} frames (not saved by the console)"
+            if isinstance(path_or_frames, np.ndarray)
+            else str(path_or_frames)
+        )
+        self.console.print(Text(f"step {step:>8}  video {name}: {what}"))
+
+    def close(self) -> None:
+        """Nothing to release: the console belongs to the process."""
+
+
+class TensorBoardLogger:
+    """Scalars, images and the config (as text) in ``run_dir/tensorboard``.
+
+    TensorBoard's video panel needs moviepy, which is not a dependency: a video is saved as a GIF
+    and its path is logged as text.
+    """
+
+    def __init__(self, run_dir: PathLike) -> None:
+        from torch.utils.tensorboard import SummaryWriter  # heavy import, only when used
+
+        self.run_dir = Path(run_dir)
+        self.writer = SummaryWriter(log_dir=str(self.run_dir / "tensorboard"))
+
+    def log(self, metrics: dict[str, float], step: int) -> None:
+        for key, value in scalar_metrics(metrics).items():
+            self.writer.add_scalar(key, value, global_step=step)
+
+    def log_config(self, config: dict[str, Any]) -> None:
+        text = json.dumps(config, indent=2, sort_keys=True, default=str)
+        self.writer.add_text("config", f"```\n{text}\n```")
+
+    def log_image(self, name: str, path: PathLike, step: int) -> None:
+        from PIL import Image
+
+        with Image.open(path) as image:
+            pixels = np.asarray(image.convert("RGB"))
+        self.writer.add_image(name, pixels, global_step=step, dataformats="HWC")
+
+    def log_video(
+        self, name: str, path_or_frames: PathLike | Frames, step: int, fps: int = 30
+    ) -> None:
+        path = video_file(path_or_frames, self.run_dir / "media", name, step, fps)
+        self.writer.add_text(name, f"video: {path}", global_step=step)
+
+    def close(self) -> None:
+        self.writer.close()

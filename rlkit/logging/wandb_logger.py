@@ -1,0 +1,88 @@
+"""Weights & Biases backend: offline unless asked for online with a key; it never prompts."""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from rlkit.errors import InvalidDataError
+from rlkit.logging.base import Frames, PathLike, scalar_metrics, video_file
+
+WANDB_MODES = ("online", "offline", "disabled")
+STEP_KEY = "step"
+
+
+def resolve_wandb_mode(mode: str | None, environ: Mapping[str, str] = os.environ) -> str:
+    """``mode`` or ``$WANDB_MODE`` or "offline"; "online" without ``$WANDB_API_KEY`` falls back.
+
+    Without a key wandb would stop and ask for one on the terminal; a training job must not hang.
+    """
+    requested = mode or environ.get("WANDB_MODE") or "offline"
+    if requested not in WANDB_MODES:
+        raise ValueError(f"wandb mode must be one of {WANDB_MODES}, got {requested!r}")
+    if requested == "online" and not environ.get("WANDB_API_KEY"):
+        warnings.warn(
+            "wandb mode 'online' was asked for but WANDB_API_KEY is not set; logging offline "
+            "(upload later with `wandb sync`)",
+            stacklevel=2,
+        )
+        return "offline"
+    return requested
+
+
+class WandbLogger:
+    """A W&B run whose files live under ``run_dir/wandb`` beside the run's other outputs.
+
+    Metrics are logged against a ``step`` metric rather than wandb's own ``_step``, which must
+    only grow: a reward-model trainer and SB3 count steps differently, and wandb would drop the
+    rows of whichever went backwards.
+    """
+
+    def __init__(
+        self,
+        run_dir: PathLike,
+        project: str = "rlkit",
+        config: dict[str, Any] | None = None,
+        mode: str | None = None,
+        name: str | None = None,
+        tags: Sequence[str] = (),
+    ) -> None:
+        import wandb  # slow to import; only runs that use it pay
+
+        self._wandb = wandb
+        self.run_dir = Path(run_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.run = wandb.init(
+            project=project,
+            dir=str(self.run_dir),
+            mode=resolve_wandb_mode(mode),  # type: ignore[arg-type]
+            config=config,
+            name=name,
+            tags=list(tags) or None,
+            reinit="create_new",
+        )
+        self.run.define_metric(STEP_KEY)
+        self.run.define_metric("*", step_metric=STEP_KEY)
+
+    def log(self, metrics: dict[str, float], step: int) -> None:
+        if STEP_KEY in metrics:
+            raise InvalidDataError(f"metric name {STEP_KEY!r} is reserved by WandbLogger")
+        self.run.log({**scalar_metrics(metrics), STEP_KEY: int(step)})
+
+    def log_config(self, config: dict[str, Any]) -> None:
+        self.run.config.update(config, allow_val_change=True)
+
+    def log_image(self, name: str, path: PathLike, step: int) -> None:
+        self.run.log({name: self._wandb.Image(str(path)), STEP_KEY: int(step)})
+
+    def log_video(
+        self, name: str, path_or_frames: PathLike | Frames, step: int, fps: int = 30
+    ) -> None:
+        path = video_file(path_or_frames, self.run_dir / "media", name, step, fps)
+        self.run.log({name: self._wandb.Video(str(path)), STEP_KEY: int(step)})
+
+    def close(self) -> None:
+        self.run.finish()

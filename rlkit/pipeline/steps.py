@@ -1,0 +1,148 @@
+"""The pieces every command chains: envs, collection, labelling, reward training, agents."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from stable_baselines3 import A2C, PPO, SAC, TD3
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.vec_env import VecEnv
+
+from rlkit.data import TrajectoryStore, collect_trajectories, sample_pairs
+from rlkit.data.segments import SegmentPairs
+from rlkit.feedback import (
+    OrdinalScale,
+    PreferenceDataset,
+    SimulatedTeacher,
+    TeacherConfig,
+    beta_for_spread,
+)
+from rlkit.pipeline.configs import (
+    AgentConfig,
+    CollectConfig,
+    EnvConfig,
+    LabelConfig,
+    RewardModelConfig,
+    TeacherSettings,
+    TrainerSettings,
+)
+from rlkit.reward import RewardEnsemble, RewardNet, TrainerConfig, build_reward_net
+from rlkit.types import RewardFn
+
+ALGORITHMS: dict[str, type[BaseAlgorithm]] = {"ppo": PPO, "sac": SAC, "a2c": A2C, "td3": TD3}
+
+
+def make_venv(env: EnvConfig, seed_offset: int = 0) -> VecEnv:
+    return make_vec_env(env.id, n_envs=env.n_envs, seed=env.seed + seed_offset,
+                        env_kwargs=dict(env.kwargs))
+
+
+def collect_store(config: CollectConfig, rng: np.random.Generator) -> TrajectoryStore:
+    """Rollouts from each policy source in turn, into one store."""
+    store = TrajectoryStore()
+    venv = make_venv(config.env)
+    try:
+        for i, source in enumerate(config.policies):
+            policy = None
+            if source.kind == "sb3":
+                if source.path is None:
+                    raise ValueError(f"policies[{i}]: an sb3 policy needs a path")
+                policy = ALGORITHMS[source.algo].load(source.path, device="cpu")
+            store.extend(collect_trajectories(
+                venv, policy, rng, n_steps=source.n_steps, max_length=config.max_length,
+                deterministic=source.deterministic, seed=config.seed + i,
+            ))
+    finally:
+        venv.close()
+    return store
+
+
+def make_teacher(
+    settings: TeacherSettings, calibration: SegmentPairs, rng: np.random.Generator
+) -> SimulatedTeacher:
+    """A simulated teacher; ``beta="auto"`` is fitted on ``calibration`` pairs' return gaps."""
+    beta = settings.beta
+    if beta == "auto":
+        left, right = calibration.gather()
+        gaps = left.returns(settings.gamma) - right.returns(settings.gamma)
+        beta = beta_for_spread(gaps, settings.auto_beta_std)
+    config = TeacherConfig(
+        scale=settings.scale, beta=float(beta), gamma=settings.gamma,
+        mistake_rate=settings.mistake_rate, skip_threshold=settings.skip_threshold,
+        equal_threshold=settings.equal_threshold,
+    )
+    return SimulatedTeacher(config, rng)
+
+
+def label_pairs(
+    store: TrajectoryStore, config: LabelConfig, rng: np.random.Generator
+) -> PreferenceDataset:
+    """Uniformly sampled pairs labelled by a simulated teacher, oracle probability kept as meta."""
+    pairs = sample_pairs(store, config.n_pairs, config.segment_length, rng)
+    teacher = make_teacher(config.teacher, pairs, rng)
+    labels, oracle_p = teacher.label_with_oracle(pairs)
+    dataset = PreferenceDataset(store, scale=OrdinalScale.get(config.teacher.scale))
+    dataset.append(pairs, labels, source="simulated", annotator=f"beta={teacher.config.beta:.4g}",
+                   meta={"oracle_p": oracle_p})
+    return dataset
+
+
+def build_reward_model(
+    config: RewardModelConfig, observation_space: spaces.Space, action_space: spaces.Space,
+    seed: int,
+) -> RewardNet | RewardEnsemble:
+    def member(i: int) -> RewardNet:
+        return build_reward_net(observation_space, action_space, inputs=config.inputs,
+                                hidden=config.hidden, kind=config.kind,
+                                activation=config.activation, seed=seed + i)
+
+    if config.ensemble_size == 1:
+        return member(0)
+    return RewardEnsemble([member(i) for i in range(config.ensemble_size)])
+
+
+def trainer_config(settings: TrainerSettings, seed: int) -> TrainerConfig:
+    return TrainerConfig(**settings.model_dump(), seed=seed)
+
+
+def store_spaces(store: TrajectoryStore) -> tuple[spaces.Box, spaces.Space]:
+    """Spaces to build a reward net for data without its env (continuous actions assumed)."""
+    obs = spaces.Box(-np.inf, np.inf, shape=store.obs_shape, dtype=np.float32)
+    return obs, spaces.Box(-np.inf, np.inf, shape=store.act_shape, dtype=np.float32)
+
+
+def make_agent(config: AgentConfig, venv: VecEnv, seed: int) -> BaseAlgorithm:
+    kwargs: dict[str, Any] = {"verbose": 0, "seed": seed, "device": "cpu"}
+    kwargs.update(config.kwargs)
+    return ALGORITHMS[config.algo]("MlpPolicy", venv, **kwargs)
+
+
+def true_return(
+    model: BaseAlgorithm | None, env: EnvConfig, episodes: int, seed_offset: int = 10_000
+) -> tuple[float, float]:
+    """Mean and std of the env's own return over ``episodes`` (``model=None``: random actions)."""
+    venv = make_venv(env.model_copy(update={"n_envs": 1}), seed_offset)
+    trajectories = collect_trajectories(
+        venv, model, np.random.default_rng(seed_offset), n_episodes=episodes,
+        deterministic=True,
+    )
+    venv.close()
+    returns = np.array([t.ret for t in trajectories[:episodes]])
+    return float(returns.mean()), float(returns.std())
+
+
+def reward_correlation_on(
+    reward_fn: RewardFn, store: TrajectoryStore
+) -> float:
+    """Pearson correlation of predicted and true per-step reward over a whole store."""
+    from rlkit.reward.metrics import pearson
+
+    predicted, true = [], []
+    for trajectory in store:
+        dones = trajectory.dones
+        predicted.append(reward_fn(trajectory.obs[:-1], trajectory.acts, trajectory.obs[1:], dones))
+        true.append(trajectory.rews)
+    return pearson(np.concatenate(predicted), np.concatenate(true))

@@ -1,0 +1,175 @@
+"""Online preference-based RL (PEBBLE / PrefPPO style) on any SB3 algorithm.
+
+The agent trains on the learned reward through ``RewardVecEnvWrapper``; a recorder keeps its
+experience. Every ``query.every_steps`` steps, candidate pairs are drawn from that experience,
+the most informative are labelled by a teacher, the reward model is refit, and an off-policy
+replay buffer is relabelled with the new reward.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
+
+from rlkit.data import TrajectoryRecorder, TrajectoryStore, collect_trajectories, sample_pairs
+from rlkit.feedback import OrdinalScale, PreferenceDataset, SimulatedTeacher, make_selector
+from rlkit.logging import Logger
+from rlkit.pipeline.agent import EpisodeLog, EpisodeLogCallback
+from rlkit.pipeline.configs import PrefRLConfig
+from rlkit.pipeline.steps import (
+    build_reward_model,
+    make_agent,
+    make_teacher,
+    make_venv,
+    trainer_config,
+)
+from rlkit.reward import RewardEnsemble, RewardTrainer, RunningNorm
+from rlkit.reward.metrics import evaluate_reward
+from rlkit.reward.nets import TorchRewardFn
+from rlkit.reward.normalize import NormalizedReward
+from rlkit.types import RewardFn, Teacher
+from rlkit.wrappers import RewardVecEnvWrapper
+
+
+@dataclass
+class RoundRecord:
+    timestep: int
+    n_labels: int
+    val_accuracy: float
+    fresh_accuracy: float
+    return_pearson: float
+
+
+@dataclass
+class PrefRLResult:
+    agent: BaseAlgorithm
+    dataset: PreferenceDataset
+    rounds: list[RoundRecord] = field(default_factory=list)
+    episodes: EpisodeLog = field(default_factory=EpisodeLog)
+
+
+class PreferenceRL:
+    """Wires env, recorder, reward model, teacher and agent; ``learn`` runs the loop.
+
+    ``teacher`` defaults to a simulated one from ``config.teacher``; pass any ``Teacher`` (a
+    person through the web app later) to replace it.
+    """
+
+    def __init__(self, config: PrefRLConfig, logger: Logger | None = None,
+                 teacher: Teacher | None = None) -> None:
+        self.config = config
+        self.logger = logger
+        self.rng = np.random.default_rng(config.seed)
+        torch.manual_seed(config.seed)
+        self.venv = make_venv(config.env)
+        self.store = TrajectoryStore()
+        self.dataset = PreferenceDataset(self.store, OrdinalScale.get(config.teacher.scale))
+        self.model = build_reward_model(config.model, self.venv.observation_space,
+                                        self.venv.action_space, config.seed)
+        self.trainer = RewardTrainer(self.model, trainer_config(config.trainer, config.seed))
+        members = self.model.members if isinstance(self.model, RewardEnsemble) else [self.model]
+        self.selector = make_selector(config.query.selector, [TorchRewardFn(m) for m in members])
+        raw: RewardFn = TorchRewardFn(self.model)
+        normalize = config.agent.normalize_reward
+        self.reward_fn = NormalizedReward(raw, RunningNorm()) if normalize else raw
+        recorder = TrajectoryRecorder(self.store, self.venv.num_envs,
+                                      max_length=max(config.query.segment_length, 200))
+        self.wrapped = RewardVecEnvWrapper(self.venv, self.reward_fn, observers=[recorder])
+        self.agent = make_agent(config.agent, self.wrapped, config.seed)
+        self.teacher: Teacher | None = teacher
+        self.result = PrefRLResult(self.agent, self.dataset)
+
+    # -- one round of feedback ------------------------------------------------------------
+    def query_and_refit(self, n_pairs: int) -> RoundRecord:
+        query = self.config.query
+        candidates = sample_pairs(self.store, n_pairs * query.candidates_per_query,
+                                  query.segment_length, self.rng)
+        if self.teacher is None:
+            self.teacher = make_teacher(self.config.teacher, candidates, self.rng)
+        chosen = candidates.subset(self.selector.select(candidates, n_pairs, self.rng))
+        if isinstance(self.teacher, SimulatedTeacher):
+            labels, oracle_p = self.teacher.label_with_oracle(chosen)
+            meta: dict[str, Any] = {"oracle_p": oracle_p}
+        else:
+            labels, meta = self.teacher.label(chosen), {}
+        fresh = evaluate_reward(self.model, chosen, labels)  # before the refit: generalisation
+        self.dataset.append(chosen, labels, source=type(self.teacher).__name__,
+                            meta=meta | {"timestep": self.agent.num_timesteps})
+        report = self.trainer.fit(self.dataset, rng=self.rng)
+        if isinstance(self.reward_fn, NormalizedReward):
+            self.reward_fn.norm = RunningNorm()  # the refit model's scale is new
+        if isinstance(self.agent, OffPolicyAlgorithm):
+            relabel_replay_buffer(self.agent, self.reward_fn)
+        record = RoundRecord(
+            timestep=self.agent.num_timesteps, n_labels=len(self.dataset),
+            val_accuracy=report.val_accuracy[report.best_epoch] if report.val_accuracy else np.nan,
+            fresh_accuracy=fresh["accuracy"], return_pearson=fresh["return_pearson"],
+        )
+        self.result.rounds.append(record)
+        if self.logger is not None:
+            self.logger.log({f"prefrl/{k}": float(v) for k, v in vars(record).items()},
+                            step=record.timestep)
+        return record
+
+    # -- the loop -------------------------------------------------------------------------
+    def learn(self) -> PrefRLResult:
+        query = self.config.query
+        # Seed the store with random behaviour so the first queries have something to compare.
+        self.store.extend(collect_trajectories(
+            self.venv, None, self.rng, n_steps=query.every_steps, max_length=200,
+            seed=self.config.env.seed + 1,
+        ))
+        self.query_and_refit(query.initial_pairs)
+        callbacks = [EpisodeLogCallback(self.result.episodes, self.logger),
+                     _QueryCallback(self)]
+        self.agent.learn(self.config.agent.total_timesteps, callback=callbacks)
+        return self.result
+
+    def wants_query(self) -> bool:
+        limit = self.config.query.max_pairs
+        return limit is None or len(self.dataset) < limit
+
+
+class _QueryCallback(BaseCallback):
+    def __init__(self, loop: PreferenceRL) -> None:
+        super().__init__()
+        self.loop = loop
+        self.last = 0
+
+    def _on_step(self) -> bool:
+        if self.num_timesteps - self.last >= self.loop.config.query.every_steps:
+            self.last = self.num_timesteps
+            if self.loop.wants_query():
+                self.loop.query_and_refit(self.loop.config.query.pairs_per_round)
+        return True
+
+
+def relabel_replay_buffer(agent: OffPolicyAlgorithm, reward_fn: RewardFn,
+                          chunk: int = 65_536) -> int:
+    """Recompute every stored reward with the current model; returns the transitions relabelled."""
+    buffer = agent.replay_buffer
+    size = buffer.buffer_size if buffer.full else buffer.pos
+    if size == 0:
+        return 0
+    n_envs = buffer.n_envs
+    obs = buffer.observations[:size].reshape(size * n_envs, *buffer.obs_shape)
+    acts = buffer.actions[:size].reshape(size * n_envs, -1)
+    if buffer.optimize_memory_usage:
+        next_obs = np.roll(buffer.observations, -1, axis=0)[:size].reshape(obs.shape)
+    else:
+        next_obs = buffer.next_observations[:size].reshape(obs.shape)
+    # ``dones`` in an SB3 buffer already excludes time-limit truncations (handle_timeout_termination)
+    terminal = (buffer.dones[:size] * (1 - buffer.timeouts[:size])).reshape(-1).astype(bool)
+    rewards = np.empty(size * n_envs, dtype=np.float32)
+    for start in range(0, len(rewards), chunk):
+        end = start + chunk
+        rewards[start:end] = reward_fn(obs[start:end], acts[start:end], next_obs[start:end],
+                                       terminal[start:end])
+    buffer.rewards[:size] = rewards.reshape(size, n_envs)
+    return size * n_envs

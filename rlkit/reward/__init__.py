@@ -1,0 +1,51 @@
+"""Reward models learned from preferences: nets, ensembles, losses, trainer, metrics, save/load."""
+
+from rlkit.reward.ensemble import RewardEnsemble
+from rlkit.reward.losses import (
+    LossFn,
+    bradley_terry,
+    hinge,
+    make_loss,
+    ordinal_cross_entropy,
+    rao_kupper_ties,
+)
+from rlkit.reward.metrics import (
+    evaluate_dataset,
+    evaluate_reward,
+    oracle_cross_entropy,
+    pearson,
+    preference_accuracy,
+    tie_aware_accuracy,
+)
+from rlkit.reward.nets import RewardNet, RewardNetSpec, TorchRewardFn, build_reward_net
+from rlkit.reward.normalize import NormalizedReward, RunningNorm
+from rlkit.reward.serialization import LoadedRewardModel, load_reward_model, save_reward_model
+from rlkit.reward.trainer import RewardTrainer, TrainerConfig, TrainReport
+
+__all__ = [
+    "LoadedRewardModel",
+    "LossFn",
+    "NormalizedReward",
+    "RewardEnsemble",
+    "RewardNet",
+    "RewardNetSpec",
+    "RewardTrainer",
+    "RunningNorm",
+    "TorchRewardFn",
+    "TrainReport",
+    "TrainerConfig",
+    "bradley_terry",
+    "build_reward_net",
+    "evaluate_dataset",
+    "evaluate_reward",
+    "hinge",
+    "load_reward_model",
+    "make_loss",
+    "oracle_cross_entropy",
+    "ordinal_cross_entropy",
+    "pearson",
+    "preference_accuracy",
+    "rao_kupper_ties",
+    "save_reward_model",
+    "tie_aware_accuracy",
+]

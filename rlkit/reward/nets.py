@@ -1,0 +1,255 @@
+"""Reward networks: a JSON-able spec, the torch module built from it, and a numpy adapter."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from gymnasium import spaces
+from torch import nn
+
+from rlkit.errors import InvalidDataError
+
+INPUT_NAMES = ("obs", "act", "next_obs", "done")
+ACTIVATIONS: dict[str, type[nn.Module]] = {
+    "relu": nn.ReLU,
+    "tanh": nn.Tanh,
+    "leaky_relu": nn.LeakyReLU,
+    "elu": nn.ELU,
+    "silu": nn.SiLU,
+    "gelu": nn.GELU,
+}
+
+
+@dataclass(frozen=True)
+class RewardNetSpec:
+    """Everything needed to rebuild a reward net, so a saved model is a spec plus weights.
+
+    ``n_actions`` is the action count of a discrete action space (actions are one-hot encoded) and
+    ``None`` for continuous actions. ``kind="cnn"`` expects uint8 ``H x W x C`` observations;
+    ``channels`` are its convolution widths, ``hidden`` the widths of the MLP head.
+    """
+
+    kind: str
+    obs_shape: tuple[int, ...]
+    act_shape: tuple[int, ...]
+    n_actions: int | None = None
+    inputs: tuple[str, ...] = ("obs", "act")
+    hidden: tuple[int, ...] = (256, 256)
+    activation: str = "relu"
+    channels: tuple[int, ...] = (16, 32, 32)
+
+    def __post_init__(self) -> None:
+        for name in ("obs_shape", "act_shape", "inputs", "hidden", "channels"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        if self.kind not in ("mlp", "cnn"):
+            raise InvalidDataError(f"kind must be 'mlp' or 'cnn', got {self.kind!r}")
+        unknown = [name for name in self.inputs if name not in INPUT_NAMES]
+        if not self.inputs or unknown or len(set(self.inputs)) != len(self.inputs):
+            raise InvalidDataError(
+                f"inputs must be distinct names from {INPUT_NAMES}, got {self.inputs}"
+            )
+        if self.activation not in ACTIVATIONS:
+            raise InvalidDataError(
+                f"activation must be one of {sorted(ACTIVATIONS)}, got {self.activation!r}"
+            )
+        if any(int(h) < 1 for h in (*self.hidden, *self.channels)):
+            raise InvalidDataError(f"hidden and channels must be >= 1, got {self.hidden}, "
+                                   f"{self.channels}")
+        if self.n_actions is not None and (self.n_actions < 1 or self.act_shape != ()):
+            raise InvalidDataError(
+                f"a discrete action space needs n_actions >= 1 and act_shape (), got "
+                f"n_actions={self.n_actions}, act_shape={self.act_shape}"
+            )
+        if self.kind == "cnn" and len(self.obs_shape) != 3:
+            raise InvalidDataError(f"kind 'cnn' needs H x W x C observations, got {self.obs_shape}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {key: list(v) if isinstance(v, tuple) else v for key, v in asdict(self).items()}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RewardNetSpec:
+        try:
+            return cls(**data)
+        except TypeError as error:
+            raise InvalidDataError(f"not a reward net spec: {error}") from None
+
+
+def observation_shape(space: spaces.Space) -> tuple[int, ...]:
+    """The observation shape a reward net reads; only Box observations are supported."""
+    if not isinstance(space, spaces.Box):
+        raise InvalidDataError(f"observation_space must be a Box, got {type(space).__name__}")
+    return tuple(space.shape)
+
+
+def action_shape(space: spaces.Space) -> tuple[tuple[int, ...], int | None]:
+    """(act_shape, n_actions): ``n_actions`` is the count of a Discrete space, None for a Box."""
+    if isinstance(space, spaces.Discrete):
+        if int(space.start) != 0:
+            raise InvalidDataError(
+                f"Discrete action spaces must start at 0, got start={int(space.start)}"
+            )
+        return (), int(space.n)
+    if isinstance(space, spaces.Box):
+        return tuple(space.shape), None
+    raise InvalidDataError(f"action_space must be a Box or Discrete, got {type(space).__name__}")
+
+
+def is_image_space(space: spaces.Space) -> bool:
+    """uint8 ``H x W x C`` boxes with C in {1, 3, 4} are images (channel-last, like gymnasium)."""
+    return (
+        isinstance(space, spaces.Box)
+        and space.dtype == np.uint8
+        and len(space.shape) == 3
+        and space.shape[-1] in (1, 3, 4)
+    )
+
+
+def build_reward_net(
+    observation_space: spaces.Space,
+    action_space: spaces.Space,
+    inputs: Sequence[str] = ("obs", "act"),
+    hidden: Sequence[int] = (256, 256),
+    kind: str = "auto",
+    activation: str = "relu",
+    seed: int | None = None,
+) -> RewardNet:
+    """A reward net for an env's spaces; ``kind="auto"`` picks a CNN for image observations."""
+    obs_shape = observation_shape(observation_space)
+    act_shape, n_actions = action_shape(action_space)
+    if kind == "auto":
+        kind = "cnn" if is_image_space(observation_space) else "mlp"
+    spec = RewardNetSpec(kind, obs_shape, act_shape, n_actions, tuple(inputs), tuple(hidden),
+                         activation)
+    return RewardNet(spec, seed=seed)
+
+
+def _mlp(in_dim: int, hidden: Sequence[int], activation: str) -> nn.Sequential:
+    layers: list[nn.Module] = []
+    for width in hidden:
+        layers += [nn.Linear(in_dim, width), ACTIVATIONS[activation]()]
+        in_dim = width
+    layers.append(nn.Linear(in_dim, 1))
+    return nn.Sequential(*layers)
+
+
+def _image_encoder(in_channels: int, channels: Sequence[int], activation: str) -> nn.Sequential:
+    """Stride-2 3x3 convolutions: small, and valid for any image size (down to 1 x 1)."""
+    layers: list[nn.Module] = []
+    for width in channels:
+        layers += [nn.Conv2d(in_channels, width, 3, stride=2, padding=1), ACTIVATIONS[activation]()]
+        in_channels = width
+    layers.append(nn.Flatten())
+    return nn.Sequential(*layers)
+
+
+class RewardNet(nn.Module):
+    """r(s, a, s', done) for every step of a batch of any leading shape.
+
+    Unselected inputs may be passed as ``None``: the trainer only gathers what the net reads.
+    """
+
+    def __init__(self, spec: RewardNetSpec, seed: int | None = None) -> None:
+        super().__init__()
+        self.spec = spec
+        with torch.random.fork_rng(devices=[], enabled=seed is not None):
+            if seed is not None:
+                torch.manual_seed(seed)
+            self.encoder, in_dim = self._build_encoder()
+            self.head = _mlp(in_dim, spec.hidden, spec.activation)
+
+    def _build_encoder(self) -> tuple[nn.Sequential | None, int]:
+        spec = self.spec
+        n_image = sum(name in spec.inputs for name in ("obs", "next_obs"))
+        obs_dim = math.prod(spec.obs_shape)
+        act_dim = spec.n_actions if spec.n_actions is not None else math.prod(spec.act_shape)
+        flat_dim = ("act" in spec.inputs) * act_dim + ("done" in spec.inputs)
+        if spec.kind == "mlp" or n_image == 0:
+            return None, flat_dim + n_image * obs_dim
+        height, width, channels = spec.obs_shape
+        encoder = _image_encoder(n_image * channels, spec.channels, spec.activation)
+        with torch.no_grad():
+            features = encoder(torch.zeros(1, n_image * channels, height, width)).shape[1]
+        return encoder, flat_dim + features
+
+    def forward(
+        self,
+        obs: torch.Tensor | None,
+        acts: torch.Tensor | None,
+        next_obs: torch.Tensor | None,
+        dones: torch.Tensor | None,
+    ) -> torch.Tensor:
+        spec = self.spec
+        given = {"obs": obs, "act": acts, "next_obs": next_obs, "done": dones}
+        missing = [name for name in spec.inputs if given[name] is None]
+        if missing:
+            raise InvalidDataError(f"the reward net reads {missing} but got None for them")
+        lead = self._leading_shape(given)
+        n = math.prod(lead)
+        images = [given[name].reshape(n, *spec.obs_shape) for name in ("obs", "next_obs")
+                  if name in spec.inputs]
+        parts: list[torch.Tensor] = []
+        if self.encoder is not None:
+            stacked = torch.cat(images, dim=-1).permute(0, 3, 1, 2).float() / 255.0
+            parts.append(self.encoder(stacked))
+        else:
+            parts += [image.reshape(n, -1).float() for image in images]
+        if "act" in spec.inputs:
+            act = given["act"]
+            if spec.n_actions is not None:
+                act = nn.functional.one_hot(act.reshape(n).long(), spec.n_actions)
+            parts.append(act.reshape(n, -1).float())
+        if "done" in spec.inputs:
+            parts.append(given["done"].reshape(n, 1).float())
+        features = parts[0] if len(parts) == 1 else torch.cat(parts, dim=-1)
+        return self.head(features).reshape(lead)
+
+    def _leading_shape(self, given: dict[str, torch.Tensor | None]) -> tuple[int, ...]:
+        """The batch shape shared by every input the net reads (their trailing shapes checked)."""
+        trailing = {"obs": self.spec.obs_shape, "next_obs": self.spec.obs_shape,
+                    "act": self.spec.act_shape, "done": ()}
+        leads = {}
+        for name in self.spec.inputs:
+            shape, expected = tuple(given[name].shape), trailing[name]  # type: ignore[union-attr]
+            ndim = len(shape) - len(expected)
+            if ndim < 0 or shape[ndim:] != expected:
+                raise InvalidDataError(
+                    f"{name} must have shape (..., {', '.join(map(str, expected))}) for this "
+                    f"reward net, got {shape}"
+                )
+            leads[name] = shape[:ndim]
+        if len(set(leads.values())) > 1:
+            raise InvalidDataError(f"inputs disagree on the batch shape: {leads}")
+        return next(iter(leads.values()))
+
+
+class TorchRewardFn:
+    """A ``RewardFn`` over numpy batches for any reward module (net or ensemble): one no-grad
+    forward, float32 out, so env wrappers never touch torch."""
+
+    def __init__(self, module: nn.Module) -> None:
+        self.module = module
+
+    def __call__(
+        self, obs: np.ndarray, acts: np.ndarray, next_obs: np.ndarray, dones: np.ndarray
+    ) -> np.ndarray:
+        with torch.no_grad():
+            rewards = self.module(*numpy_to_tensors(self.module, obs, acts, next_obs, dones))
+        return rewards.to(torch.float32).cpu().numpy()
+
+
+def numpy_to_tensors(module: nn.Module, *arrays: np.ndarray | None) -> list[torch.Tensor | None]:
+    """Arrays as tensors on the module's device. Float64 and bool become float32 (the net's
+    dtype); integer and uint8 arrays keep their dtype (indices, images)."""
+    device = next(module.parameters()).device
+    return [None if array is None else torch.as_tensor(_net_dtype(array), device=device)
+            for array in arrays]
+
+
+def _net_dtype(array: np.ndarray) -> np.ndarray:
+    array = np.asarray(array)
+    return array.astype(np.float32) if array.dtype in (np.float64, np.bool_) else array

@@ -1,0 +1,138 @@
+"""Per-agent learned or shaped rewards for a PettingZoo ``ParallelEnv`` (e.g. M3HF reward pools)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from pettingzoo.utils.env import ActionType, AgentID, ObsType, ParallelEnv
+from pettingzoo.utils.wrappers import BaseParallelWrapper
+
+from rlkit.errors import InvalidDataError
+from rlkit.types import RewardFn
+from rlkit.wrappers.gym_wrapper import (
+    RewardMode,
+    checked_rewards,
+    validate_array_space,
+    validate_mode,
+)
+
+
+class PettingZooRewardWrapper(BaseParallelWrapper[AgentID, ObsType, ActionType]):
+    """Replace or shape the reward of the agents named in ``reward_fns``; others keep the env's.
+
+    Each agent's ``reward_fn`` sees that agent's own transition as a batch of one (``dones`` is its
+    true termination). The env reward stays in ``info[agent]["original_reward"]``, and when an
+    agent's episode ends ``info[agent]["original_episode"] = {"r": ..., "l": ...}`` holds its true
+    return and length. Everything else is the wrapped ``ParallelEnv``'s API, unchanged.
+    """
+
+    def __init__(
+        self,
+        env: ParallelEnv[AgentID, ObsType, ActionType],
+        reward_fns: Mapping[AgentID, RewardFn],
+        mode: RewardMode = "replace",
+    ) -> None:
+        super().__init__(env)
+        self.mode = validate_mode(mode)
+        self.set_reward_fns(reward_fns)
+        for agent in self.reward_fns:
+            validate_array_space(env.observation_space(agent), f"observation_space({agent!r})")
+        self._prev_obs: dict[AgentID, np.ndarray] = {}
+        self._returns: dict[AgentID, float] = {}
+        self._lengths: dict[AgentID, int] = {}
+
+    def set_reward_fns(self, reward_fns: Mapping[AgentID, RewardFn]) -> None:
+        """Swap the per-agent reward models between steps (M3HF reweights its pools each phase)."""
+        unknown = [agent for agent in reward_fns if agent not in self.env.possible_agents]
+        if unknown:
+            raise InvalidDataError(
+                f"reward_fns names agents {unknown} that are not in possible_agents "
+                f"{list(self.env.possible_agents)}"
+            )
+        self.reward_fns = dict(reward_fns)
+
+    # Explicit pass-throughs: ParallelEnv declares these names, so __getattr__ alone is fragile.
+    @property
+    def agents(self) -> list[AgentID]:
+        return self.env.agents
+
+    @property
+    def possible_agents(self) -> list[AgentID]:
+        return self.env.possible_agents
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        return self.env.metadata
+
+    @property
+    def render_mode(self) -> str | None:
+        return getattr(self.env, "render_mode", None)
+
+    def reset(
+        self, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[AgentID, ObsType], dict[AgentID, dict[str, Any]]]:
+        obs, infos = self.env.reset(seed=seed, options=options)
+        self._prev_obs = {agent: np.array(obs[agent]) for agent in self.reward_fns if agent in obs}
+        self._returns = dict.fromkeys(self.env.agents, 0.0)
+        self._lengths = dict.fromkeys(self.env.agents, 0)
+        return obs, infos
+
+    def step(
+        self, actions: dict[AgentID, ActionType]
+    ) -> tuple[
+        dict[AgentID, ObsType],
+        dict[AgentID, float],
+        dict[AgentID, bool],
+        dict[AgentID, bool],
+        dict[AgentID, dict[str, Any]],
+    ]:
+        obs, env_rewards, terminations, truncations, infos = self.env.step(actions)
+        rewards: dict[AgentID, float] = {}
+        new_infos: dict[AgentID, dict[str, Any]] = dict(infos)  # keeps extra keys like "common"
+        for agent, env_reward in env_rewards.items():
+            true_reward = float(env_reward)
+            reward = true_reward
+            if agent in self.reward_fns:
+                learned = self._learned_reward(agent, actions, obs, terminations)
+                reward = learned if self.mode == "replace" else true_reward + learned
+            rewards[agent] = reward
+
+            self._returns[agent] = self._returns.get(agent, 0.0) + true_reward
+            self._lengths[agent] = self._lengths.get(agent, 0) + 1
+            # A fresh dict: envs often hand out the same info dict every step.
+            info = {**infos.get(agent, {}), "original_reward": true_reward}
+            if terminations.get(agent, False) or truncations.get(agent, False):
+                info["original_episode"] = {"r": self._returns[agent], "l": self._lengths[agent]}
+            new_infos[agent] = info
+        return obs, rewards, terminations, truncations, new_infos
+
+    def _learned_reward(
+        self,
+        agent: AgentID,
+        actions: Mapping[AgentID, ActionType],
+        obs: Mapping[AgentID, ObsType],
+        terminations: Mapping[AgentID, bool],
+    ) -> float:
+        if agent not in actions or agent not in self._prev_obs:
+            raise InvalidDataError(
+                f"the env rewarded agent {agent!r}, which took no action this step; "
+                "its learned reward is undefined"
+            )
+        if agent not in obs:
+            raise InvalidDataError(f"the env returned no observation for acting agent {agent!r}")
+        next_obs = np.array(obs[agent])
+        where = f"for agent {agent!r} at step {self._lengths.get(agent, 0)} of its episode"
+        learned = checked_rewards(
+            self.reward_fns[agent](
+                self._prev_obs[agent][None],
+                np.asarray(actions[agent])[None],
+                next_obs[None],
+                np.array([bool(terminations.get(agent, False))]),
+            ),
+            1,
+            where,
+        )[0]
+        self._prev_obs[agent] = next_obs
+        return float(learned)

@@ -1,0 +1,164 @@
+"""An SB3 ``VecEnvWrapper`` that gives the agent a learned reward with one batched call per step."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import numpy as np
+from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
+from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
+
+from rlkit.errors import InvalidDataError
+from rlkit.types import RewardFn
+from rlkit.wrappers.gym_wrapper import (
+    RewardMode,
+    checked_rewards,
+    validate_array_space,
+    validate_mode,
+)
+
+
+class StepObserver(Protocol):
+    """Watches every vectorised step, e.g. a trajectory recorder for online preference learning.
+
+    All arrays are batches over envs: ``obs`` before the step, ``next_obs`` after it (the terminal
+    observation for envs that just ended), ``true_rews`` the env's reward, ``dones`` every episode
+    end and ``terminal`` only the true terminations (a time-limit truncation is not terminal).
+    The arrays are not reused by the wrapper afterwards, so an observer may keep views of them.
+    """
+
+    def __call__(
+        self,
+        obs: np.ndarray,
+        acts: np.ndarray,
+        next_obs: np.ndarray,
+        true_rews: np.ndarray,
+        dones: np.ndarray,
+        terminal: np.ndarray,
+        infos: list[dict[str, Any]],
+    ) -> None: ...
+
+
+class RewardVecEnvWrapper(VecEnvWrapper):
+    """Replace (``mode="replace"``) or shape (``mode="add"``) the reward of every env in a VecEnv.
+
+    Per step: one ``reward_fn(obs, acts, next_obs, dones)`` call over all envs, where ``next_obs``
+    of an env that just ended is its ``terminal_observation`` (the VecEnv has already reset it)
+    and ``dones`` marks only true terminations. The env's reward stays in
+    ``infos[i]["original_reward"]``.
+    SB3 logs ``rollout/ep_rew_mean`` from ``info["episode"]``; that must be the TRUE return, so an
+    inner ``Monitor``'s entry is kept and, without one, this wrapper adds
+    ``{"r", "l", "t"}`` itself. ``info["learned_episode_return"]`` is the sum of ``reward_fn``
+    over the episode (the learned part alone, also in ``mode="add"``).
+
+    Observations are held by reference between steps (no copy): every SB3 VecEnv returns a fresh
+    array per step, and nothing here writes into arrays it has handed out.
+    """
+
+    def __init__(
+        self,
+        venv: VecEnv,
+        reward_fn: RewardFn,
+        mode: RewardMode = "replace",
+        observers: Sequence[StepObserver] = (),
+    ) -> None:
+        super().__init__(venv)
+        validate_array_space(venv.observation_space, "observation_space")
+        self.mode = validate_mode(mode)
+        self.reward_fn = reward_fn
+        self.observers = tuple(observers)
+        self._prev_obs: np.ndarray | None = None
+        self._actions: np.ndarray | None = None
+        self._true_returns = np.zeros(self.num_envs, dtype=np.float64)
+        self._learned_returns = np.zeros(self.num_envs, dtype=np.float64)
+        self._lengths = np.zeros(self.num_envs, dtype=np.int64)
+        self._t_start = time.time()
+        self._total_steps = 0
+
+    def set_reward_fn(self, reward_fn: RewardFn) -> None:
+        """Swap the reward model while the agent trains (online preference RL refits it)."""
+        self.reward_fn = reward_fn
+
+    def reset(self) -> VecEnvObs:
+        obs = self.venv.reset()
+        self._prev_obs = obs  # type: ignore[assignment]
+        self._true_returns[:] = 0.0
+        self._learned_returns[:] = 0.0
+        self._lengths[:] = 0
+        return obs
+
+    def step_async(self, actions: np.ndarray) -> None:
+        self._actions = actions
+        self.venv.step_async(actions)
+
+    def step_wait(self) -> VecEnvStepReturn:
+        if self._prev_obs is None or self._actions is None:
+            raise RuntimeError("call reset() before stepping a RewardVecEnvWrapper")
+        obs, true_rews, dones, infos = self.venv.step_wait()
+        ended = np.flatnonzero(dones)
+        next_obs, terminal = self._transition_ends(obs, dones, ended, infos)  # type: ignore[arg-type]
+
+        learned = checked_rewards(
+            self.reward_fn(self._prev_obs, self._actions, next_obs, terminal),
+            self.num_envs,
+            f"at vectorised step {self._total_steps}",
+        )
+        rewards = learned if self.mode == "replace" else true_rews + learned
+
+        self._true_returns += true_rews
+        self._learned_returns += learned
+        self._lengths += 1
+        for info, true_reward in zip(infos, true_rews.tolist(), strict=True):
+            info["original_reward"] = true_reward
+        if ended.size:
+            self._close_episodes(ended, infos)
+        for observer in self.observers:
+            observer(self._prev_obs, self._actions, next_obs, true_rews, dones, terminal, infos)
+
+        self._prev_obs = obs  # type: ignore[assignment]
+        self._total_steps += 1
+        return obs, rewards.astype(np.float32, copy=False), dones, infos
+
+    def _transition_ends(
+        self,
+        obs: np.ndarray,
+        dones: np.ndarray,
+        ended: np.ndarray,
+        infos: list[dict[str, Any]],
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``next_obs`` with terminal observations swapped in, and the true-termination flags.
+
+        Without an episode end (most steps) the VecEnv's own arrays are used as they are.
+        """
+        if not ended.size:
+            return obs, dones
+        next_obs = obs.copy()
+        terminal = dones.copy()
+        for i in ended.tolist():
+            info = infos[i]
+            if "terminal_observation" not in info:
+                raise InvalidDataError(
+                    f"env {i} ended an episode but infos[{i}] has no 'terminal_observation'; "
+                    "the learned reward of its last step would use the next episode's first obs"
+                )
+            next_obs[i] = info["terminal_observation"]
+            terminal[i] = not info.get("TimeLimit.truncated", False)
+        return next_obs, terminal
+
+    def _close_episodes(self, ended: np.ndarray, infos: list[dict[str, Any]]) -> None:
+        """Report the finished episodes' true (and learned) returns, then restart their counters."""
+        elapsed = round(time.time() - self._t_start, 6)
+        for i in ended.tolist():
+            info = infos[i]
+            if "episode" not in info:  # an inner Monitor already reported the true return
+                info["episode"] = {
+                    "r": float(self._true_returns[i]),
+                    "l": int(self._lengths[i]),
+                    "t": elapsed,
+                }
+            info["learned_episode_return"] = float(self._learned_returns[i])
+        self._true_returns[ended] = 0.0
+        self._learned_returns[ended] = 0.0
+        self._lengths[ended] = 0

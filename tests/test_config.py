@@ -1,0 +1,50 @@
+"""Typed configs from YAML with key=value overrides."""
+
+import pytest
+import yaml
+
+from rlkit.config import ConfigError, load_config, save_config
+from rlkit.pipeline.configs import DemoConfig, PrefRLConfig
+
+
+def test_yaml_and_overrides_merge_with_types(tmp_path):
+    path = tmp_path / "demo.yaml"
+    path.write_text(yaml.safe_dump({"env": {"id": "Pendulum-v1"}, "label": {"n_pairs": 50}}))
+    config = load_config(DemoConfig, path, ["label.teacher.beta=0.5", "agent.kwargs={n_steps: 64}",
+                                            "train_reward.model.hidden=[32, 32]"])
+    assert config.env.id == "Pendulum-v1"
+    assert config.label.n_pairs == 50 and config.label.teacher.beta == 0.5
+    assert config.agent.kwargs == {"n_steps": 64}
+    assert config.train_reward.model.hidden == (32, 32)
+    save_config(config, tmp_path / "resolved.yaml")
+    assert load_config(DemoConfig, tmp_path / "resolved.yaml") == config
+
+
+def test_errors_name_the_field():
+    with pytest.raises(ConfigError, match="label.n_pairs: Input should be greater than or equal to 1"):
+        load_config(DemoConfig, None, ["label.n_pairs=0"])
+    with pytest.raises(ConfigError, match="label.n_pair: Extra inputs are not permitted"):
+        load_config(DemoConfig, None, ["label.n_pair=10"])
+    with pytest.raises(ConfigError, match="query.selector"):
+        load_config(PrefRLConfig, None, ["query.selector=best"])
+    with pytest.raises(ConfigError, match="not of the form key=value"):
+        load_config(DemoConfig, None, ["label.n_pairs"])
+
+
+def test_bad_config_files(tmp_path):
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_config(DemoConfig, tmp_path / "missing.yaml")
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("env: [unclosed")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(DemoConfig, broken)
+    listing = tmp_path / "list.yaml"
+    listing.write_text("- 1\n- 2\n")
+    with pytest.raises(ConfigError, match="must hold a mapping"):
+        load_config(DemoConfig, listing)
+
+
+def test_a_nested_override_keeps_the_commands_other_defaults():
+    # PrefRLConfig's model defaults to an ensemble of 3, unlike a bare RewardModelConfig
+    config = load_config(PrefRLConfig, None, ["model.hidden=[32]"])
+    assert config.model.hidden == (32,) and config.model.ensemble_size == 3

@@ -1,0 +1,273 @@
+"""Logging backends, the SB3 bridge and the progress helper."""
+
+from __future__ import annotations
+
+import glob
+import io
+import json
+import struct
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from google.protobuf.message import DecodeError
+from PIL import Image
+from rich.console import Console
+from stable_baselines3 import PPO
+from stable_baselines3.common.logger import HumanOutputFormat
+from stable_baselines3.common.logger import Logger as Sb3Logger
+
+from rlkit.errors import InvalidDataError
+from rlkit.logging import (
+    ConsoleLogger,
+    JsonlLogger,
+    Logger,
+    MultiLogger,
+    Sb3LogBridge,
+    TensorBoardLogger,
+    attach_to_sb3,
+    make_logger,
+    progress,
+    resolve_wandb_mode,
+)
+
+
+@pytest.fixture
+def one_torch_thread() -> Iterator[None]:
+    """Tiny policies gain nothing from threads; on a busy 2-core machine OpenMP waits cost 30x."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+class Collect:
+    """An in-memory Logger that records every call."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, Any]] = []
+
+    def log(self, metrics: dict[str, float], step: int) -> None:
+        self.calls.append(("log", (dict(metrics), step)))
+
+    def log_config(self, config: dict[str, Any]) -> None:
+        self.calls.append(("config", config))
+
+    def log_image(self, name: str, path: Any, step: int) -> None:
+        self.calls.append(("image", (name, path, step)))
+
+    def log_video(self, name: str, path_or_frames: Any, step: int, fps: int) -> None:
+        self.calls.append(("video", (name, path_or_frames, step, fps)))
+
+    def close(self) -> None:
+        self.calls.append(("close", None))
+
+
+def moving_frames(n: int = 4) -> np.ndarray:
+    frames = np.zeros((n, 8, 8, 3), dtype=np.uint8)
+    for t in range(n):
+        frames[t, :, t] = 255  # each frame differs, so the GIF keeps all of them
+    return frames
+
+
+def test_jsonl_logger_writes_one_flushed_strict_json_line_per_call(tmp_path: Path) -> None:
+    logger = JsonlLogger(tmp_path)
+    logger.log({"loss": np.float32(0.5), "acc": torch.tensor(0.75), "n": 3}, step=10)
+    logger.log({"loss": float("nan")}, step=20)
+    lines = (tmp_path / "metrics.jsonl").read_text().splitlines()  # read before close: flushed
+    records = [json.loads(line) for line in lines]
+    assert records[0].pop("wall_time") > 0
+    assert records[0] == {"step": 10, "loss": 0.5, "acc": 0.75, "n": 3}
+    assert records[1]["loss"] is None and "NaN" not in lines[1]
+    logger.log_config({"lr": 3e-4, "env": "Hopper-v5"})
+    assert json.loads((tmp_path / "config.json").read_text()) == {"lr": 3e-4, "env": "Hopper-v5"}
+    logger.log_video("eval/rollout", moving_frames(), step=30, fps=10)
+    media = json.loads((tmp_path / "media.jsonl").read_text())
+    assert media["kind"] == "video" and Path(media["path"]).name == "eval_rollout-30.gif"
+    with pytest.raises(InvalidDataError, match="'label'"):
+        logger.log({"label": "good"}, step=40)
+    with pytest.raises(InvalidDataError, match="reserved"):
+        logger.log({"step": 1.0}, step=40)
+    logger.close()
+
+
+def test_console_logger_prints_one_compact_line(tmp_path: Path) -> None:
+    out = io.StringIO()
+    logger = ConsoleLogger(Console(file=out, width=200))
+    logger.log({"train/loss": 0.123456, "episodes": 7}, step=2048)
+    assert out.getvalue().strip() == "step     2048  train/loss=0.1235  episodes=7"
+
+
+def test_tensorboard_logger_writes_scalars_images_and_config(tmp_path: Path) -> None:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    image_path = tmp_path / "plot.png"
+    Image.fromarray(np.full((6, 5, 3), 200, dtype=np.uint8)).save(image_path)
+    logger = TensorBoardLogger(tmp_path)
+    logger.log({"loss": 1.5}, step=1)
+    logger.log({"loss": 0.5}, step=2)
+    logger.log_image("plot", image_path, step=2)
+    logger.log_config({"seed": 3})
+    logger.close()
+    events = EventAccumulator(str(tmp_path / "tensorboard"))
+    events.Reload()
+    assert [(e.step, e.value) for e in events.Scalars("loss")] == [(1, 1.5), (2, 0.5)]
+    assert events.Images("plot")[0].width == 5
+    assert "config/text_summary" in events.Tags()["tensors"]
+
+
+def test_multi_logger_fans_out_and_writes_frames_to_one_file(tmp_path: Path) -> None:
+    first, second = Collect(), Collect()
+    multi = MultiLogger([first, second], tmp_path / "media")
+    assert isinstance(multi, Logger) and isinstance(JsonlLogger(tmp_path), Logger)
+    multi.log({"x": 1.0}, step=5)
+    multi.log_video("episode", moving_frames(5), step=5, fps=5)
+    multi.close()
+    assert first.calls == second.calls
+    video_path = first.calls[1][1][1]
+    assert isinstance(video_path, Path) and video_path.parent == tmp_path / "media"
+    import imageio.v3 as iio
+
+    assert iio.imread(video_path, index=None).shape == (5, 8, 8, 3)
+    assert first.calls[-1] == ("close", None)
+    with pytest.raises(InvalidDataError, match="uint8"):
+        multi.log_video("bad", moving_frames().astype(np.float32), step=6, fps=5)
+
+
+def test_make_logger_builds_named_backends_and_rejects_unknown(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="'mlflow'"):
+        make_logger(tmp_path, backends=("jsonl", "mlflow"))
+    logger = make_logger(tmp_path / "run", backends=("jsonl", "console"), config={"seed": 1})
+    assert [type(b).__name__ for b in logger.loggers] == ["JsonlLogger", "ConsoleLogger"]
+    logger.log({"loss": 2.0}, step=1)
+    logger.close()
+    assert json.loads((tmp_path / "run" / "config.json").read_text()) == {"seed": 1}
+    assert json.loads((tmp_path / "run" / "metrics.jsonl").read_text())["loss"] == 2.0
+
+
+def read_wandb_records(path: Path, timeout_s: float = 20.0) -> list[Any]:
+    """Records of a ``.wandb`` file: a LevelDB-style log (32 KiB blocks) of protobuf records.
+
+    ``run.finish()`` only *informs* wandb-core that the run is done; the core closes the file a
+    moment later, so this waits until the final ``exit`` record is on disk.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            records = _parse_wandb_log(path.read_bytes())
+            if records and records[-1].WhichOneof("record_type") == "exit":
+                return records
+        except DecodeError:  # a record half-written at the moment of reading
+            pass
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{path} has no exit record after {timeout_s} s")
+        time.sleep(0.05)
+
+
+def _parse_wandb_log(data: bytes) -> list[Any]:
+    from wandb.proto import wandb_internal_pb2
+
+    block, pos, chunk, records = 32768, 7, b"", []
+    while pos + 7 <= len(data):
+        if block - pos % block < 7:
+            pos += block - pos % block
+            continue
+        _, length, kind = struct.unpack("<IHB", data[pos : pos + 7])
+        if length == 0 and kind == 0:
+            break
+        chunk += data[pos + 7 : pos + 7 + length]
+        pos += 7 + length
+        if kind in (1, 4):  # FULL or LAST piece of a record
+            record = wandb_internal_pb2.Record()
+            record.ParseFromString(chunk)
+            records.append(record)
+            chunk = b""
+    return records
+
+
+def test_wandb_offline_run_lives_under_the_run_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    image_path = tmp_path / "plot.png"
+    Image.fromarray(np.zeros((4, 4, 3), dtype=np.uint8)).save(image_path)
+    logger = make_logger(tmp_path, backends=("jsonl", "wandb"), config={"lr": 0.001})
+    logger.log({"loss": 0.25}, step=100)
+    logger.log({"loss": 0.125}, step=50)  # a second step counter going backwards is kept too
+    logger.log_image("plot", image_path, step=100)
+    logger.log_video("rollout", moving_frames(), step=100, fps=4)
+    logger.close()
+
+    (run_file,) = glob.glob(str(tmp_path / "wandb" / "offline-run-*" / "run-*.wandb"))
+    files_dir = Path(run_file).parent / "files"
+    assert files_dir.is_dir()
+    assert list(files_dir.glob("media/images/plot_*.png"))
+    assert list(files_dir.glob("media/videos/rollout_*.gif"))
+    records = read_wandb_records(Path(run_file))
+    history = [
+        {"/".join(i.nested_key) or i.key: json.loads(i.value_json) for i in r.history.item}
+        for r in records
+        if r.WhichOneof("record_type") == "history"
+    ]
+    assert [(h["loss"], h["step"]) for h in history if "loss" in h] == [(0.25, 100), (0.125, 50)]
+    (run,) = [r.run for r in records if r.WhichOneof("record_type") == "run"]
+    assert {item.key: json.loads(item.value_json) for item in run.config.update}["lr"] == 0.001
+
+
+def test_resolve_wandb_mode_never_goes_online_without_a_key() -> None:
+    assert resolve_wandb_mode(None, environ={}) == "offline"
+    assert resolve_wandb_mode(None, environ={"WANDB_MODE": "disabled"}) == "disabled"
+    with pytest.warns(UserWarning, match="WANDB_API_KEY"):
+        assert resolve_wandb_mode("online", environ={}) == "offline"
+    assert resolve_wandb_mode("online", environ={"WANDB_API_KEY": "k"}) == "online"
+    with pytest.raises(ValueError, match="'cloud'"):
+        resolve_wandb_mode("cloud", environ={})
+
+
+def test_sb3_bridge_forwards_numeric_values_at_sb3_step() -> None:
+    collect = Collect()
+    sb3_logger = Sb3Logger(folder=None, output_formats=[Sb3LogBridge(collect)])
+    sb3_logger.record("rollout/ep_rew_mean", 12.5)
+    sb3_logger.record("train/loss", np.float32(0.25))
+    sb3_logger.record("train/std", torch.tensor(0.5))
+    sb3_logger.record("time/total_timesteps", 2048)
+    sb3_logger.record("note", "a string")
+    sb3_logger.record("private", 1.0, exclude="rlkit")
+    sb3_logger.dump(step=2048)
+    forwarded = {"rollout/ep_rew_mean": 12.5, "train/loss": 0.25, "train/std": 0.5}
+    forwarded["time/total_timesteps"] = 2048
+    assert collect.calls == [("log", (forwarded, 2048))]
+
+
+def test_attach_to_sb3_keeps_sb3_outputs_and_adds_the_bridge(one_torch_thread: None) -> None:
+    collect = Collect()
+    model = PPO("MlpPolicy", "CartPole-v1", n_steps=64, batch_size=64, n_epochs=1, verbose=1)
+    formats = attach_to_sb3(model, collect).output_formats
+    assert any(isinstance(f, HumanOutputFormat) for f in formats)
+    assert isinstance(formats[-1], Sb3LogBridge) and model.logger.output_formats is formats
+    model.learn(total_timesteps=64)
+    (metrics, step), *_ = [call[1] for call in collect.calls if call[0] == "log"]
+    assert step == 64 and metrics["time/total_timesteps"] == 64 and "time/fps" in metrics
+
+    quiet = PPO("MlpPolicy", "CartPole-v1", seed=0, verbose=0)
+    assert [type(f) for f in attach_to_sb3(quiet, collect).output_formats] == [Sb3LogBridge]
+
+
+def test_progress_draws_only_on_a_terminal_outside_ci(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CI", raising=False)
+    piped, terminal = io.StringIO(), io.StringIO()
+    assert list(progress([1, 2, 3], "quiet", console=Console(file=piped))) == [1, 2, 3]
+    assert piped.getvalue() == ""
+    drawn = progress(3, "drawn", console=Console(file=terminal, force_terminal=True))
+    assert list(drawn) == [0, 1, 2]
+    assert "drawn" in terminal.getvalue()
+
+    monkeypatch.setenv("CI", "true")
+    in_ci = io.StringIO()
+    assert list(progress(2, "ci", console=Console(file=in_ci, force_terminal=True))) == [0, 1]
+    assert in_ci.getvalue() == ""

@@ -1,0 +1,186 @@
+"""Reward nets, ensembles and normalisation: what they read, the shapes they return."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+from gymnasium import spaces
+
+from rlkit.errors import InvalidDataError
+from rlkit.reward import (
+    NormalizedReward,
+    RewardEnsemble,
+    RewardNet,
+    RewardNetSpec,
+    RunningNorm,
+    TorchRewardFn,
+    build_reward_net,
+)
+from rlkit.types import RewardFn
+
+HOPPER_OBS = spaces.Box(-np.inf, np.inf, (11,), np.float32)
+HOPPER_ACT = spaces.Box(-1.0, 1.0, (3,), np.float32)
+
+
+def random_inputs(rng: np.random.Generator, lead: tuple[int, ...], obs_shape=(11,), act_shape=(3,)):
+    return (
+        torch.as_tensor(rng.normal(size=(*lead, *obs_shape)), dtype=torch.float32),
+        torch.as_tensor(rng.normal(size=(*lead, *act_shape)), dtype=torch.float32),
+        torch.as_tensor(rng.normal(size=(*lead, *obs_shape)), dtype=torch.float32),
+        torch.as_tensor(rng.random(lead) < 0.5),
+    )
+
+
+def test_spec_survives_a_json_round_trip() -> None:
+    spec = RewardNetSpec("mlp", (11,), (3,), None, ("obs", "act", "done"), (64, 32), "tanh")
+    assert RewardNetSpec.from_dict(json.loads(json.dumps(spec.to_dict()))) == spec
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [("kind", "rnn", "kind must be 'mlp' or 'cnn', got 'rnn'"),
+     ("inputs", ("obs", "reward"), "inputs must be distinct names"),
+     ("activation", "swish2", "activation must be one of"),
+     ("hidden", (0,), "hidden and channels must be >= 1")],
+)
+def test_spec_rejects_bad_fields_by_name(field: str, value, message: str) -> None:
+    fields = {"kind": "mlp", "obs_shape": (11,), "act_shape": (3,), field: value}
+    with pytest.raises(InvalidDataError, match=message):
+        RewardNetSpec(**fields)
+
+
+def test_forward_keeps_any_leading_batch_shape() -> None:
+    net = build_reward_net(HOPPER_OBS, HOPPER_ACT, hidden=(16,), seed=0)
+    inputs = random_inputs(np.random.default_rng(0), (2, 3, 5))
+    rewards = net(*inputs)
+    assert rewards.shape == (2, 3, 5)
+    flat = net(*(x.reshape(30, *x.shape[3:]) for x in inputs))
+    torch.testing.assert_close(rewards.reshape(30), flat)
+
+
+def test_seeded_nets_are_reproducible_and_leave_the_global_rng_alone() -> None:
+    state = torch.random.get_rng_state()
+    first, second = (build_reward_net(HOPPER_OBS, HOPPER_ACT, seed=3) for _ in range(2))
+    assert torch.equal(torch.random.get_rng_state(), state)
+    for a, b in zip(first.parameters(), second.parameters(), strict=True):
+        assert torch.equal(a, b)
+
+
+def test_net_reads_only_its_inputs() -> None:
+    rng = np.random.default_rng(1)
+    obs, acts, next_obs, dones = random_inputs(rng, (8,))
+    state_only = build_reward_net(HOPPER_OBS, HOPPER_ACT, inputs=("obs",), hidden=(16,), seed=0)
+    torch.testing.assert_close(state_only(obs, acts, next_obs, dones),
+                               state_only(obs, None, None, None))
+    with_done = build_reward_net(HOPPER_OBS, HOPPER_ACT, inputs=("next_obs", "done"), seed=0)
+    assert not torch.equal(with_done(None, None, next_obs, torch.zeros(8)),
+                           with_done(None, None, next_obs, torch.ones(8)))
+    with pytest.raises(InvalidDataError, match=r"reads \['obs'\] but got None"):
+        state_only(None, acts, next_obs, dones)
+
+
+def test_discrete_actions_are_one_hot() -> None:
+    net = build_reward_net(HOPPER_OBS, spaces.Discrete(4), inputs=("act",), hidden=(8,), seed=0)
+    assert net.spec.n_actions == 4 and net.spec.act_shape == ()
+    rewards = net(None, torch.arange(4), None, None)
+    torch.testing.assert_close(rewards, net.head(torch.eye(4)).squeeze(-1))
+
+
+def test_wrong_trailing_shape_is_named() -> None:
+    net = build_reward_net(HOPPER_OBS, HOPPER_ACT, seed=0)
+    with pytest.raises(InvalidDataError, match=r"obs must have shape \(\.\.\., 11\).*\(4, 17\)"):
+        net(torch.zeros(4, 17), torch.zeros(4, 3), None, None)
+
+
+def test_image_observations_get_a_cnn_over_scaled_pixels() -> None:
+    image = spaces.Box(0, 255, (12, 10, 3), np.uint8)
+    net = build_reward_net(image, spaces.Discrete(5), inputs=("obs", "act", "next_obs"),
+                           hidden=(16,), seed=0)
+    assert net.spec.kind == "cnn"
+    rng = np.random.default_rng(2)
+    obs = torch.as_tensor(rng.integers(0, 256, (4, 2, 12, 10, 3), dtype=np.uint8))
+    acts = torch.as_tensor(rng.integers(0, 5, (4, 2)))
+    rewards = net(obs, acts, obs, None)
+    assert rewards.shape == (4, 2) and torch.isfinite(rewards).all()
+    assert not torch.equal(rewards, net(255 - obs, acts, obs, None))
+    mlp = build_reward_net(image, spaces.Discrete(5), kind="mlp", seed=0)
+    assert mlp.spec.kind == "mlp"
+
+
+def test_numpy_adapter_is_a_reward_fn_returning_float32_without_grad() -> None:
+    net = build_reward_net(HOPPER_OBS, HOPPER_ACT, hidden=(16,), seed=0)
+    reward_fn = TorchRewardFn(net)
+    assert isinstance(reward_fn, RewardFn)
+    rng = np.random.default_rng(3)
+    obs, acts = rng.normal(size=(6, 11)), rng.normal(size=(6, 3))  # float64 in
+    rewards = reward_fn(obs, acts, obs, np.zeros(6, bool))
+    assert rewards.dtype == np.float32 and rewards.shape == (6,)
+    expected = net(torch.as_tensor(obs, dtype=torch.float32),
+                   torch.as_tensor(acts, dtype=torch.float32), None, None)
+    np.testing.assert_array_equal(rewards, expected.detach().numpy())
+
+
+def constant_net(value: float) -> RewardNet:
+    """A net that ignores its input and returns ``value``."""
+    net = RewardNet(RewardNetSpec("mlp", (11,), (3,), hidden=(4,)), seed=0)
+    with torch.no_grad():
+        net.head[-1].weight.zero_()
+        net.head[-1].bias.fill_(value)
+    return net
+
+
+def test_ensemble_mean_and_population_std_over_members() -> None:
+    ensemble = RewardEnsemble([constant_net(1.0), constant_net(2.0), constant_net(4.0)])
+    obs, acts, next_obs, dones = random_inputs(np.random.default_rng(4), (5, 2))
+    mean, std = ensemble.mean_std(obs, acts, next_obs, dones)
+    torch.testing.assert_close(mean, torch.full((5, 2), 7 / 3))
+    torch.testing.assert_close(std, torch.full((5, 2), math.sqrt(14 / 9)))  # ddof 0
+    torch.testing.assert_close(ensemble(obs, acts, next_obs, dones), mean)
+    mean_np, std_np = ensemble.mean_std_numpy(obs.numpy(), acts.numpy(), None, None)
+    assert mean_np.dtype == std_np.dtype == np.float32
+    np.testing.assert_array_equal(std_np, std.detach().numpy())
+
+
+def test_ensemble_std_of_agreeing_members_is_exactly_zero() -> None:
+    ensemble = RewardEnsemble([constant_net(0.1) for _ in range(3)])
+    _, std = ensemble.mean_std_numpy(np.zeros((7, 11)), np.zeros((7, 3)), None, None)
+    np.testing.assert_array_equal(std, np.zeros(7, np.float32))  # no rounding residue
+    _, single = RewardEnsemble([constant_net(0.1)]).mean_std_numpy(np.zeros((2, 11)),
+                                                                   np.zeros((2, 3)), None, None)
+    np.testing.assert_array_equal(single, 0.0)  # one member: 0, not NaN
+
+
+def test_ensemble_members_must_read_the_same_things() -> None:
+    other = build_reward_net(spaces.Box(-1, 1, (17,)), HOPPER_ACT, seed=0)
+    with pytest.raises(InvalidDataError, match=r"member 1 reads obs \(17,\)"):
+        RewardEnsemble([constant_net(0.0), other])
+    with pytest.raises(InvalidDataError, match="at least one member"):
+        RewardEnsemble([])
+
+
+def test_running_norm_batched_updates_equal_the_whole_sample() -> None:
+    values = np.random.default_rng(5).normal(3.0, 2.0, size=1000)
+    norm = RunningNorm()
+    for chunk in np.array_split(values, [1, 10, 400, 401]):
+        norm.update(chunk)
+    assert norm.count == 1000
+    assert norm.mean == pytest.approx(values.mean(), rel=1e-12)
+    assert norm.var == pytest.approx(values.var(), rel=1e-12)
+    normalized = norm.normalize(values)
+    assert normalized.dtype == np.float32
+    assert abs(normalized.mean()) < 1e-5 and normalized.std() == pytest.approx(1.0, rel=1e-5)
+    with pytest.raises(InvalidDataError, match="NaN or inf"):
+        norm.update(np.array([1.0, np.nan]))
+
+
+def test_normalized_reward_updates_only_when_asked() -> None:
+    reward_fn = TorchRewardFn(constant_net(5.0))
+    norm = RunningNorm()
+    training = NormalizedReward(reward_fn, norm, update=True)
+    training(np.zeros((4, 11)), np.zeros((4, 3)), None, None)
+    assert norm.count == 4 and norm.mean == pytest.approx(5.0)
+    frozen = NormalizedReward(reward_fn, norm, update=False)
+    frozen(np.zeros((4, 11)), np.zeros((4, 3)), None, None)
+    assert norm.count == 4

@@ -1,0 +1,196 @@
+"""RewardTrainer on trajectories with a known linear reward: it learns, stops, refuses garbage."""
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+from gymnasium import spaces
+
+from rlkit.data import SegmentPairs, Trajectory, TrajectoryStore, sample_pairs, sample_segments
+from rlkit.errors import InvalidDataError, InvalidLabelError
+from rlkit.reward import (
+    RewardEnsemble,
+    RewardNet,
+    RewardNetSpec,
+    RewardTrainer,
+    TrainerConfig,
+    build_reward_net,
+    evaluate_reward,
+    ordinal_cross_entropy,
+)
+from rlkit.reward.metrics import predict_step_rewards
+
+TRUE_WEIGHTS = np.array([1.0, -0.5, 0.8, 0.0, 0.6, -1.0], np.float32)  # over (obs 4, act 2)
+SEGMENT = 10
+
+
+@pytest.fixture(scope="module")
+def store() -> TrajectoryStore:
+    """Random trajectories whose true reward is linear in (obs, act)."""
+    rng = np.random.default_rng(0)
+    store = TrajectoryStore()
+    for _ in range(12):
+        obs = rng.normal(size=(61, 4)).astype(np.float32)
+        acts = rng.uniform(-1, 1, size=(60, 2)).astype(np.float32)
+        store.append(Trajectory(obs, acts, np.concatenate([obs[:-1], acts], 1) @ TRUE_WEIGHTS))
+    return store
+
+
+def truthful_labels(pairs: SegmentPairs) -> np.ndarray:
+    """1 where the left segment has the higher true return, else 0."""
+    left, right = pairs.gather()
+    return (left.returns() > right.returns()).astype(np.float32)
+
+
+def small_net(seed: int = 0, hidden: tuple[int, ...] = (32,)) -> RewardNet:
+    return RewardNet(RewardNetSpec("mlp", (4,), (2,), hidden=hidden), seed=seed)
+
+
+def predicted_delta(model: torch.nn.Module, pairs: SegmentPairs) -> np.ndarray:
+    left, right = pairs.gather()
+    return predict_step_rewards(model, left).sum(1) - predict_step_rewards(model, right).sum(1)
+
+
+def test_learns_a_linear_reward_to_high_held_out_accuracy(store: TrajectoryStore) -> None:
+    rng = np.random.default_rng(1)
+    pairs = sample_pairs(store, 400, SEGMENT, rng)
+    trainer = RewardTrainer(small_net(), TrainerConfig(lr=3e-3, max_epochs=15))
+    report = trainer.fit(pairs, truthful_labels(pairs), rng=rng)
+    assert report.n_train == 360 and report.n_val == 40 and report.pairs_per_s > 0
+    test_pairs = sample_pairs(store, 300, SEGMENT, np.random.default_rng(2))
+    metrics = trainer.evaluate(test_pairs, truthful_labels(test_pairs))
+    assert metrics["accuracy"] > 0.9
+    assert metrics["return_pearson"] > 0.9 and metrics["step_pearson"] > 0.8
+
+
+def test_early_stopping_restores_the_best_validation_weights(store: TrajectoryStore) -> None:
+    rng = np.random.default_rng(3)
+    pairs = sample_pairs(store, 200, SEGMENT, rng)
+    noise = (rng.random(200) < 0.5).astype(np.float32)  # nothing to learn: val loss must rise
+    trainer = RewardTrainer(small_net(hidden=(64, 64)),
+                            TrainerConfig(lr=1e-2, max_epochs=100, patience=2, val_fraction=0.25))
+    report = trainer.fit(pairs, noise, rng=rng)
+    assert report.stopped_early and report.epochs == report.best_epoch + 3
+    assert report.best_epoch == int(np.argmin(report.val_loss))
+    val = pairs.subset(report.val_rows)
+    restored = ordinal_cross_entropy(torch.as_tensor(predicted_delta(trainer.model, val)),
+                                     torch.as_tensor(noise[report.val_rows], dtype=torch.float64))
+    assert restored.item() == pytest.approx(report.val_loss[report.best_epoch], rel=1e-4)
+    assert restored.item() < report.val_loss[-1]
+
+
+def test_skipped_labels_are_dropped(store: TrajectoryStore) -> None:
+    pairs = sample_pairs(store, 90, SEGMENT, np.random.default_rng(4))
+    labels = truthful_labels(pairs)
+    labels[::3] = np.nan
+    report = RewardTrainer(small_net(), TrainerConfig(max_epochs=2)).fit(pairs, labels)
+    assert report.n_train + report.n_val == 60
+    assert not np.isnan(labels[report.val_rows]).any()
+
+
+def mixed_length_pairs(store: TrajectoryStore, n: int, seed: int) -> SegmentPairs:
+    """Half the pairs compare 5-step segments, half 10-step ones (padded in a batch)."""
+    rng = np.random.default_rng(seed)
+    left, right = ([sample_segments(store, n // 2, length, rng) for length in (5, 10)]
+                   for _ in range(2))
+    return SegmentPairs(store, np.concatenate(left), np.concatenate(right))
+
+
+def test_same_seed_same_training_resident_or_gathered_per_batch(store: TrajectoryStore) -> None:
+    pairs = mixed_length_pairs(store, 150, seed=5)
+    labels = truthful_labels(pairs)
+    reports = [
+        RewardTrainer(small_net(), TrainerConfig(max_epochs=3, discount=0.9,
+                                                 memory_budget_bytes=budget)).fit(pairs, labels)
+        for budget in (2**30, 2**30, 0)  # the last gathers every batch from the store
+    ]
+    assert reports[0].train_loss == reports[1].train_loss == reports[2].train_loss
+    assert reports[0].val_loss == reports[2].val_loss
+
+
+def test_segment_returns_are_masked_and_discounted(store: TrajectoryStore) -> None:
+    pairs = mixed_length_pairs(store, 100, seed=11)
+    labels = truthful_labels(pairs)
+    net = small_net()
+    frozen = TrainerConfig(lr=1e-12, weight_decay=0.0, max_epochs=1, discount=0.8, val_fraction=0.5)
+    report = RewardTrainer(net, frozen).fit(pairs, labels)  # a step too small to matter
+    left, right = pairs.subset(report.val_rows).gather()
+    weights = 0.8 ** np.arange(left.mask.shape[1])  # step t weighs 0.8**t; pads weigh nothing
+    delta = (predict_step_rewards(net, left) * weights).sum(1) - (
+        predict_step_rewards(net, right) * weights).sum(1)
+    expected = ordinal_cross_entropy(torch.as_tensor(delta),
+                                     torch.as_tensor(labels[report.val_rows], dtype=torch.float64))
+    assert report.val_loss[0] == pytest.approx(expected.item(), rel=1e-5)
+
+
+def test_image_observations_and_discrete_actions_train() -> None:
+    rng = np.random.default_rng(12)
+    store = TrajectoryStore()
+    for _ in range(4):  # reward: brightness of the frame
+        frames = rng.integers(0, 256, size=(21, 6, 6, 1), dtype=np.uint8)
+        store.append(Trajectory(frames, rng.integers(0, 3, 20), frames[:-1].mean((1, 2, 3)) / 255))
+    pairs = sample_pairs(store, 40, 5, rng)
+    net = build_reward_net(spaces.Box(0, 255, (6, 6, 1), np.uint8), spaces.Discrete(3),
+                           hidden=(16,), seed=0)
+    report = RewardTrainer(net, TrainerConfig(max_epochs=2)).fit(pairs, truthful_labels(pairs))
+    assert net.spec.kind == "cnn" and report.epochs == 2 and np.isfinite(report.train_loss).all()
+
+
+def test_ensemble_members_see_their_own_shuffles(store: TrajectoryStore) -> None:
+    pairs = sample_pairs(store, 300, SEGMENT, np.random.default_rng(6))
+    ensemble = RewardEnsemble([small_net(seed=0) for _ in range(3)])  # identical starts
+    config = TrainerConfig(lr=3e-3, max_epochs=8, bootstrap=True)
+    RewardTrainer(ensemble, config).fit(pairs, truthful_labels(pairs))
+    first, second = (list(member.parameters())[0] for member in ensemble.members[:2])
+    assert not torch.equal(first, second)
+    test_pairs = sample_pairs(store, 200, SEGMENT, np.random.default_rng(7))
+    assert evaluate_reward(ensemble, test_pairs, truthful_labels(test_pairs))["accuracy"] > 0.85
+
+
+def test_fit_and_evaluate_read_a_preference_dataset(store: TrajectoryStore) -> None:
+    pairs = sample_pairs(store, 120, SEGMENT, np.random.default_rng(8))
+    left, right = pairs.gather()
+    oracle_p = 1 / (1 + np.exp(-(left.returns() - right.returns())))
+    oracle_p[:10] = np.nan  # unknown for some pairs
+    dataset = SimpleNamespace(pairs=pairs, labels=oracle_p.astype(np.float32),
+                              meta={"oracle_p": oracle_p})
+    dataset.labels[:10] = np.nan
+    trainer = RewardTrainer(small_net(), TrainerConfig(max_epochs=2))
+    report = trainer.fit(dataset)
+    assert report.n_train + report.n_val == 110
+    metrics = trainer.evaluate(dataset)
+    assert np.isfinite(metrics["oracle_cross_entropy"]) and metrics["n_pairs"] == 120
+
+
+def test_bad_inputs_fail_before_training_with_named_fields(store: TrajectoryStore) -> None:
+    pairs = sample_pairs(store, 20, SEGMENT, np.random.default_rng(9))
+    trainer = RewardTrainer(small_net(), TrainerConfig(max_epochs=1))
+    empty = SegmentPairs(store, np.zeros((0, 3), np.int64), np.zeros((0, 3), np.int64))
+    with pytest.raises(InvalidDataError, match=r"empty \(0 pairs\)"):
+        trainer.fit(empty, np.zeros(0))
+    with pytest.raises(InvalidLabelError, match="all 20 labels are NaN"):
+        trainer.fit(pairs, np.full(20, np.nan))
+    out_of_range = np.ones(20)
+    out_of_range[3] = 1.5
+    with pytest.raises(InvalidLabelError, match=r"labels\[3\] = 1.5 is outside \[0, 1\]"):
+        trainer.fit(pairs, out_of_range)
+    with pytest.raises(InvalidLabelError, match=r"labels must have shape \(20,\)"):
+        trainer.fit(pairs, np.ones(19))
+    with pytest.raises(InvalidLabelError, match="bradley_terry takes labels z in"):
+        RewardTrainer(small_net(), TrainerConfig(loss="bt")).fit(pairs, np.full(20, 0.5))
+
+
+def test_nan_observations_are_refused(store: TrajectoryStore) -> None:
+    damaged = TrajectoryStore.from_arrays({k: v.copy() for k, v in store.arrays().items()})
+    damaged.arrays()["obs"][:61] = np.nan  # all of trajectory 0, after the store's own checks
+    pairs = sample_pairs(damaged, 10, SEGMENT, np.random.default_rng(10), traj_ids=np.array([0]))
+    with pytest.raises(InvalidDataError, match="obs holds NaN or inf"):
+        RewardTrainer(small_net()).fit(pairs, np.ones(10))
+
+
+def test_config_rejects_out_of_range_fields() -> None:
+    with pytest.raises(ValueError, match="TrainerConfig.batch_size is out of range: 0"):
+        TrainerConfig(batch_size=0)
+    with pytest.raises(ValueError, match="theta > 1"):
+        TrainerConfig(loss="rao_kupper", rao_kupper_theta=0.5)
