@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 from pydantic import Field
 from stable_baselines3 import PPO
 from stable_baselines3.common.env_util import make_vec_env
@@ -27,6 +28,7 @@ from stable_baselines3.common.env_util import make_vec_env
 from rlkit.config import StrictModel, load_config, save_config
 from rlkit.data import SegmentPairs, TrajectoryStore, collect_trajectories, sample_pairs
 from rlkit.feedback import OrdinalScale, beta_for_spread
+from rlkit.logging import progress
 from rlkit.pipeline.configs import RewardModelConfig, TrainerSettings
 from rlkit.pipeline.steps import build_reward_model, store_spaces, trainer_config
 from rlkit.reward import RewardTrainer, evaluate_reward
@@ -127,7 +129,7 @@ def run_task(task: TaskConfig, config: OrdinalExperimentConfig, out: Path,
     checkpoints = train_checkpoints(task, config, out / "policies" / task.id)
     policies: list[PPO | None] = [None] + [PPO.load(p, device="cpu") for p in checkpoints]
     rows = []
-    for seed in config.seeds:
+    for seed in progress(config.seeds, f"{task.id}: seeds"):
         rng = np.random.default_rng(seed)
         store, ids = collect(task, policies, config, seed)
         train_ids, in_dist_ids = _split_trajectories(np.concatenate(ids[:-1]), rng)
@@ -196,6 +198,21 @@ def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return table
 
 
+def markdown_table(table: list[dict[str, Any]]) -> str:
+    """Mean ± standard error over seeds, one row per (task, study, setting)."""
+    columns = [("in_dist_accuracy", "acc (ID)"), ("out_dist_accuracy", "acc (OOD)"),
+               ("in_dist_oracle_ce", "oracle CE (ID)"), ("out_dist_oracle_ce", "oracle CE (OOD)"),
+               ("in_dist_return_pearson", "return r (ID)"),
+               ("out_dist_return_pearson", "return r (OOD)")]
+    lines = ["| task | study | setting | seeds | " + " | ".join(c[1] for c in columns) + " |",
+             "| --- | --- | --- | ---: | " + " | ".join("---:" for _ in columns) + " |"]
+    for e in table:
+        cells = [f"{e[key]:.3f} ± {e[key + '_se']:.3f}" for key, _ in columns]
+        lines.append(f"| {e['task']} | {e['study']} | {e['setting']} | {e['n']} | "
+                     + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def plot(table: list[dict[str, Any]], config: OrdinalExperimentConfig, path: Path) -> None:
     import matplotlib
 
@@ -242,6 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", default=Path(__file__).parent / "configs/ordinal_feedback.yaml")
     args = parser.parse_args(argv)
     config = load_config(OrdinalExperimentConfig, args.config, args.overrides)
+    torch.set_num_threads(1)  # small nets: one thread is fastest and leaves a core for the envs
     out = Path(config.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     save_config(config, out / "config.yaml")
@@ -250,6 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     log.close()
     table = summarise(rows)
     (out / "summary.json").write_text(json.dumps(table, indent=2))
+    (out / "table.md").write_text(markdown_table(table))
     plot(table, config, out / "ordinal.png")
     print(json.dumps({"summary": str(out / "summary.json"), "plot": str(out / "ordinal.png")}))
     return 0

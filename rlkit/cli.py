@@ -67,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     schema, _ = COMMANDS[args.command]
     os.environ.setdefault("WANDB_MODE", "offline")
+    os.environ.setdefault("WANDB_SILENT", "true")  # the run directory says where W&B writes
     import torch
 
     torch.set_num_threads(max(1, args.torch_threads))

@@ -83,7 +83,7 @@ def test_eval_reward_refuses_a_model_for_another_env(tmp_path, capsys):
 
 
 def test_demo_writes_table_plot_and_wandb_run(tmp_path, capsys):
-    code = main(["demo", "env.id=Pendulum-v1", "env.n_envs=2", "collect.policies=[{n_steps: 2000}]",
+    code = main(["demo", "env.id=Pendulum-v1", "env.n_envs=2", "policies=[{n_steps: 2000}]",
                  "label.n_pairs=200", "label.segment_length=20", "train_reward.trainer.max_epochs=5",
                  "agent.total_timesteps=512", "agent.kwargs={n_steps: 128, batch_size: 64}",
                  "agent.eval_episodes=1", "--run-dir", str(tmp_path), "--logger", "jsonl,wandb"])

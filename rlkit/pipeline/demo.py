@@ -12,7 +12,7 @@ import numpy as np
 from rlkit.io import atomic_write_json
 from rlkit.logging import Logger
 from rlkit.pipeline.agent import EpisodeLog, train_agent_on_reward
-from rlkit.pipeline.configs import DemoConfig
+from rlkit.pipeline.configs import CollectConfig, DemoConfig
 from rlkit.pipeline.steps import (
     build_reward_model,
     collect_store,
@@ -36,7 +36,9 @@ def run_demo(config: DemoConfig, run_dir: Path, logger: Logger) -> dict[str, Any
         return time.perf_counter()
 
     t = time.perf_counter()
-    store = collect_store(config.collect.model_copy(update={"env": config.env}), rng)
+    collect = CollectConfig(env=config.env, policies=config.policies,
+                            max_length=config.max_length, seed=config.seed)
+    store = collect_store(collect, rng)
     t = lap("collect", t)
     dataset = label_pairs(store, config.label, rng)
     dataset.save(run_dir / "preferences")
