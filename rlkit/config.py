@@ -61,7 +61,7 @@ def load_config(
         if loaded is not None and not isinstance(loaded, dict):
             raise ConfigError(f"config file {path} must hold a mapping, not {type(loaded).__name__}")
         data = loaded or {}
-    data = apply_overrides(_merge(schema().model_dump(mode="json"), data), list(overrides))
+    data = apply_overrides(_merge(schema, schema().model_dump(mode="json"), data), list(overrides))
     try:
         return schema.model_validate(data)
     except ValidationError as error:
@@ -71,13 +71,16 @@ def load_config(
         raise ConfigError(f"invalid {schema.__name__}: {problems}") from None
 
 
-def _merge(defaults: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
-    """``given`` over ``defaults``, section by section, so a nested override keeps the command's
-    other defaults for that section (which may differ from the section type's own defaults)."""
+def _merge(schema: type[BaseModel], defaults: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+    """``given`` over ``defaults``, config section by config section, so a nested value keeps the
+    command's other defaults for that section (they may differ from the section type's own).
+    Free-form mappings (``kwargs``) are replaced whole: a file says all of them."""
     merged = dict(defaults)
     for key, value in given.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = _merge(merged[key], value)
+        field = schema.model_fields.get(key)
+        section = field.annotation if field is not None else None
+        if isinstance(value, dict) and isinstance(section, type) and issubclass(section, BaseModel):
+            merged[key] = _merge(section, merged.get(key) or {}, value)
         else:
             merged[key] = value
     return merged

@@ -48,3 +48,11 @@ def test_a_nested_override_keeps_the_commands_other_defaults():
     # PrefRLConfig's model defaults to an ensemble of 3, unlike a bare RewardModelConfig
     config = load_config(PrefRLConfig, None, ["model.hidden=[32]"])
     assert config.model.hidden == (32,) and config.model.ensemble_size == 3
+
+
+def test_free_form_kwargs_are_replaced_whole_by_a_file_but_a_dotted_key_edits_one(tmp_path):
+    path = tmp_path / "demo.yaml"
+    path.write_text("agent:\n  kwargs: {n_steps: 64}\n")
+    assert load_config(DemoConfig, path).agent.kwargs == {"n_steps": 64}
+    edited = load_config(DemoConfig, None, ["agent.kwargs.n_steps=64"]).agent.kwargs
+    assert edited["n_steps"] == 64 and edited["batch_size"] == DemoConfig().agent.kwargs["batch_size"]
