@@ -184,7 +184,7 @@ def _gaps(pairs: SegmentPairs) -> np.ndarray:
 
 def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Mean and standard error over seeds for each (task, study, setting)."""
-    keys = sorted({(r["task"], r["study"], str(r["setting"])) for r in rows})
+    keys = list(dict.fromkeys((r["task"], r["study"], str(r["setting"])) for r in rows))
     metrics = [k for k in rows[0] if k.startswith(("in_dist", "out_dist"))]
     table = []
     for task, study, setting in keys:
@@ -220,7 +220,7 @@ def plot(table: list[dict[str, Any]], config: OrdinalExperimentConfig, path: Pat
     import matplotlib.pyplot as plt
 
     tasks = [t.id for t in config.tasks]
-    figure, axes = plt.subplots(len(tasks), 3, figsize=(15, 3.8 * len(tasks)), squeeze=False)
+    figure, axes = plt.subplots(len(tasks), 4, figsize=(20, 3.8 * len(tasks)), squeeze=False)
     for row, task in enumerate(tasks):
         gran = [e for e in table if e["task"] == task and e["study"] == "granularity"]
         gran.sort(key=lambda e: config.granularities.index(e["setting"]))
@@ -240,13 +240,16 @@ def plot(table: list[dict[str, Any]], config: OrdinalExperimentConfig, path: Pat
         ties = sorted((e for e in table if e["task"] == task and e["study"] == "tie_ratio"),
                       key=lambda e: float(e["setting"]))
         ratios = [float(e["setting"]) for e in ties]
-        for split in ("in_dist", "out_dist"):
-            axes[row, 2].errorbar(ratios, [e[f"{split}_accuracy"] for e in ties],
-                                  yerr=[e[f"{split}_accuracy_se"] for e in ties], marker="o",
-                                  label=split)
-        axes[row, 2].set(title=f"{task}: tie ratio (3-level)", xlabel="share of tied pairs",
-                         ylabel="held-out accuracy")
-        axes[row, 2].legend()
+        for col, (metric, label) in ((2, ("accuracy", "held-out accuracy")),
+                                     (3, ("oracle_ce", "oracle cross-entropy"))):
+            for split in ("in_dist", "out_dist"):
+                axes[row, col].errorbar(ratios, [e[f"{split}_{metric}"] for e in ties],
+                                        yerr=[e[f"{split}_{metric}_se"] for e in ties],
+                                        marker="o", label=split)
+            axes[row, col].set(title=f"{task}: tie ratio (3-level)", xlabel="share of tied pairs",
+                               ylabel=label)
+            axes[row, col].legend()
+        axes[row, 3].set_yscale("log")
     figure.tight_layout()
     figure.savefig(path, dpi=100)
     plt.close(figure)
@@ -257,15 +260,20 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("overrides", nargs="*", metavar="key=value")
     parser.add_argument("--config", default=Path(__file__).parent / "configs/ordinal_feedback.yaml")
+    parser.add_argument("--report-only", action="store_true",
+                        help="rebuild summary, table and plot from out_dir/rows.jsonl; no training")
     args = parser.parse_args(argv)
     config = load_config(OrdinalExperimentConfig, args.config, args.overrides)
     torch.set_num_threads(1)  # small nets: one thread is fastest and leaves a core for the envs
     out = Path(config.out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    save_config(config, out / "config.yaml")
-    log = RowLog(out / "rows.jsonl")
-    rows = [row for task in config.tasks for row in run_task(task, config, out, log)]
-    log.close()
+    if args.report_only:
+        rows = [json.loads(line) for line in (out / "rows.jsonl").read_text().splitlines()]
+    else:
+        save_config(config, out / "config.yaml")
+        log = RowLog(out / "rows.jsonl")
+        rows = [row for task in config.tasks for row in run_task(task, config, out, log)]
+        log.close()
     table = summarise(rows)
     (out / "summary.json").write_text(json.dumps(table, indent=2))
     (out / "table.md").write_text(markdown_table(table))

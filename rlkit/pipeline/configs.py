@@ -100,11 +100,10 @@ class DemoConfig(StrictModel):
     max_length: int = Field(200, ge=1, description="cut episodes into pieces this long")
     label: LabelConfig = LabelConfig(n_pairs=2000)
     train_reward: TrainRewardConfig = TrainRewardConfig(
-        model=RewardModelConfig(hidden=(64, 64)),
         trainer=TrainerSettings(max_epochs=50, patience=5),
     )
     agent: AgentConfig = AgentConfig(
-        total_timesteps=150_000,
+        total_timesteps=200_000,
         kwargs={"n_steps": 512, "batch_size": 256, "n_epochs": 5, "learning_rate": 3e-4},
     )
     seed: int = 0
