@@ -139,3 +139,24 @@ def test_collect_from_an_sb3_policy_matches_its_actions():
     expected = model.predict(t.obs[:-1], deterministic=True)[0]
     np.testing.assert_allclose(t.acts, expected, rtol=1e-5)
     assert not t.terminal  # Pendulum only truncates
+
+
+def test_recorder_closes_trajectories_at_episode_ends_and_cuts_long_ones():
+    from rlkit.data import TrajectoryRecorder
+
+    store = TrajectoryStore()
+    recorder = TrajectoryRecorder(store, n_envs=2, max_length=3)
+    obs = np.zeros((2, 3), np.float32)
+    acts = np.zeros((2, 2), np.float32)
+    for step in range(4):
+        ended = np.array([step == 1, False])  # env 0 ends its episode at step 1 (terminal)
+        recorder(obs + step, acts, obs + step + 1, np.array([1.0, 2.0]), ended, ended, [{}, {}])
+    # env 0: a terminal 2-step episode; env 1: a 3-step cut (non-terminal); the rest still open
+    assert [len(t) for t in store] == [2, 3]
+    assert store[0].terminal and not store[1].terminal
+    np.testing.assert_array_equal(store[0].obs[:, 0], [0, 1, 2])
+    assert store[1].rews.tolist() == [2.0, 2.0, 2.0]
+    truncated = TrajectoryStore()
+    recorder = TrajectoryRecorder(truncated, n_envs=1)
+    recorder(obs[:1], acts[:1], obs[:1], np.ones(1), np.array([True]), np.array([False]), [{}])
+    assert not truncated[0].terminal  # a time-limit end is not a terminal state
