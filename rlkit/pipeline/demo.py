@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any
@@ -92,9 +91,14 @@ def summary_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
         ("segment return correlation (Pearson)", f"{held['return_pearson']:.3f}"),
         ("agent true return (learned reward)", f"{agent['mean']:.1f} ± {agent['std']:.1f}"),
         ("random policy true return", f"{random['mean']:.1f} ± {random['std']:.1f}"),
-        ("wall time (s)", json.dumps(summary["seconds"])),
+        ("wall time (s)", _seconds(summary["seconds"])),
     ]
     return rows
+
+
+def _seconds(timings: dict[str, float]) -> str:
+    parts = ", ".join(f"{name} {value:.0f}" for name, value in timings.items() if name != "total")
+    return f"{timings['total']:.0f} ({parts})"
 
 
 def plot_demo(
