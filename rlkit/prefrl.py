@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from gymnasium import spaces
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
@@ -159,7 +160,10 @@ def relabel_replay_buffer(agent: OffPolicyAlgorithm, reward_fn: RewardFn,
         return 0
     n_envs = buffer.n_envs
     obs = buffer.observations[:size].reshape(size * n_envs, *buffer.obs_shape)
-    acts = buffer.actions[:size].reshape(size * n_envs, -1)
+    acts = buffer.actions[:size].reshape(size * n_envs, *agent.action_space.shape)
+    if isinstance(agent.action_space, spaces.Box):
+        # SB3 stores Box actions scaled to [-1, 1]; the reward saw (and must see) env actions.
+        acts = agent.policy.unscale_action(acts)
     if buffer.optimize_memory_usage:
         next_obs = np.roll(buffer.observations, -1, axis=0)[:size].reshape(obs.shape)
     else:

@@ -60,7 +60,7 @@ class Collect:
     def log_image(self, name: str, path: Any, step: int) -> None:
         self.calls.append(("image", (name, path, step)))
 
-    def log_video(self, name: str, path_or_frames: Any, step: int, fps: int) -> None:
+    def log_video(self, name: str, path_or_frames: Any, step: int, fps: int = 30) -> None:
         self.calls.append(("video", (name, path_or_frames, step, fps)))
 
     def close(self) -> None:

@@ -47,7 +47,9 @@ def test_sac_replay_buffer_carries_the_current_learned_reward():
     reward_fn = loop.reward_fn.reward_fn  # the un-normalised learned reward
     assert relabel_replay_buffer(loop.agent, reward_fn) == n * buffer.n_envs
     obs = buffer.observations[:n].reshape(n * buffer.n_envs, -1)
-    acts = buffer.actions[:n].reshape(n * buffer.n_envs, -1)
+    # SB3 keeps Box actions scaled to [-1, 1]; the reward is computed on the env's actions
+    acts = loop.agent.policy.unscale_action(buffer.actions[:n].reshape(n * buffer.n_envs, -1))
+    assert np.abs(acts).max() > 1.0  # Pendulum's torque range is [-2, 2]
     next_obs = buffer.next_observations[:n].reshape(obs.shape)
     expected = reward_fn(obs, acts, next_obs, np.zeros(len(obs), bool))
     np.testing.assert_allclose(buffer.rewards[:n].reshape(-1), expected, rtol=1e-5)

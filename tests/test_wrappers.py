@@ -30,7 +30,8 @@ def one_torch_thread() -> Iterator[None]:
 
 
 class RecordingReward:
-    """``-obs[:, 0] + acts[:, 0] + 10 * dones``: uses every input, so wrong plumbing shows."""
+    """``-obs[:, 0] + acts[:, 0] + 10 * dones``, so a wrong obs/act/done shows in the reward;
+    every call's inputs are kept so tests can check ``next_obs`` too."""
 
     def __init__(self) -> None:
         self.calls: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
@@ -234,7 +235,7 @@ def test_ppo_trains_on_wrapped_env_and_logs_the_true_return(one_torch_thread: No
 
         def log_config(self, config: dict[str, Any]) -> None: ...
         def log_image(self, name: str, path: Any, step: int) -> None: ...
-        def log_video(self, name: str, path_or_frames: Any, step: int, fps: int) -> None: ...
+        def log_video(self, name: str, path_or_frames: Any, step: int, fps: int = 30) -> None: ...
         def close(self) -> None: ...
 
     true_returns: list[float] = []

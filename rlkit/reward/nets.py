@@ -228,17 +228,26 @@ class RewardNet(nn.Module):
 
 
 class TorchRewardFn:
-    """A ``RewardFn`` over numpy batches for any reward module (net or ensemble): one no-grad
-    forward, float32 out, so env wrappers never touch torch."""
+    """A ``RewardFn`` over numpy batches for any reward module (net or ensemble): one
+    inference-mode forward, float32 out, so env wrappers never touch torch. Only the inputs the
+    net reads are converted, since this runs on every environment step."""
 
     def __init__(self, module: nn.Module) -> None:
         self.module = module
+        spec = getattr(module, "spec", None)
+        self.reads = frozenset(spec.inputs if spec is not None else INPUT_NAMES)
 
     def __call__(
         self, obs: np.ndarray, acts: np.ndarray, next_obs: np.ndarray, dones: np.ndarray
     ) -> np.ndarray:
-        with torch.no_grad():
-            rewards = self.module(*numpy_to_tensors(self.module, obs, acts, next_obs, dones))
+        given = dict(zip(INPUT_NAMES, (obs, acts, next_obs, dones), strict=True))
+        device = next(self.module.parameters()).device
+        tensors = [
+            torch.as_tensor(_net_dtype(given[name]), device=device) if name in self.reads else None
+            for name in INPUT_NAMES
+        ]
+        with torch.inference_mode():
+            rewards = self.module(*tensors)
         return rewards.to(torch.float32).cpu().numpy()
 
 

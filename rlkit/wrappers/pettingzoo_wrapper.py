@@ -117,8 +117,8 @@ class PettingZooRewardWrapper(BaseParallelWrapper[AgentID, ObsType, ActionType])
     ) -> float:
         if agent not in actions or agent not in self._prev_obs:
             raise InvalidDataError(
-                f"the env rewarded agent {agent!r}, which took no action this step; "
-                "its learned reward is undefined"
+                f"the env rewarded agent {agent!r}, which took no action this step (or reset() "
+                "was not called); its learned reward is undefined"
             )
         if agent not in obs:
             raise InvalidDataError(f"the env returned no observation for acting agent {agent!r}")

@@ -1,0 +1,88 @@
+"""Fixed-horizon episodes with an absorbing state, as APEC (after DAC) uses for Hopper/Walker/Ant.
+
+Early termination leaks information to an imitation reward (a positive reward makes the agent live
+long, a negative one makes it fall early). So every episode lasts exactly ``horizon`` steps: after
+the inner env terminates, the agent sits in an absorbing state with reward 0 until the horizon.
+
+Observation change: a flat ``Box`` of dim ``d`` becomes dim ``d + 1``. The last entry is the
+absorbing flag: 0 on real states (the rest is the inner observation unchanged), 1 on absorbing
+ones (the rest is zeros, clipped into the inner bounds). ``terminated`` is never returned; each
+episode ends with ``truncated=True`` at step ``horizon``. ``info["inner_terminated"]`` marks the
+step at which the inner env terminated and ``info["absorbing"]`` the absorbing steps, whose
+actions are ignored.
+"""
+
+from __future__ import annotations
+
+from typing import Any, SupportsFloat
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from rlkit.errors import InvalidDataError
+
+
+class FixedHorizon(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
+    """Pad every episode to ``horizon`` steps with a flagged, zero-reward absorbing state."""
+
+    def __init__(self, env: gym.Env[np.ndarray, Any], horizon: int) -> None:
+        super().__init__(env)
+        space = env.observation_space
+        if not isinstance(space, spaces.Box) or len(space.shape) != 1:
+            raise InvalidDataError(f"observation_space must be a flat Box, got {space}")
+        if horizon < 1:
+            raise InvalidDataError(f"horizon must be >= 1, got {horizon}")
+        limit = env.spec.max_episode_steps if env.spec is not None else None
+        if limit is not None and limit < horizon:
+            raise InvalidDataError(
+                f"the env's time limit (max_episode_steps={limit}) is below horizon={horizon}; "
+                "episodes could not all reach the horizon"
+            )
+        self.horizon = horizon
+        self.observation_space = spaces.Box(
+            low=np.append(space.low, 0).astype(space.dtype),
+            high=np.append(space.high, 1).astype(space.dtype),
+            dtype=space.dtype,  # type: ignore[arg-type]
+        )
+        self._absorbing_obs = np.append(
+            np.clip(np.zeros(space.shape), space.low, space.high), 1
+        ).astype(space.dtype)
+        self._t = 0
+        self._absorbed = False
+
+    def reset(self, *, seed: int | None = None,
+              options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
+        obs, info = self.env.reset(seed=seed, options=options)
+        self._t = 0
+        self._absorbed = False
+        return self._real(obs), info
+
+    def step(self, action: Any) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
+        if self._t >= self.horizon:
+            raise RuntimeError(f"the episode reached horizon={self.horizon}; call reset()")
+        self._t += 1
+        at_horizon = self._t >= self.horizon
+        if self._absorbed:
+            return self._absorbing_obs.copy(), 0.0, False, at_horizon, {"absorbing": True}
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        if terminated:
+            self._absorbed = True
+            info = {**info, "inner_terminated": True}
+        # an inner truncation can only come at the horizon (checked in __init__) or from an env
+        # without a spec'd limit; the episode cannot go on then, so it ends here as well
+        return self._real(obs), reward, False, at_horizon or (truncated and not terminated), info
+
+    def _real(self, obs: np.ndarray) -> np.ndarray:
+        return np.append(obs, 0).astype(self.observation_space.dtype)  # type: ignore[arg-type]
+
+
+def make_fixed_horizon(env_id: str, horizon: int | None = None, **kwargs: Any) -> FixedHorizon:
+    """``gym.make(env_id)`` padded to ``horizon`` steps (default: its registered time limit,
+    e.g. 1000 for Hopper-v5), with the time limit raised to the horizon when it is shorter."""
+    limit = gym.spec(env_id).max_episode_steps
+    horizon = horizon if horizon is not None else limit
+    if horizon is None:
+        raise InvalidDataError(f"{env_id} has no registered time limit; give horizon")
+    return FixedHorizon(gym.make(env_id, max_episode_steps=max(horizon, limit or 0), **kwargs),
+                        horizon)

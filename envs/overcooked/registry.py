@@ -1,0 +1,70 @@
+"""Gymnasium-style ids, ``rlkit/Overcooked-<layout>-<recipe>-v0``, one per map and recipe.
+
+The ids live in gymnasium's registry (so ``gymnasium.spec(id)`` and ``pprint_registry`` show
+them with their settings), but the game is multi-agent: ``gymnasium.make`` cannot build a
+PettingZoo env and says so; build it with ``make`` / ``make_aec`` / ``make_vec`` here.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NoReturn
+
+import gymnasium
+from pettingzoo import AECEnv
+
+from envs.overcooked.layouts import LAYOUTS
+from envs.overcooked.parallel import OvercookedParallelEnv, env
+from envs.overcooked.recipes import RECIPES
+from envs.overcooked.vector import OvercookedVecEnv
+
+NAMESPACE = "rlkit"
+VERSION = 0
+
+
+def env_id(layout: str, recipe: str) -> str:
+    return f"{NAMESPACE}/Overcooked-{layout}-{recipe}-v{VERSION}"
+
+
+ENV_IDS = tuple(env_id(layout, recipe) for layout in LAYOUTS for recipe in RECIPES)
+
+
+def _gymnasium_make(**kwargs: Any) -> NoReturn:
+    raise TypeError(
+        "Overcooked is a multi-agent PettingZoo environment, not a gymnasium.Env: use "
+        "envs.overcooked.make(id) (parallel), make_aec(id) or make_vec(id, num_games) "
+        f"(settings {kwargs})"
+    )
+
+
+def register_envs() -> tuple[str, ...]:
+    """Add every id to gymnasium's registry (idempotent); returns the ids."""
+    for layout in LAYOUTS:
+        for recipe in RECIPES:
+            if env_id(layout, recipe) not in gymnasium.registry:
+                gymnasium.register(
+                    id=env_id(layout, recipe),
+                    entry_point=_gymnasium_make,
+                    kwargs={"layout": layout, "recipe": recipe},
+                    disable_env_checker=True,
+                )
+    return ENV_IDS
+
+
+def _settings(id: str, overrides: dict[str, Any]) -> dict[str, Any]:
+    register_envs()
+    if id not in ENV_IDS:
+        raise ValueError(f"unknown Overcooked id {id!r}; ids look like {ENV_IDS[3]!r} (see ENV_IDS)")
+    return {**gymnasium.spec(id).kwargs, **overrides}
+
+
+def make(id: str, **overrides: Any) -> OvercookedParallelEnv:
+    """The ParallelEnv for an id; keyword arguments override its settings (e.g. n_agents=2)."""
+    return OvercookedParallelEnv(**_settings(id, overrides))
+
+
+def make_aec(id: str, **overrides: Any) -> AECEnv:
+    return env(**_settings(id, overrides))
+
+
+def make_vec(id: str, num_games: int, **overrides: Any) -> OvercookedVecEnv:
+    return OvercookedVecEnv(num_games, **_settings(id, overrides))

@@ -1,0 +1,41 @@
+"""Adversarial imitation (GAIL, AIRL, max-ent IRL) on SB3 PPO/SAC generators, with checkpoints."""
+
+from rlkit.ail.checkpoints import Checkpoint, CheckpointStore
+from rlkit.ail.demos import check_demos, demos_from_policy, load_demos, save_demos
+from rlkit.ail.discriminator import Discriminator, DiscriminatorConfig, build_discriminator
+from rlkit.ail.generator import make_generator, policy_log_prob, relabel_generator_buffer
+from rlkit.ail.losses import (
+    airl_logits,
+    gail_reward,
+    gradient_penalty,
+    logistic_loss,
+    maxent_irl_loss,
+)
+from rlkit.ail.trainer import AILConfig, AILTrainer, RoundCallback, RoundRecord
+from rlkit.ail.transitions import TransitionBuffer, Transitions
+
+__all__ = [
+    "AILConfig",
+    "AILTrainer",
+    "Checkpoint",
+    "CheckpointStore",
+    "Discriminator",
+    "DiscriminatorConfig",
+    "RoundCallback",
+    "RoundRecord",
+    "TransitionBuffer",
+    "Transitions",
+    "airl_logits",
+    "build_discriminator",
+    "check_demos",
+    "demos_from_policy",
+    "gail_reward",
+    "gradient_penalty",
+    "load_demos",
+    "logistic_loss",
+    "make_generator",
+    "maxent_irl_loss",
+    "policy_log_prob",
+    "relabel_generator_buffer",
+    "save_demos",
+]

@@ -1,0 +1,137 @@
+"""Per-round AIL checkpoints: generator policy, discriminator nets, round index, diagnostics.
+
+Layout: ``<root>/round_000012/{policy.zip, reward/, shaping/ (AIRL), meta.json}``. A checkpoint
+is written in a hidden temp directory and renamed into place, so a crash mid-write leaves either
+no checkpoint or a complete one; listing only sees complete ones.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rlkit.ail.discriminator import Discriminator, DiscriminatorConfig
+from rlkit.ail.generator import ALGORITHMS, Generator
+from rlkit.errors import FileFormatError, InvalidDataError
+from rlkit.io import atomic_write_json
+from rlkit.reward import load_reward_model, save_reward_model
+
+FORMAT = "rlkit.ail_checkpoint/1"
+META_FILE = "meta.json"
+POLICY_FILE = "policy.zip"
+_NAME = re.compile(r"^round_(\d{6,})$")
+
+
+@dataclass
+class Checkpoint:
+    """One loaded checkpoint; ``discriminator.generator_reward`` is the reward it was trained on."""
+
+    round: int
+    generator: Generator
+    discriminator: Discriminator
+    diagnostics: dict[str, Any]
+
+
+class CheckpointStore:
+    """Save every ``every``-th round under ``root``; list and load any saved round back."""
+
+    def __init__(self, root: str | os.PathLike[str], every: int = 1) -> None:
+        if every < 1:
+            raise InvalidDataError(f"every must be >= 1, got {every}")
+        self.root = Path(root)
+        self.every = every
+
+    def wants(self, round_index: int) -> bool:
+        """Rounds count from 0; round ``k`` is saved when ``k + 1`` is a multiple of ``every``."""
+        return (round_index + 1) % self.every == 0
+
+    def path(self, round_index: int) -> Path:
+        return self.root / f"round_{round_index:06d}"
+
+    def rounds(self) -> list[int]:
+        """Indices of the complete checkpoints, ascending."""
+        if not self.root.is_dir():
+            return []
+        found = (_NAME.match(p.name) for p in self.root.iterdir() if p.is_dir())
+        return sorted(int(m.group(1)) for m in found if m and (self.root / m.group(0) / META_FILE).is_file())
+
+    def latest(self) -> int | None:
+        rounds = self.rounds()
+        return rounds[-1] if rounds else None
+
+    def save(self, round_index: int, generator: Generator, discriminator: Discriminator,
+             diagnostics: dict[str, Any]) -> Path:
+        """Write one checkpoint atomically (replacing an older one of the same round)."""
+        if round_index < 0:
+            raise InvalidDataError(f"round_index must be >= 0, got {round_index}")
+        algo = type(generator).__name__
+        if algo not in ALGORITHMS:
+            raise InvalidDataError(f"generator must be one of {sorted(ALGORITHMS)}, got {algo}")
+        self.root.mkdir(parents=True, exist_ok=True)
+        final = self.path(round_index)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp", dir=self.root))
+        try:
+            generator.save(tmp / POLICY_FILE)
+            save_reward_model(discriminator.reward_net, tmp / "reward")
+            if discriminator.shaping_net is not None:
+                save_reward_model(discriminator.shaping_net, tmp / "shaping")
+            atomic_write_json(tmp / META_FILE, {
+                "format": FORMAT, "round": round_index, "algo": algo,
+                "discriminator": discriminator.config.to_dict(), "diagnostics": diagnostics,
+            })
+            _replace_dir(tmp, final)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        return final
+
+    def load(self, round_index: int, device: str = "cpu") -> Checkpoint:
+        """Rebuild a saved round; a missing or damaged file raises FileFormatError naming it."""
+        directory = self.path(round_index)
+        if not (directory / META_FILE).is_file():
+            raise FileFormatError(f"{directory / META_FILE}: no such checkpoint (saved rounds: "
+                                  f"{self.rounds()})")
+        meta = _read_meta(directory / META_FILE)
+        try:
+            config = DiscriminatorConfig.from_dict(meta["discriminator"])
+        except InvalidDataError as error:
+            raise FileFormatError(f"{directory / META_FILE}: bad discriminator config ({error})") from None
+        reward = load_reward_model(directory / "reward", device=device).model
+        shaping = (load_reward_model(directory / "shaping", device=device).model
+                   if config.loss == "airl" else None)
+        try:
+            generator = ALGORITHMS[meta["algo"]].load(directory / POLICY_FILE, device=device)
+        except Exception as error:  # zipfile, torch and SB3 each raise their own kinds
+            raise FileFormatError(f"{directory / POLICY_FILE}: cannot be loaded ({error})") from None
+        discriminator = Discriminator(config, reward, shaping).to(device)  # type: ignore[arg-type]
+        return Checkpoint(meta["round"], generator, discriminator, meta["diagnostics"])
+
+
+def _read_meta(path: Path) -> dict[str, Any]:
+    try:
+        meta = json.loads(path.read_text())
+    except (OSError, ValueError) as error:
+        raise FileFormatError(f"{path}: not readable JSON ({error})") from None
+    missing = {"format", "round", "algo", "discriminator", "diagnostics"} - set(meta)
+    if missing or meta["format"] != FORMAT or meta["algo"] not in ALGORITHMS:
+        raise FileFormatError(f"{path}: not an rlkit AIL checkpoint (missing {sorted(missing)}, "
+                              f"format {meta.get('format')!r}, algo {meta.get('algo')!r})")
+    return meta
+
+
+def _replace_dir(tmp: Path, final: Path) -> None:
+    """Rename ``tmp`` to ``final``; an existing ``final`` is moved aside first and removed after."""
+    if final.exists():
+        old = final.with_name(f".{final.name}.old")
+        shutil.rmtree(old, ignore_errors=True)
+        os.replace(final, old)
+        os.replace(tmp, final)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(tmp, final)

@@ -1,0 +1,60 @@
+"""Demonstrations as ``Trajectory`` lists: from an ``.npz`` file, from a policy, or given; checked
+against the env before any training, so a mismatch fails here and not deep inside torch."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from gymnasium import spaces
+from stable_baselines3.common.vec_env import VecEnv
+
+from rlkit.data import Trajectory, TrajectoryStore, collect_trajectories
+from rlkit.data.rollout import ActionFn, Predictor
+from rlkit.errors import InvalidDataError
+from rlkit.reward.nets import action_shape, observation_shape
+
+
+def load_demos(path: str | os.PathLike[str]) -> list[Trajectory]:
+    """Every trajectory of a ``TrajectoryStore`` file."""
+    return list(TrajectoryStore.load(path))
+
+
+def save_demos(demos: Sequence[Trajectory], path: str | os.PathLike[str]) -> Path:
+    """Write demos as one ``.npz`` (atomic, no pickle)."""
+    if not demos:
+        raise InvalidDataError("demos is empty: nothing to save")
+    store = TrajectoryStore()
+    store.extend(demos)
+    return store.save(path)
+
+
+def demos_from_policy(venv: VecEnv, policy: Predictor | ActionFn, n_episodes: int,
+                      rng: np.random.Generator, deterministic: bool = True,
+                      seed: int | None = None) -> list[Trajectory]:
+    """``n_episodes`` whole episodes of an SB3 model/policy or a callable on a VecEnv."""
+    if n_episodes < 1:
+        raise InvalidDataError(f"n_episodes must be >= 1, got {n_episodes}")
+    trajectories = collect_trajectories(venv, policy, rng, n_episodes=n_episodes,
+                                        deterministic=deterministic, seed=seed)
+    return trajectories[:n_episodes]
+
+
+def check_demos(demos: Sequence[Trajectory], observation_space: spaces.Space,
+                action_space: spaces.Space) -> None:
+    """Raise InvalidDataError unless the demos are non-empty and shaped like the env's spaces."""
+    if not demos:
+        raise InvalidDataError("demos is empty: adversarial imitation needs demonstrations")
+    obs_shape = observation_shape(observation_space)
+    act_shape, n_actions = action_shape(action_space)
+    for i, demo in enumerate(demos):
+        if demo.obs.shape[1:] != obs_shape:
+            raise InvalidDataError(f"demos[{i}].obs rows have shape {demo.obs.shape[1:]}, "
+                                   f"the env's observation_space has {obs_shape}")
+        if demo.acts.shape[1:] != act_shape:
+            raise InvalidDataError(f"demos[{i}].acts rows have shape {demo.acts.shape[1:]}, "
+                                   f"the env's action_space has {act_shape}")
+        if n_actions is not None and ((demo.acts < 0) | (demo.acts >= n_actions)).any():
+            raise InvalidDataError(f"demos[{i}].acts has actions outside 0..{n_actions - 1}")

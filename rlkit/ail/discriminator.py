@@ -1,0 +1,150 @@
+"""The discriminator (GAIL), reward + shaping heads (AIRL) or reward (max-ent IRL) on rlkit reward nets.
+
+Its ``generator_reward`` is a ``RewardFn``: one batched no-grad forward per call, so it plugs
+straight into ``RewardVecEnvWrapper`` and replay-buffer relabelling.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+import numpy as np
+import torch
+from gymnasium import spaces
+from torch import nn
+
+from rlkit.ail import losses
+from rlkit.errors import InvalidDataError
+from rlkit.reward import RewardNet, build_reward_net
+from rlkit.reward.nets import ACTIVATIONS, numpy_to_tensors
+
+LossKind = Literal["gail", "airl", "maxent"]
+Batch = dict[str, torch.Tensor]
+
+
+@dataclass(frozen=True)
+class DiscriminatorConfig:
+    """How the discriminator is built and trained.
+
+    ``reward_clip`` bounds the raw output (APEC's max-ent reward uses 10); ``gamma`` is AIRL's
+    shaping discount; ``grad_penalty`` weighs ``losses.gradient_penalty`` (0 = off).
+    """
+
+    loss: LossKind = "gail"
+    state_only: bool = False
+    hidden: tuple[int, ...] = (64, 64)
+    activation: str = "relu"
+    gamma: float = 0.99
+    gail_reward: losses.GailReward = "positive"
+    reward_clip: float | None = None
+    grad_penalty: float = 0.0
+    lr: float = 3e-4
+    weight_decay: float = 0.0
+    batch_size: int = 256
+    updates_per_round: int = 1
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "hidden", tuple(self.hidden))
+        checks = {
+            "loss": self.loss in ("gail", "airl", "maxent"),
+            "gail_reward": self.gail_reward in ("positive", "logit"),
+            "activation": self.activation in ACTIVATIONS,
+            "hidden": all(int(h) >= 1 for h in self.hidden),
+            "gamma": 0.0 <= self.gamma <= 1.0,
+            "reward_clip": self.reward_clip is None or self.reward_clip > 0,
+            "grad_penalty": self.grad_penalty >= 0,
+            "lr": self.lr > 0,
+            "weight_decay": self.weight_decay >= 0,
+            "batch_size": self.batch_size >= 1,
+            "updates_per_round": self.updates_per_round >= 0,
+        }
+        bad = [name for name, ok in checks.items() if not ok]
+        if bad:
+            raise InvalidDataError(f"DiscriminatorConfig.{bad[0]} is invalid: {getattr(self, bad[0])!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> DiscriminatorConfig:
+        try:
+            return cls(**data)
+        except TypeError as error:
+            raise InvalidDataError(f"not a discriminator config: {error}") from None
+
+
+class Discriminator(nn.Module):
+    """``reward_net`` is D's logit (GAIL), g (AIRL) or r (max-ent); ``shaping_net`` is AIRL's h."""
+
+    def __init__(self, config: DiscriminatorConfig, reward_net: RewardNet,
+                 shaping_net: RewardNet | None = None) -> None:
+        super().__init__()
+        if (config.loss == "airl") != (shaping_net is not None):
+            raise InvalidDataError("shaping_net is needed for loss='airl' and only for it")
+        self.config = config
+        self.reward_net = reward_net
+        self.shaping_net = shaping_net
+
+    def score(self, batch: Batch) -> torch.Tensor:
+        """The raw output: GAIL logit, AIRL ``f = g + gamma (1 - done) h(s') - h(s)``, or max-ent r."""
+        args = (batch["obs"], batch["acts"], batch["next_obs"], batch["dones"])
+        out = self.reward_net(*args)
+        if self.config.reward_clip is not None:
+            out = out.clamp(-self.config.reward_clip, self.config.reward_clip)
+        if self.shaping_net is not None:
+            h_now = self.shaping_net(batch["obs"], None, None, None)
+            h_next = self.shaping_net(batch["next_obs"], None, None, None)
+            out = out + self.config.gamma * (1.0 - batch["dones"].float()) * h_next - h_now
+        return out
+
+    def loss(self, expert: Batch, agent: Batch, expert_log_pi: torch.Tensor | None = None,
+             agent_log_pi: torch.Tensor | None = None) -> tuple[torch.Tensor, dict[str, float]]:
+        """The configured loss and its diagnostics; AIRL needs the generator's ``log pi`` of both."""
+        e, a = self.score(expert), self.score(agent)
+        if self.config.loss == "maxent":
+            loss = losses.maxent_irl_loss(e, a)
+            metrics = {"reward_gap": float((e.mean() - a.mean()).detach())}
+        else:
+            if self.config.loss == "airl":
+                if expert_log_pi is None or agent_log_pi is None:
+                    raise InvalidDataError("loss='airl' needs expert_log_pi and agent_log_pi")
+                e, a = losses.airl_logits(e, expert_log_pi), losses.airl_logits(a, agent_log_pi)
+            loss = losses.logistic_loss(e, a)
+            accuracy = 0.5 * ((e > 0).float().mean() + (a < 0).float().mean())
+            metrics = {"accuracy": float(accuracy)}
+        if not torch.isfinite(loss):
+            raise InvalidDataError(f"the discriminator's {self.config.loss} loss is {float(loss)}")
+        return loss, {"loss": float(loss.detach()), **metrics}
+
+    def generator_reward(self, obs: np.ndarray, acts: np.ndarray, next_obs: np.ndarray,
+                         dones: np.ndarray) -> np.ndarray:
+        """The reward the generator is trained on (a ``RewardFn``, one forward per batch).
+
+        GAIL: ``-log(1 - D)`` or the logit; AIRL: ``f`` (its ``- log pi`` term is the entropy
+        bonus that SAC, or PPO's ``ent_coef``, already adds); max-ent: the clipped r.
+        """
+        tensors = numpy_to_tensors(self.reward_net, obs, acts, next_obs, dones)
+        batch = dict(zip(("obs", "acts", "next_obs", "dones"), tensors, strict=True))
+        with torch.no_grad():
+            out = self.score(batch)  # type: ignore[arg-type]
+            if self.config.loss == "gail":
+                out = losses.gail_reward(out, self.config.gail_reward)
+        rewards = out.to(torch.float32).cpu().numpy()
+        if not np.isfinite(rewards).all():
+            raise InvalidDataError("the discriminator produced NaN or inf rewards")
+        return rewards
+
+
+def build_discriminator(config: DiscriminatorConfig, observation_space: spaces.Space,
+                        action_space: spaces.Space, seed: int | None = None) -> Discriminator:
+    """Nets for an env's spaces; state-only reads ``obs`` alone, otherwise ``(obs, act)``."""
+    inputs = ("obs",) if config.state_only else ("obs", "act")
+    reward = build_reward_net(observation_space, action_space, inputs, config.hidden,
+                              activation=config.activation, seed=seed)
+    shaping = None
+    if config.loss == "airl":
+        shaping = build_reward_net(observation_space, action_space, ("obs",), config.hidden,
+                                   activation=config.activation,
+                                   seed=None if seed is None else seed + 1)
+    return Discriminator(config, reward, shaping)

@@ -1,0 +1,64 @@
+"""SB3 generator glue: build PPO/SAC on the relabelled env, its ``log pi`` for AIRL, buffer relabelling."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+import torch
+from gymnasium import spaces
+from stable_baselines3 import PPO, SAC
+from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
+from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
+from stable_baselines3.common.vec_env import VecEnv
+
+from rlkit.errors import InvalidDataError
+from rlkit.prefrl import relabel_replay_buffer
+from rlkit.types import RewardFn
+
+Generator = OnPolicyAlgorithm | OffPolicyAlgorithm
+GeneratorFactory = Callable[[VecEnv], Generator]
+ALGORITHMS: dict[str, type[Generator]] = {"PPO": PPO, "SAC": SAC}
+
+
+def make_generator(algo: str, venv: VecEnv, steps_per_round: int, seed: int, device: str = "cpu",
+                   kwargs: Mapping[str, Any] | None = None) -> Generator:
+    """PPO or SAC with an MLP policy. PPO's rollout defaults to one round of steps, so each
+    round is exactly one rollout collected under one (fixed) discriminator."""
+    name = algo.upper()
+    if name not in ALGORITHMS:
+        raise InvalidDataError(f"generator must be one of {sorted(ALGORITHMS)}, got {algo!r}")
+    options = dict(kwargs or {})
+    if name == "PPO":
+        n_steps = options.setdefault("n_steps", max(steps_per_round // venv.num_envs, 2))
+        options.setdefault("batch_size", min(64, n_steps * venv.num_envs))
+    return ALGORITHMS[name]("MlpPolicy", venv, seed=seed, device=device, **options)
+
+
+def policy_log_prob(generator: Generator, obs: np.ndarray, acts: np.ndarray) -> torch.Tensor:
+    """``log pi(a | s)`` of env actions under the current generator (no grad), for AIRL's logit."""
+    policy = generator.policy
+    obs_tensor, _ = policy.obs_to_tensor(obs)
+    with torch.no_grad():
+        if isinstance(generator, SAC):
+            scaled = np.clip(policy.scale_action(np.asarray(acts)), -1.0, 1.0)
+            actor = generator.actor
+            mean, log_std, _ = actor.get_action_dist_params(obs_tensor)
+            dist = actor.action_dist.proba_distribution(mean, log_std)
+            log_prob = dist.log_prob(torch.as_tensor(scaled, device=policy.device).float())
+        elif isinstance(generator, OnPolicyAlgorithm):
+            acts_tensor = torch.as_tensor(np.asarray(acts), device=policy.device)
+            if isinstance(generator.action_space, spaces.Box):
+                acts_tensor = acts_tensor.float()
+            _, log_prob, _ = policy.evaluate_actions(obs_tensor, acts_tensor)  # type: ignore[operator]
+        else:
+            raise InvalidDataError(f"AIRL needs a PPO/SAC-like generator, got {type(generator).__name__}")
+    return log_prob.reshape(-1)
+
+
+def relabel_generator_buffer(generator: Generator, reward_fn: RewardFn) -> int:
+    """Give an off-policy generator's stored transitions the current reward (on-policy: no-op)."""
+    if not isinstance(generator, OffPolicyAlgorithm):
+        return 0
+    return relabel_replay_buffer(generator, reward_fn)

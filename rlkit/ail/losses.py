@@ -1,0 +1,72 @@
+"""Discriminator losses and generator rewards of adversarial imitation, as pure tensor functions.
+
+Convention: a discriminator logit ``x`` gives ``D = sigmoid(x)``, the probability that a
+transition came from the expert. Keeping these free of nets makes them checkable by hand.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Literal
+
+import torch
+from torch.nn import functional as F
+
+GailReward = Literal["positive", "logit"]
+
+
+def logistic_loss(expert_logits: torch.Tensor, agent_logits: torch.Tensor) -> torch.Tensor:
+    """GAIL's discriminator loss ``-E_expert[log D] - E_agent[log(1 - D)]`` (softplus: no overflow)."""
+    return F.softplus(-expert_logits).mean() + F.softplus(agent_logits).mean()
+
+
+def airl_logits(f: torch.Tensor, log_pi: torch.Tensor) -> torch.Tensor:
+    """AIRL's ``D = exp f / (exp f + pi)`` written as a logit: ``f - log pi``; its loss is logistic."""
+    return f - log_pi
+
+
+def maxent_irl_loss(expert_rewards: torch.Tensor, agent_rewards: torch.Tensor) -> torch.Tensor:
+    """APEC's max-ent IRL reward loss ``E_agent[r] - E_expert[r]``: push expert reward up."""
+    return agent_rewards.mean() - expert_rewards.mean()
+
+
+def gail_reward(logits: torch.Tensor, form: GailReward = "positive") -> torch.Tensor:
+    """Generator reward from discriminator logits.
+
+    ``"positive"``: ``-log(1 - D)`` = ``softplus(x)`` (always > 0, a survival bonus);
+    ``"logit"``: ``log D - log(1 - D)`` = ``x`` (unbiased in sign, for envs with early termination).
+    """
+    if form == "positive":
+        return F.softplus(logits)
+    if form == "logit":
+        return logits
+    raise ValueError(f"gail_reward must be 'positive' or 'logit', got {form!r}")
+
+
+def gradient_penalty(
+    score: Callable[[dict[str, torch.Tensor]], torch.Tensor],
+    expert: dict[str, torch.Tensor],
+    agent: dict[str, torch.Tensor],
+    generator: torch.Generator,
+) -> torch.Tensor:
+    """WGAN-GP style ``E[(||grad score(x_mix)|| - 1)^2]`` on random expert/agent interpolations.
+
+    Only floating inputs are mixed (and differentiated); others (discrete actions, done flags)
+    are taken from the expert side; inputs the score ignores add nothing. Keeps the discriminator
+    smooth so its reward stays informative.
+    """
+    n = next(iter(expert.values())).shape[0]
+    alpha = torch.rand(n, generator=generator).to(next(iter(expert.values())).device)
+    mixed: dict[str, torch.Tensor] = {}
+    inputs: list[torch.Tensor] = []
+    for name, value in expert.items():
+        if value.is_floating_point() and name != "dones":
+            a = alpha.reshape(n, *([1] * (value.dim() - 1)))
+            mix = (a * value + (1 - a) * agent[name]).detach().requires_grad_(True)
+            inputs.append(mix)
+            mixed[name] = mix
+        else:
+            mixed[name] = value
+    grads = torch.autograd.grad(score(mixed).sum(), inputs, create_graph=True, allow_unused=True)
+    squared = sum(g.reshape(n, -1).pow(2).sum(dim=1) for g in grads if g is not None)
+    return (torch.sqrt(squared + 1e-12) - 1.0).pow(2).mean()

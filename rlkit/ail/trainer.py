@@ -1,0 +1,184 @@
+"""The adversarial loop: the generator (SB3 PPO or SAC) trains on the discriminator's reward,
+then the discriminator learns to tell its recent experience from the demonstrations.
+
+One round = ``steps_per_round`` generator env steps (rewards relabelled in one batched forward per
+vectorised step by ``RewardVecEnvWrapper``), then ``updates_per_round`` discriminator steps on the
+last ``agent_buffer`` agent transitions, then (off-policy) the replay buffer relabelled, then the
+round callbacks and, every N rounds, a checkpoint.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from stable_baselines3.common.vec_env import VecEnv
+
+from rlkit.ail.checkpoints import CheckpointStore
+from rlkit.ail.demos import check_demos
+from rlkit.ail.discriminator import DiscriminatorConfig, build_discriminator
+from rlkit.ail.generator import (
+    Generator,
+    GeneratorFactory,
+    make_generator,
+    policy_log_prob,
+    relabel_generator_buffer,
+)
+from rlkit.ail.losses import gradient_penalty
+from rlkit.ail.transitions import TransitionBuffer, Transitions
+from rlkit.data import Trajectory
+from rlkit.errors import InvalidDataError
+from rlkit.reward.nets import action_shape
+from rlkit.wrappers import RewardVecEnvWrapper
+
+
+@dataclass(frozen=True)
+class AILConfig:
+    """``agent_buffer`` (default: one round of steps) is how many recent agent transitions the
+    discriminator sees; APEC uses the last 1000 of 5000."""
+
+    rounds: int
+    steps_per_round: int
+    discriminator: DiscriminatorConfig = field(default_factory=DiscriminatorConfig)
+    agent_buffer: int | None = None
+    seed: int = 0
+    device: str = "cpu"
+
+    def __post_init__(self) -> None:
+        for name in ("rounds", "steps_per_round"):
+            if getattr(self, name) < 1:
+                raise InvalidDataError(f"AILConfig.{name} must be >= 1, got {getattr(self, name)}")
+        if self.agent_buffer is not None and self.agent_buffer < 1:
+            raise InvalidDataError(f"AILConfig.agent_buffer must be >= 1, got {self.agent_buffer}")
+
+
+@dataclass(frozen=True)
+class RoundRecord:
+    """Diagnostics of one round; ``true_return`` is the mean env return of the episodes that
+    finished during the round (None when none did). Never used for training."""
+
+    round: int
+    timesteps: int
+    disc: dict[str, float]
+    expert_reward: float
+    agent_reward: float
+    true_return: float | None
+    n_episodes: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+RoundCallback = Callable[[RoundRecord, "AILTrainer"], None]
+
+
+class AILTrainer:
+    """GAIL / AIRL / max-ent IRL on an SB3 generator; ``train`` runs the configured rounds.
+
+    ``generator`` is ``"ppo"``, ``"sac"`` (built with ``generator_kwargs``) or a factory that builds
+    any PPO/SAC-like algorithm on the env it is given (the reward-relabelling wrapper).
+    """
+
+    def __init__(
+        self,
+        config: AILConfig,
+        venv: VecEnv,
+        demos: Sequence[Trajectory],
+        generator: str | GeneratorFactory = "ppo",
+        generator_kwargs: Mapping[str, Any] | None = None,
+        checkpoints: CheckpointStore | None = None,
+        callbacks: Sequence[RoundCallback] = (),
+    ) -> None:
+        check_demos(demos, venv.observation_space, venv.action_space)
+        self.config = config
+        self.rng = np.random.default_rng(config.seed)
+        self.torch_rng = torch.Generator().manual_seed(config.seed)
+        disc_config = config.discriminator
+        self.discriminator = build_discriminator(
+            disc_config, venv.observation_space, venv.action_space, seed=config.seed
+        ).to(config.device)
+        self.optimizer = torch.optim.Adam(self.discriminator.parameters(), lr=disc_config.lr,
+                                          weight_decay=disc_config.weight_decay)
+        self.expert = Transitions.from_trajectories(demos)
+        act_shape, n_actions = action_shape(venv.action_space)
+        self.agent = TransitionBuffer(
+            config.agent_buffer or config.steps_per_round, tuple(venv.observation_space.shape),
+            act_shape, np.dtype(np.int64) if n_actions is not None else np.dtype(np.float32),
+            np.dtype(venv.observation_space.dtype),
+        )
+        self.venv = RewardVecEnvWrapper(venv, self.discriminator.generator_reward,
+                                        observers=[self.agent])
+        self.generator: Generator = (
+            make_generator(generator, self.venv, config.steps_per_round, config.seed,
+                           config.device, generator_kwargs)
+            if isinstance(generator, str) else generator(self.venv)
+        )
+        self.checkpoints = checkpoints
+        self.callbacks = list(callbacks)
+        self.round = 0
+        self.records: list[RoundRecord] = []
+
+    def train(self) -> list[RoundRecord]:
+        """Run the rounds still to go (all of them on a fresh trainer)."""
+        while self.round < self.config.rounds:
+            self.run_round()
+        return self.records
+
+    def run_round(self) -> RoundRecord:
+        self.generator.learn(self.config.steps_per_round, reset_num_timesteps=False,
+                             progress_bar=False)
+        agent = self.agent.transitions()
+        disc_metrics = self.update_discriminator(agent)
+        relabel_generator_buffer(self.generator, self.discriminator.generator_reward)
+        returns = self.agent.pop_episode_returns()
+        probe = min(len(agent), 1024)
+        expert_probe, agent_probe = self.expert.sample(self.rng, probe), agent.sample(self.rng, probe)
+        record = RoundRecord(
+            round=self.round,
+            timesteps=int(self.generator.num_timesteps),
+            disc=disc_metrics,
+            expert_reward=float(self._reward(expert_probe).mean()),
+            agent_reward=float(self._reward(agent_probe).mean()),
+            true_return=float(np.mean(returns)) if returns else None,
+            n_episodes=len(returns),
+        )
+        self.records.append(record)
+        for callback in self.callbacks:
+            callback(record, self)
+        if self.checkpoints is not None and self.checkpoints.wants(self.round):
+            self.checkpoints.save(self.round, self.generator, self.discriminator, record.to_dict())
+        self.round += 1
+        return record
+
+    def update_discriminator(self, agent: Transitions) -> dict[str, float]:
+        """``updates_per_round`` Adam steps on fresh expert/agent batches; mean metrics back."""
+        config = self.config.discriminator
+        totals: dict[str, float] = {}
+        for _ in range(config.updates_per_round):
+            expert_batch = self.expert.sample(self.rng, config.batch_size)
+            agent_batch = agent.sample(self.rng, config.batch_size)
+            expert_t = expert_batch.to_torch(self.config.device)
+            agent_t = agent_batch.to_torch(self.config.device)
+            log_pis: tuple[torch.Tensor | None, torch.Tensor | None] = (None, None)
+            if config.loss == "airl":
+                log_pis = (self._log_pi(expert_batch), self._log_pi(agent_batch))
+            loss, metrics = self.discriminator.loss(expert_t, agent_t, *log_pis)
+            if config.grad_penalty > 0:
+                penalty = gradient_penalty(self.discriminator.score, expert_t, agent_t, self.torch_rng)
+                loss = loss + config.grad_penalty * penalty
+                metrics["grad_penalty"] = float(penalty.detach())
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+            for key, value in metrics.items():
+                totals[key] = totals.get(key, 0.0) + value / config.updates_per_round
+        return totals
+
+    def _log_pi(self, batch: Transitions) -> torch.Tensor:
+        return policy_log_prob(self.generator, batch.obs, batch.acts).to(self.config.device)
+
+    def _reward(self, batch: Transitions) -> np.ndarray:
+        return self.discriminator.generator_reward(batch.obs, batch.acts, batch.next_obs, batch.dones)

@@ -1,0 +1,171 @@
+"""Short AIL runs with PPO and SAC generators on a tiny env: learning, relabelling, checkpoints."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium import spaces
+from stable_baselines3.common.vec_env import DummyVecEnv
+
+from rlkit.ail import (
+    AILConfig,
+    AILTrainer,
+    CheckpointStore,
+    DiscriminatorConfig,
+    demos_from_policy,
+    load_demos,
+    policy_log_prob,
+    save_demos,
+)
+from rlkit.ail import checkpoints as checkpoints_module
+from rlkit.errors import FileFormatError, InvalidDataError
+
+
+class Point(gym.Env[np.ndarray, np.ndarray]):
+    """Move a point on [-1, 1] towards 0; reward -|x|; 20 steps. Learnable in a few hundred steps."""
+
+    observation_space = spaces.Box(-1.0, 1.0, (1,), np.float32)
+    action_space = spaces.Box(-1.0, 1.0, (1,), np.float32)
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        self.x, self.t = float(self.np_random.uniform(-1, 1)), 0
+        return np.array([self.x], np.float32), {}
+
+    def step(self, action: np.ndarray):
+        self.x = float(np.clip(self.x + 0.25 * float(np.clip(action[0], -1, 1)), -1, 1))
+        self.t += 1
+        return np.array([self.x], np.float32), -abs(self.x), False, self.t >= 20, {}
+
+
+def expert(obs: np.ndarray) -> np.ndarray:
+    return np.clip(-4.0 * obs, -1.0, 1.0)
+
+
+def venv(seed: int = 0) -> DummyVecEnv:
+    env = DummyVecEnv([Point, Point])
+    env.seed(seed)
+    return env
+
+
+@pytest.fixture(scope="module")
+def demos():
+    return demos_from_policy(venv(), expert, 10, np.random.default_rng(0))
+
+
+def random_return(n: int = 20) -> float:
+    trajectories = demos_from_policy(venv(1), None, n, np.random.default_rng(1))  # type: ignore[arg-type]
+    return float(np.mean([t.ret for t in trajectories]))
+
+
+def test_gail_with_ppo_beats_random_and_checkpoints_load_back_identically(demos, tmp_path):
+    seen: list[int] = []
+    store = CheckpointStore(tmp_path / "ckpt", every=4)
+    config = AILConfig(rounds=8, steps_per_round=256, discriminator=DiscriminatorConfig(
+        hidden=(32, 32), batch_size=256, updates_per_round=30, lr=3e-3))
+    trainer = AILTrainer(config, venv(), demos, "ppo", {
+        "n_epochs": 10, "learning_rate": 3e-3, "policy_kwargs": {"net_arch": [32, 32]}},
+        checkpoints=store, callbacks=[lambda record, _: seen.append(record.round)])
+    records = trainer.train()
+    assert seen == list(range(8)) and records[-1].timesteps == 8 * 256
+    returns = [r.true_return for r in records]
+    assert np.mean(returns[-2:]) > random_return() + 3.0, returns
+    assert records[-1].disc["accuracy"] > 0.7
+    assert records[-1].expert_reward > records[-1].agent_reward
+    # checkpoints of rounds 3 and 7; the last one is the trainer's current state
+    assert store.rounds() == [3, 7] and store.latest() == 7
+    checkpoint = store.load(7)
+    assert checkpoint.round == 7 and checkpoint.diagnostics["true_return"] == returns[7]
+    obs = np.random.default_rng(0).uniform(-1, 1, (50, 1)).astype(np.float32)
+    np.testing.assert_array_equal(checkpoint.generator.predict(obs, deterministic=True)[0],
+                                  trainer.generator.predict(obs, deterministic=True)[0])
+    acts, dones = expert(obs), np.zeros(50, bool)
+    np.testing.assert_array_equal(checkpoint.discriminator.generator_reward(obs, acts, obs, dones),
+                                  trainer.discriminator.generator_reward(obs, acts, obs, dones))
+    assert store.load(3).generator.num_timesteps == 4 * 256
+    with pytest.raises(FileFormatError, match="round_000002"):
+        store.load(2)
+
+
+def test_gail_with_sac_relabels_its_buffer_and_checkpoints(demos, tmp_path):
+    store = CheckpointStore(tmp_path)
+    config = AILConfig(rounds=2, steps_per_round=150, discriminator=DiscriminatorConfig(
+        hidden=(16,), grad_penalty=1.0, updates_per_round=3, gail_reward="logit"))
+    trainer = AILTrainer(config, venv(), demos, "sac", {
+        "learning_starts": 100, "batch_size": 64, "policy_kwargs": {"net_arch": [16]}},
+        checkpoints=store)
+    records = trainer.train()
+    assert "grad_penalty" in records[0].disc and records[1].timesteps == 300
+    # the replay buffer holds the current discriminator's reward of the (unscaled) env actions
+    buffer, policy = trainer.generator.replay_buffer, trainer.generator.policy
+    n = buffer.pos * buffer.n_envs
+    obs = buffer.observations[: buffer.pos].reshape(n, 1)
+    acts = policy.unscale_action(buffer.actions[: buffer.pos].reshape(n, 1))
+    expected = trainer.discriminator.generator_reward(
+        obs, acts, buffer.next_observations[: buffer.pos].reshape(n, 1), np.zeros(n, bool))
+    np.testing.assert_allclose(buffer.rewards[: buffer.pos].reshape(-1), expected, rtol=1e-5)
+    loaded = store.load(1)
+    np.testing.assert_array_equal(loaded.generator.predict(obs, deterministic=True)[0],
+                                  trainer.generator.predict(obs, deterministic=True)[0])
+    assert store.rounds() == [0, 1]
+
+
+def test_interrupted_checkpoint_write_leaves_nothing_half_written(demos, tmp_path, monkeypatch):
+    config = AILConfig(rounds=1, steps_per_round=64, discriminator=DiscriminatorConfig(
+        loss="airl", state_only=True, hidden=(16,)))
+    trainer = AILTrainer(config, venv(), demos, "ppo")
+    trainer.train()
+    store = CheckpointStore(tmp_path)
+    store.save(0, trainer.generator, trainer.discriminator, {"note": "first"})
+
+    def crash(*args: Any, **kwargs: Any) -> None:
+        raise KeyboardInterrupt("killed mid-write")
+
+    monkeypatch.setattr(checkpoints_module, "save_reward_model", crash)
+    for round_index in (0, 1):  # overwriting an existing round, and writing a new one
+        with pytest.raises(KeyboardInterrupt):
+            store.save(round_index, trainer.generator, trainer.discriminator, {"note": "second"})
+    assert store.rounds() == [0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["round_000000"]
+    assert store.load(0).diagnostics == {"note": "first"}
+
+
+def test_airl_and_maxent_run_with_sac(demos):
+    for disc in (DiscriminatorConfig(loss="airl", hidden=(16,)),
+                 DiscriminatorConfig(loss="maxent", state_only=True, reward_clip=10.0,
+                                     weight_decay=1e-3, hidden=(16,))):
+        config = AILConfig(rounds=1, steps_per_round=120, discriminator=disc)
+        trainer = AILTrainer(config, venv(), demos, "sac",
+                             {"learning_starts": 100, "policy_kwargs": {"net_arch": [16]}})
+        record = trainer.train()[0]
+        assert np.isfinite(record.disc["loss"]) and np.isfinite(record.agent_reward)
+        assert ("accuracy" if disc.loss == "airl" else "reward_gap") in record.disc
+        assert (trainer.discriminator.shaping_net is not None) == (disc.loss == "airl")
+
+
+def test_sac_log_prob_matches_sb3(demos):
+    trainer = AILTrainer(AILConfig(rounds=1, steps_per_round=10), venv(), demos, "sac")
+    obs = np.random.default_rng(0).uniform(-1, 1, (32, 1)).astype(np.float32)
+    obs_tensor, _ = trainer.generator.policy.obs_to_tensor(obs)
+    scaled, log_prob = trainer.generator.actor.action_log_prob(obs_tensor)
+    acts = trainer.generator.policy.unscale_action(scaled.detach().numpy())
+    np.testing.assert_allclose(policy_log_prob(trainer.generator, obs, acts).numpy(),
+                               log_prob.detach().numpy(), rtol=1e-3, atol=1e-3)
+
+
+def test_demos_round_trip_and_bad_demos_fail_early(demos, tmp_path):
+    path = save_demos(demos, tmp_path / "demos")
+    loaded = load_demos(path)
+    assert len(loaded) == len(demos)
+    np.testing.assert_array_equal(loaded[0].obs, demos[0].obs)
+    config = AILConfig(rounds=1, steps_per_round=10)
+    with pytest.raises(InvalidDataError, match="demos is empty"):
+        AILTrainer(config, venv(), [], "ppo")
+    pendulum = DummyVecEnv([lambda: gym.make("Pendulum-v1")])
+    with pytest.raises(InvalidDataError, match=r"demos\[0\].obs"):
+        AILTrainer(config, pendulum, demos, "ppo")
+    with pytest.raises(InvalidDataError, match="AILConfig.rounds"):
+        AILConfig(rounds=0, steps_per_round=10)
