@@ -184,3 +184,23 @@ def test_normalized_reward_updates_only_when_asked() -> None:
     frozen = NormalizedReward(reward_fn, norm, update=False)
     frozen(np.zeros((4, 11)), np.zeros((4, 3)), None, None)
     assert norm.count == 4
+
+
+def test_numpy_reward_fast_path_equals_the_module_forward() -> None:
+    """The per-step path builds features in numpy; it must give exactly the module's rewards."""
+    obs_space = spaces.Box(-1, 1, (5,))
+    act_space = spaces.Box(-1, 1, (2,))
+    rng = np.random.default_rng(0)
+    obs, next_obs = rng.normal(size=(2, 6, 5))
+    acts = rng.normal(size=(6, 2)).astype(np.float32)
+    dones = np.array([0, 1, 0, 0, 1, 0], dtype=bool)
+    inputs = ("obs", "act", "next_obs", "done")
+    for module in (build_reward_net(obs_space, act_space, inputs=inputs, hidden=(16,), seed=1),
+                   RewardEnsemble([build_reward_net(obs_space, act_space, inputs=inputs,
+                                                    hidden=(8,), seed=s) for s in range(3)])):
+        with torch.no_grad():
+            expected = module(*(torch.as_tensor(x, dtype=torch.float32)
+                                for x in (obs, acts, next_obs, dones))).numpy()
+        np.testing.assert_array_equal(TorchRewardFn(module)(obs, acts, next_obs, dones), expected)
+    with pytest.raises(InvalidDataError, match="obs must have shape"):
+        TorchRewardFn(module)(obs[:, :4], acts, next_obs, dones)
