@@ -37,7 +37,7 @@ from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 
 from rlkit.types import RewardFn
-from rlkit.wrappers import RewardVecEnvWrapper
+from rlkit.wrappers import RewardVecEnvWrapper, RolloutRewardRelabeller, per_rollout_reward
 
 GOAL_SLOWDOWN = 0.05
 # "cpu" counts this process's CPU time: on a shared machine it barely moves with other load.
@@ -101,7 +101,10 @@ class TimedPPO:
 
     def __init__(self, args: argparse.Namespace, wrapped: bool) -> None:
         venv = make_vec_env(args.env, n_envs=args.n_envs, seed=args.seed, vec_env_cls=DummyVecEnv)
-        if wrapped:
+        self.callback: RolloutRewardRelabeller | None = None
+        if wrapped and args.evaluate == "per-rollout":
+            venv, self.callback = per_rollout_reward(venv, make_reward(args, venv))
+        elif wrapped:
             venv = RewardVecEnvWrapper(venv, make_reward(args, venv))
         self.model = PPO(
             "MlpPolicy",
@@ -131,7 +134,8 @@ class TimedPPO:
         """One rollout + update: (steps/s of it all, steps/s of the time outside ``train``)."""
         self._train_seconds = 0.0
         start = self.clock()
-        self.model.learn(total_timesteps=self.iteration_steps, reset_num_timesteps=False)
+        self.model.learn(total_timesteps=self.iteration_steps, reset_num_timesteps=False,
+                         callback=self.callback)
         elapsed = self.clock() - start
         return self.iteration_steps / elapsed, self.iteration_steps / (elapsed - self._train_seconds)
 
@@ -214,6 +218,8 @@ def main() -> None:
     parser.add_argument("--learning-rate", type=float, default=3e-4)
     parser.add_argument("--hidden", type=int, default=256)
     parser.add_argument("--reward", choices=("mlp", "rlkit"), default="rlkit")
+    parser.add_argument("--evaluate", choices=("per-step", "per-rollout"), default="per-rollout",
+                        help="reward evaluated in the wrapper every step, or once per PPO rollout")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--clock", choices=tuple(CLOCKS), default="wall")
@@ -243,6 +249,7 @@ def main() -> None:
                 "clock": args.clock,
                 "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "default"),
                 "reward": f"{args.reward} obs+act -> {args.hidden} -> {args.hidden} -> 1",
+                "evaluate": args.evaluate,
                 "ppo": {"n_steps": args.n_steps, "batch_size": args.batch_size,
                         "n_epochs": args.n_epochs},
                 "turns": args.turns,

@@ -2,6 +2,7 @@
 
 from rlkit.wrappers.gym_wrapper import RewardMode, RewardWrapper
 from rlkit.wrappers.pettingzoo_wrapper import PettingZooRewardWrapper
+from rlkit.wrappers.rollout_relabel import RolloutRewardRelabeller, per_rollout_reward
 from rlkit.wrappers.vec_wrapper import RewardVecEnvWrapper, StepObserver
 
 __all__ = [
@@ -9,5 +10,7 @@ __all__ = [
     "RewardMode",
     "RewardVecEnvWrapper",
     "RewardWrapper",
+    "RolloutRewardRelabeller",
     "StepObserver",
+    "per_rollout_reward",
 ]
