@@ -1,0 +1,29 @@
+"""APEC: preferences from the AIL process (later checkpoint preferred), and the D-REX baseline."""
+
+from rlkit.apec.drex import (
+    NOISE_GRID,
+    BCPolicy,
+    DrexConfig,
+    drex,
+    drex_pairs,
+    noisy_rollouts,
+    train_bc,
+)
+from rlkit.apec.pairs import PairConfig, demo_ot_distances, select_pairs
+from rlkit.apec.rollouts import RolloutConfig, checkpoint_rollouts, policy_rollouts
+
+__all__ = [
+    "NOISE_GRID",
+    "BCPolicy",
+    "DrexConfig",
+    "PairConfig",
+    "RolloutConfig",
+    "checkpoint_rollouts",
+    "demo_ot_distances",
+    "drex",
+    "drex_pairs",
+    "noisy_rollouts",
+    "policy_rollouts",
+    "select_pairs",
+    "train_bc",
+]

@@ -1,0 +1,183 @@
+"""D-REX baseline: behaviour cloning + epsilon-random actions; less noise is preferred.
+
+The comparison APEC is measured against: its pairs only perturb one policy, so they cover fewer
+behaviours. Datasets follow APEC's conventions (shuffled sides, provenance in the meta columns).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from gymnasium import spaces
+from stable_baselines3.common.vec_env import VecEnv
+from torch import nn
+
+from rlkit.apec.pairs import shuffled_pairs
+from rlkit.data.rollout import collect_trajectories, random_actions
+from rlkit.data.store import TrajectoryStore
+from rlkit.data.trajectory import Trajectory
+from rlkit.errors import InvalidDataError
+from rlkit.feedback.dataset import PreferenceDataset
+from rlkit.feedback.scale import BINARY
+
+NOISE_GRID: tuple[float, ...] = tuple(round(0.05 * k, 2) for k in range(20))  # 0.0 .. 0.95
+
+
+@dataclass(frozen=True)
+class DrexConfig:
+    """The paper's D-REX: eps in 0..0.95 step 0.05, 5 rollouts per level, noise gap >= 0.5."""
+
+    noise_levels: tuple[float, ...] = NOISE_GRID
+    rollouts_per_level: int = 5
+    min_gap: float = 0.5
+    n_pairs: int = 1000
+    segment_length: int | None = None
+    hidden: tuple[int, ...] = (64, 64)
+    bc_epochs: int = 200
+    bc_lr: float = 1e-3
+    bc_batch_size: int = 256
+    seed: int = 0
+    max_draws: int = 100
+
+    def __post_init__(self) -> None:
+        if not self.noise_levels or not all(0.0 <= e <= 1.0 for e in self.noise_levels):
+            raise InvalidDataError(f"noise_levels must be non-empty, in [0, 1]: {self.noise_levels}")
+        for name in ("rollouts_per_level", "n_pairs", "bc_epochs", "bc_batch_size", "max_draws"):
+            if getattr(self, name) < 1:
+                raise InvalidDataError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.min_gap <= 0:
+            raise InvalidDataError(f"min_gap must be > 0, got {self.min_gap}")
+        if self.segment_length is not None and self.segment_length < 1:
+            raise InvalidDataError(f"segment_length must be >= 1, got {self.segment_length}")
+
+
+class BCPolicy(nn.Module):
+    """A deterministic MLP from flat observations to Box actions, clipped to the bounds."""
+
+    def __init__(self, obs_dim: int, action_space: spaces.Box, hidden: Sequence[int]) -> None:
+        super().__init__()
+        sizes = [obs_dim, *hidden]
+        layers: list[nn.Module] = []
+        for a, b in zip(sizes[:-1], sizes[1:], strict=True):
+            layers += [nn.Linear(a, b), nn.ReLU()]
+        layers.append(nn.Linear(sizes[-1], int(np.prod(action_space.shape))))
+        self.net = nn.Sequential(*layers)
+        self.action_space = action_space
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.net(obs.flatten(1))
+
+    @torch.no_grad()
+    def act(self, obs: np.ndarray) -> np.ndarray:
+        raw = self(torch.as_tensor(np.asarray(obs), dtype=torch.float32)).numpy()
+        raw = raw.reshape(len(raw), *self.action_space.shape)
+        return np.clip(raw, self.action_space.low, self.action_space.high).astype(
+            self.action_space.dtype
+        )
+
+
+def train_bc(demos: Sequence[Trajectory], action_space: spaces.Space,
+             config: DrexConfig = DrexConfig()) -> BCPolicy:
+    """Fit a BCPolicy to the demos' (state, action) pairs with MSE; leaves torch's global RNG alone."""
+    if not demos:
+        raise InvalidDataError("demos is empty: behaviour cloning needs demonstrations")
+    if not isinstance(action_space, spaces.Box):
+        raise InvalidDataError(
+            f"action_space: D-REX's BC supports Box actions, not {type(action_space).__name__}"
+        )
+    for k, demo in enumerate(demos):
+        if demo.acts.shape[1:] != action_space.shape:
+            raise InvalidDataError(f"demos[{k}].acts rows have shape {demo.acts.shape[1:]}, "
+                                   f"the action_space has {action_space.shape}")
+    obs = torch.as_tensor(np.concatenate([d.obs[:-1].reshape(len(d), -1) for d in demos]),
+                          dtype=torch.float32)
+    acts = torch.as_tensor(np.concatenate([d.acts.reshape(len(d), -1) for d in demos]),
+                           dtype=torch.float32)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(config.seed)
+        policy = BCPolicy(obs.shape[1], action_space, config.hidden)
+        optimizer = torch.optim.Adam(policy.parameters(), lr=config.bc_lr)
+        for _ in range(config.bc_epochs):
+            for rows in torch.randperm(len(obs)).split(config.bc_batch_size):
+                loss = nn.functional.mse_loss(policy(obs[rows]), acts[rows])
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+    return policy.eval()
+
+
+def noisy_rollouts(policy: BCPolicy, venv: VecEnv, rng: np.random.Generator,
+                   config: DrexConfig = DrexConfig()) -> tuple[TrajectoryStore, np.ndarray]:
+    """Episodes at each noise level (each step random with probability eps); returns eps per trajectory."""
+    store, noise = TrajectoryStore(), []
+    for k, eps in enumerate(config.noise_levels):
+        def act(obs: np.ndarray, eps: float = eps) -> np.ndarray:
+            actions = policy.act(obs)
+            random = rng.random(len(actions)) < eps
+            if random.any():
+                actions[random] = random_actions(venv.action_space, int(random.sum()), rng)
+            return actions
+
+        trajectories = collect_trajectories(
+            venv, act, rng, n_episodes=config.rollouts_per_level, seed=config.seed + k
+        )[: config.rollouts_per_level]
+        store.extend(trajectories)
+        noise += [eps] * len(trajectories)
+    return store, np.asarray(noise, dtype=np.float64)
+
+
+def drex_pairs(store: TrajectoryStore, noise: np.ndarray, rng: np.random.Generator,
+               config: DrexConfig = DrexConfig()) -> PreferenceDataset:
+    """Uniform trajectory pairs whose noise differs by >= min_gap; the lower-noise one is preferred."""
+    noise = np.asarray(noise, dtype=np.float64)
+    if noise.shape != (len(store),):
+        raise InvalidDataError(f"noise has shape {noise.shape}, expected ({len(store)},)")
+    usable = np.arange(len(store))
+    if config.segment_length is not None:
+        usable = usable[store.lengths >= config.segment_length]
+    tolerance = 1e-9  # the grid's 0.05 steps are not exact in binary
+    if len(usable) == 0 or np.ptp(noise[usable]) < config.min_gap - tolerance:
+        raise InvalidDataError(
+            f"min_gap {config.min_gap} is larger than the usable noise range "
+            f"({np.ptp(noise[usable]) if len(usable) else 0:.3g})"
+        )
+    better_parts, worse_parts = [], []
+    n_found, n_drawn, budget = 0, 0, config.max_draws * config.n_pairs
+    while n_found < config.n_pairs and n_drawn < budget:
+        batch = min(max(4 * (config.n_pairs - n_found), 64), budget - n_drawn)
+        a, b = usable[rng.integers(0, len(usable), (2, batch))]
+        keep = np.abs(noise[a] - noise[b]) >= config.min_gap - tolerance
+        a, b = a[keep], b[keep]
+        a_better = noise[a] < noise[b]
+        better_parts.append(np.where(a_better, a, b))
+        worse_parts.append(np.where(a_better, b, a))
+        n_found += len(a)
+        n_drawn += batch
+    if n_found < config.n_pairs:
+        raise InvalidDataError(
+            f"n_pairs: found only {n_found} of {config.n_pairs} pairs in {n_drawn} draws"
+        )
+    better = np.concatenate(better_parts)[: config.n_pairs]
+    worse = np.concatenate(worse_parts)[: config.n_pairs]
+    pairs, labels, _ = shuffled_pairs(
+        store, better, worse, np.ones(len(better)), config.segment_length, rng
+    )
+    left_ids, right_ids = pairs.left[:, 0], pairs.right[:, 0]
+    left_batch, right_batch = pairs.gather()
+    dataset = PreferenceDataset(store, BINARY)
+    dataset.append(pairs, labels, source="drex", meta={
+        "noise_left": noise[left_ids], "noise_right": noise[right_ids],
+        "return_left": left_batch.returns(), "return_right": right_batch.returns(),
+    })
+    return dataset
+
+
+def drex(demos: Sequence[Trajectory], venv: VecEnv, rng: np.random.Generator,
+         config: DrexConfig = DrexConfig()) -> PreferenceDataset:
+    """The whole baseline: BC on the demos, noisy rollouts over the grid, labelled pairs."""
+    policy = train_bc(demos, venv.action_space, config)
+    store, noise = noisy_rollouts(policy, venv, rng, config)
+    return drex_pairs(store, noise, rng, config)

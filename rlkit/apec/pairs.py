@@ -1,0 +1,241 @@
+"""APEC pair selection: a much later AIL checkpoint is preferred over a much earlier one.
+
+Draw checkpoint i uniformly, then j uniformly among those with ``index_j > index_i + gap``, one
+rollout of each; optionally keep the pair only if the later rollout is closer to the
+demonstrations in optimal-transport distance by ``ot_threshold``. True returns are recorded for
+diagnostics and never used for the label.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import ot
+
+from rlkit.data.segments import SegmentPairs
+from rlkit.data.store import TrajectoryStore
+from rlkit.data.trajectory import Trajectory
+from rlkit.errors import InvalidDataError
+from rlkit.feedback.dataset import PreferenceDataset
+from rlkit.feedback.scale import BINARY, OrdinalScale
+
+
+@dataclass(frozen=True)
+class PairConfig:
+    """APEC's defaults: 1000 pairs, gap 10, whole trajectories, binary labels, OT filter off.
+
+    ``ot_threshold`` is in raw Sinkhorn units; the paper's 0.1 "on a x1000 scale" is 1e-4.
+    ``labels="gap"`` maps the index gap onto ``scale``'s levels above 0.5 (larger gap, stronger).
+    ``max_draws`` bounds rejection sampling at ``max_draws * n_pairs`` candidate pairs.
+    """
+
+    n_pairs: int = 1000
+    gap: int = 10
+    ot_threshold: float | None = None
+    ot_reg: float = 0.05
+    segment_length: int | None = None
+    labels: Literal["binary", "gap"] = "binary"
+    scale: str = "five"
+    max_draws: int = 100
+
+    def __post_init__(self) -> None:
+        if self.n_pairs < 1:
+            raise InvalidDataError(f"n_pairs must be >= 1, got {self.n_pairs}")
+        if self.gap < 0:
+            raise InvalidDataError(f"gap must be >= 0, got {self.gap}")
+        if self.segment_length is not None and self.segment_length < 1:
+            raise InvalidDataError(f"segment_length must be >= 1, got {self.segment_length}")
+        if self.labels not in ("binary", "gap"):
+            raise InvalidDataError(f"labels must be 'binary' or 'gap', got {self.labels!r}")
+        if self.ot_reg <= 0:
+            raise InvalidDataError(f"ot_reg must be > 0, got {self.ot_reg}")
+        if self.max_draws < 1:
+            raise InvalidDataError(f"max_draws must be >= 1, got {self.max_draws}")
+
+
+def demo_ot_distances(
+    store: TrajectoryStore, demos: Sequence[Trajectory], reg: float = 0.05
+) -> np.ndarray:
+    """Sinkhorn distance (cosine cost, uniform weights) from each trajectory's states to the demos'.
+
+    One solve per trajectory, so pair selection never recomputes a distance.
+    """
+    if not demos:
+        raise InvalidDataError("demos is empty: the OT filter needs demonstrations")
+    for k, demo in enumerate(demos):
+        if demo.obs.shape[1:] != store.obs_shape:
+            raise InvalidDataError(
+                f"demos[{k}].obs rows have shape {demo.obs.shape[1:]}, the rollouts' have "
+                f"{store.obs_shape}"
+            )
+    demo_states = np.concatenate([d.obs[:-1].reshape(len(d), -1) for d in demos]).astype(np.float64)
+    b = np.full(len(demo_states), 1.0 / len(demo_states))
+    distances = np.empty(len(store))
+    for k, trajectory in enumerate(store):
+        states = trajectory.obs[:-1].reshape(len(trajectory), -1).astype(np.float64)
+        cost = ot.dist(states, demo_states, metric="cosine")
+        a = np.full(len(states), 1.0 / len(states))
+        distances[k] = float(ot.sinkhorn2(a, b, cost, reg))
+    return distances
+
+
+def aligned_windows(
+    lengths_a: np.ndarray, lengths_b: np.ndarray, segment_length: int | None,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(start, length) of windows at the same step of both trajectories.
+
+    Whole trajectories are compared over their common prefix, so unequal episodes still pair.
+    """
+    common = np.minimum(lengths_a, lengths_b)
+    if segment_length is None:
+        return np.zeros_like(common), common
+    starts = rng.integers(0, common - segment_length + 1)
+    return starts, np.full_like(common, segment_length)
+
+
+def shuffled_pairs(
+    store: TrajectoryStore, better: np.ndarray, worse: np.ndarray, strength: np.ndarray,
+    segment_length: int | None, rng: np.random.Generator,
+) -> tuple[SegmentPairs, np.ndarray, np.ndarray]:
+    """Pairs with the better trajectory on a random side; returns (pairs, labels, swapped).
+
+    ``strength`` is the label when the better one is on the left (1 - strength otherwise).
+    ``swapped`` is True where the better one is on the right.
+    """
+    lengths = store.lengths
+    starts, length = aligned_windows(lengths[better], lengths[worse], segment_length, rng)
+    swapped = rng.random(len(better)) < 0.5
+    left = np.where(swapped, worse, better)
+    right = np.where(swapped, better, worse)
+    labels = np.where(swapped, 1.0 - strength, strength).astype(np.float32)
+    pairs = SegmentPairs(
+        store, np.stack([left, starts, length], 1), np.stack([right, starts, length], 1)
+    )
+    return pairs, labels, swapped
+
+
+def _usable(store: TrajectoryStore, segment_length: int | None) -> np.ndarray:
+    usable = np.arange(len(store))
+    if segment_length is not None:
+        usable = usable[store.lengths >= segment_length]
+        if len(usable) == 0:
+            raise InvalidDataError(
+                f"segment_length {segment_length} is longer than every trajectory "
+                f"(longest: {int(store.lengths.max())})"
+            )
+    return usable
+
+
+def gap_strength(gaps: np.ndarray, min_gap: int, max_gap: int, scale: OrdinalScale) -> np.ndarray:
+    """Map index gaps in ``(min_gap, max_gap]`` onto the scale's levels above 0.5, evenly."""
+    levels = np.asarray([x for x in scale.levels if x > 0.5])
+    if scale.is_continuous or len(levels) == 0:
+        raise InvalidDataError(f"scale: {scale.name!r} has no discrete levels above 0.5")
+    fraction = (gaps - min_gap - 1) / max(max_gap - min_gap - 1, 1)
+    which = np.minimum((np.clip(fraction, 0.0, 1.0) * len(levels)).astype(int), len(levels) - 1)
+    return levels[which]
+
+
+def select_pairs(
+    store: TrajectoryStore,
+    checkpoint: np.ndarray,
+    rng: np.random.Generator,
+    config: PairConfig = PairConfig(),
+    demos: Sequence[Trajectory] | None = None,
+    ot_distances: np.ndarray | None = None,
+) -> PreferenceDataset:
+    """APEC preference pairs from rollouts tagged with their checkpoint index.
+
+    Pass ``ot_distances`` (from ``demo_ot_distances``) to reuse them across ablations;
+    otherwise they are computed from ``demos`` when the OT filter is on.
+    """
+    checkpoint = np.asarray(checkpoint, dtype=np.int64)
+    if checkpoint.shape != (len(store),):
+        raise InvalidDataError(
+            f"checkpoint has shape {checkpoint.shape}, expected ({len(store)},): one per trajectory"
+        )
+    use_ot = config.ot_threshold is not None
+    if use_ot and ot_distances is None:
+        if demos is None:
+            raise InvalidDataError("demos: the OT filter (ot_threshold) needs demonstrations")
+        ot_distances = demo_ot_distances(store, demos, config.ot_reg)
+    distances = np.full(len(store), np.nan) if ot_distances is None else np.asarray(ot_distances, float)
+    if distances.shape != (len(store),):
+        raise InvalidDataError(f"ot_distances has shape {distances.shape}, expected ({len(store)},)")
+
+    usable = _usable(store, config.segment_length)
+    levels = np.unique(checkpoint[usable])
+    # Per checkpoint level: how many levels lie beyond the gap, and its usable trajectories.
+    first_after = np.searchsorted(levels, levels + config.gap, side="right")
+    n_later = len(levels) - first_after
+    starts_i = np.flatnonzero(n_later > 0)
+    if len(starts_i) == 0:
+        raise InvalidDataError(
+            f"gap {config.gap} is too large for the pool: checkpoint indices span "
+            f"{levels[0]}..{levels[-1]}, so no pair has index_j > index_i + gap"
+        )
+    by_level = [usable[checkpoint[usable] == level] for level in levels]
+    counts = np.array([len(ids) for ids in by_level])
+    flat = np.concatenate(by_level)
+    offsets = np.concatenate([[0], np.cumsum(counts)[:-1]])
+
+    def one_of(level_pos: np.ndarray) -> np.ndarray:
+        return flat[offsets[level_pos] + rng.integers(0, counts[level_pos])]
+
+    earlier: list[np.ndarray] = []
+    later: list[np.ndarray] = []
+    n_found, n_drawn, budget = 0, 0, config.max_draws * config.n_pairs
+    while n_found < config.n_pairs and n_drawn < budget:
+        batch = min(max(2 * (config.n_pairs - n_found), 64), budget - n_drawn)
+        i = starts_i[rng.integers(0, len(starts_i), size=batch)]
+        j = first_after[i] + rng.integers(0, n_later[i])
+        ti, tj = one_of(i), one_of(j)
+        if use_ot:
+            keep = distances[tj] < distances[ti] - config.ot_threshold
+            ti, tj = ti[keep], tj[keep]
+        earlier.append(ti)
+        later.append(tj)
+        n_found += len(ti)
+        n_drawn += batch
+    if n_found < config.n_pairs:
+        raise InvalidDataError(
+            f"n_pairs: found only {n_found} of {config.n_pairs} pairs in {n_drawn} draws; "
+            f"{_n_possible(checkpoint, distances, usable, config)} distinct trajectory pairs pass "
+            "the gap and OT filter (lower n_pairs, gap or ot_threshold)"
+        )
+    worse = np.concatenate(earlier)[: config.n_pairs]
+    better = np.concatenate(later)[: config.n_pairs]
+
+    gaps = checkpoint[better] - checkpoint[worse]
+    if config.labels == "gap":
+        scale = OrdinalScale.get(config.scale)
+        strength = gap_strength(gaps, config.gap, int(levels[-1] - levels[0]), scale)
+    else:
+        scale, strength = BINARY, np.ones(len(better))
+    pairs, labels, swapped = shuffled_pairs(
+        store, better, worse, strength, config.segment_length, rng
+    )
+    left_ids, right_ids = pairs.left[:, 0], pairs.right[:, 0]
+    left_batch, right_batch = pairs.gather()
+    dataset = PreferenceDataset(store, scale)
+    dataset.append(pairs, labels, source="apec", meta={
+        "checkpoint_left": checkpoint[left_ids], "checkpoint_right": checkpoint[right_ids],
+        "ot_left": distances[left_ids], "ot_right": distances[right_ids],
+        "return_left": left_batch.returns(), "return_right": right_batch.returns(),
+    })
+    return dataset
+
+
+def _n_possible(
+    checkpoint: np.ndarray, distances: np.ndarray, usable: np.ndarray, config: PairConfig
+) -> int:
+    """Distinct (earlier, later) trajectory pairs that pass the gap and the OT filter."""
+    index, dist = checkpoint[usable], distances[usable]
+    ok = index[None, :] > index[:, None] + config.gap
+    if config.ot_threshold is not None:
+        ok &= dist[None, :] < dist[:, None] - config.ot_threshold
+    return int(ok.sum())

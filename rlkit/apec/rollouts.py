@@ -1,0 +1,71 @@
+"""Rollouts of every AIL checkpoint into one store, tagged with the checkpoint they came from.
+
+APEC's labels come from the checkpoint index alone, so each trajectory must carry it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from stable_baselines3.common.vec_env import VecEnv
+
+from rlkit.ail.checkpoints import CheckpointStore
+from rlkit.data.rollout import ActionFn, Predictor, collect_trajectories
+from rlkit.data.store import TrajectoryStore
+from rlkit.errors import InvalidDataError
+
+
+@dataclass(frozen=True)
+class RolloutConfig:
+    """``per_checkpoint`` finished episodes per checkpoint; stochastic by default, as in APEC."""
+
+    per_checkpoint: int = 10
+    deterministic: bool = False
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.per_checkpoint < 1:
+            raise InvalidDataError(f"per_checkpoint must be >= 1, got {self.per_checkpoint}")
+
+
+def policy_rollouts(
+    policies: Iterable[tuple[int, Predictor | ActionFn]],
+    venv: VecEnv,
+    rng: np.random.Generator,
+    config: RolloutConfig = RolloutConfig(),
+) -> tuple[TrajectoryStore, np.ndarray]:
+    """Roll out each ``(index, policy)``; returns the store and each trajectory's index.
+
+    ``policies`` may be a lazy iterable, so only one checkpoint's policy is in memory at a time.
+    Episodes are taken in the order they finish; with a fixed horizon (APEC's setting) that
+    order carries no bias toward short episodes.
+    """
+    store = TrajectoryStore()
+    indices: list[int] = []
+    for k, (index, policy) in enumerate(policies):
+        trajectories = collect_trajectories(
+            venv, policy, rng, n_episodes=config.per_checkpoint,
+            deterministic=config.deterministic, seed=config.seed + k,
+        )[: config.per_checkpoint]
+        store.extend(trajectories)
+        indices.extend([index] * len(trajectories))
+    if not indices:
+        raise InvalidDataError("policies is empty: no checkpoint to roll out")
+    return store, np.asarray(indices, dtype=np.int64)
+
+
+def checkpoint_rollouts(
+    checkpoints: CheckpointStore,
+    venv: VecEnv,
+    rng: np.random.Generator,
+    config: RolloutConfig = RolloutConfig(),
+    rounds: Sequence[int] | None = None,
+) -> tuple[TrajectoryStore, np.ndarray]:
+    """Rollouts of every stored round (or the given ``rounds``); indices are the AIL round numbers."""
+    rounds = list(checkpoints.rounds() if rounds is None else rounds)
+    if not rounds:
+        raise InvalidDataError(f"checkpoints: no saved rounds under {checkpoints.root}")
+    lazy = ((r, checkpoints.load(r).generator) for r in rounds)
+    return policy_rollouts(lazy, venv, rng, config)

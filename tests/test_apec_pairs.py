@@ -1,0 +1,140 @@
+"""APEC rollouts and pair selection on synthetic stores whose checkpoint index is known."""
+
+import numpy as np
+import ot
+import pytest
+
+import rlkit.apec.pairs as apec_pairs
+from rlkit.apec import PairConfig, RolloutConfig, demo_ot_distances, policy_rollouts, select_pairs
+from rlkit.data import Trajectory, TrajectoryStore
+from rlkit.errors import InvalidDataError
+from rlkit.feedback import FIVE
+
+
+def _store(n_ckpt: int = 12, per: int = 3, length: int = 20, seed: int = 0):
+    """Checkpoint k's states drift toward the demos' direction as k grows; reward = k."""
+    rng = np.random.default_rng(seed)
+    store, index = TrajectoryStore(), []
+    for k in range(n_ckpt):
+        for _ in range(per):
+            angle = (1 - k / n_ckpt) * np.pi / 2 + rng.normal(0, 0.05, (length + 1, 1))
+            obs = np.concatenate([np.cos(angle), np.sin(angle)], 1).astype(np.float32)
+            store.append(Trajectory(obs, np.zeros((length, 1), np.float32),
+                                    np.full(length, k, np.float32)))
+            index.append(k)
+    demo_obs = np.tile(np.array([[1.0, 0.0]], np.float32), (length + 1, 1))
+    demos = [Trajectory(demo_obs, np.zeros((length, 1), np.float32), np.zeros(length, np.float32))]
+    return store, np.array(index), demos
+
+
+def _better_is_later(data) -> None:
+    left, right = data.meta["checkpoint_left"], data.meta["checkpoint_right"]
+    assert np.all(np.where(data.labels > 0.5, left > right, right > left))
+
+
+def test_pairs_respect_gap_and_prefer_later_checkpoint():
+    store, index, _ = _store()
+    data = select_pairs(store, index, np.random.default_rng(1), PairConfig(n_pairs=300, gap=4))
+    assert len(data) == 300 and set(np.unique(data.labels)) == {0.0, 1.0}
+    left, right = data.meta["checkpoint_left"], data.meta["checkpoint_right"]
+    assert np.all(np.abs(left - right) > 4)
+    _better_is_later(data)
+    # The meta columns are the pair's own trajectories: checkpoint and (segment) true return.
+    assert np.array_equal(left, index[data.pairs.left[:, 0]])
+    assert np.allclose(data.meta["return_left"], left * store.lengths[0])
+    assert np.isnan(data.meta["ot_left"]).all() and data.sources.tolist() == ["apec"] * 300
+    # Whole trajectories by default.
+    assert (data.pairs.left[:, 1] == 0).all() and (data.pairs.left[:, 2] == 20).all()
+
+
+def test_windows_are_aligned_and_of_the_given_length():
+    store, index, _ = _store()
+    config = PairConfig(n_pairs=200, gap=2, segment_length=5)
+    data = select_pairs(store, index, np.random.default_rng(2), config)
+    assert (data.pairs.left[:, 2] == 5).all()
+    assert np.array_equal(data.pairs.left[:, 1], data.pairs.right[:, 1])
+    assert len(np.unique(data.pairs.left[:, 1])) > 1
+
+
+def test_ot_filter_keeps_only_pairs_closer_to_demos(monkeypatch):
+    store, index, demos = _store()
+    calls = []
+    real = ot.sinkhorn2
+    monkeypatch.setattr(apec_pairs.ot, "sinkhorn2", lambda *a, **k: calls.append(1) or real(*a, **k))
+    config = PairConfig(n_pairs=200, gap=1, ot_threshold=0.02)
+    data = select_pairs(store, index, np.random.default_rng(3), config, demos=demos)
+    assert len(calls) == len(store)  # once per trajectory, not per pair
+    later_left = data.labels == 1.0
+    ot_later = np.where(later_left, data.meta["ot_left"], data.meta["ot_right"])
+    ot_earlier = np.where(later_left, data.meta["ot_right"], data.meta["ot_left"])
+    assert np.all(ot_later < ot_earlier - 0.02)
+    _better_is_later(data)
+    # The cached distance of one trajectory equals a direct Sinkhorn solve.
+    t = store[int(data.pairs.left[0, 0])]
+    states, demo = t.obs[:-1].astype(np.float64), demos[0].obs[:-1].astype(np.float64)
+    direct = real(np.full(len(states), 1 / len(states)), np.full(len(demo), 1 / len(demo)),
+                  ot.dist(states, demo, metric="cosine"), config.ot_reg)
+    assert data.meta["ot_left"][0] == pytest.approx(float(direct))
+
+
+def test_gap_labels_lie_on_the_scale_and_grow_with_the_gap():
+    store, index, _ = _store()
+    config = PairConfig(n_pairs=400, gap=1, labels="gap", scale="five")
+    data = select_pairs(store, index, np.random.default_rng(4), config)
+    assert data.scale == FIVE
+    FIVE.validate(data.labels)
+    strength = np.maximum(data.labels, 1 - data.labels)
+    gap = np.abs(data.meta["checkpoint_left"] - data.meta["checkpoint_right"])
+    order = np.argsort(gap, kind="stable")
+    assert np.all(np.diff(strength[order]) >= 0) and len(np.unique(strength)) == 2
+    _better_is_later(data)
+
+
+def test_bad_inputs_name_the_field():
+    store, index, demos = _store(n_ckpt=5)
+    rng = np.random.default_rng(0)
+    with pytest.raises(InvalidDataError, match="gap"):
+        select_pairs(store, index, rng, PairConfig(gap=4))
+    with pytest.raises(InvalidDataError, match="demos"):
+        select_pairs(store, index, rng, PairConfig(gap=1, ot_threshold=0.0), demos=[])
+    with pytest.raises(InvalidDataError, match="demos"):
+        demo_ot_distances(store, [])
+    with pytest.raises(InvalidDataError, match="n_pairs.*distinct trajectory pairs"):
+        select_pairs(store, index, rng, PairConfig(n_pairs=10, gap=1, ot_threshold=10.0,
+                                                   max_draws=3), demos=demos)
+    with pytest.raises(InvalidDataError, match="segment_length"):
+        select_pairs(store, index, rng, PairConfig(gap=1, segment_length=50))
+    with pytest.raises(InvalidDataError, match="checkpoint"):
+        select_pairs(store, index[:-1], rng, PairConfig(gap=1))
+
+
+def test_policy_rollouts_tag_each_trajectory_with_its_checkpoint():
+    from stable_baselines3.common.env_util import make_vec_env
+
+    venv = make_vec_env("Pendulum-v1", n_envs=2)
+    policies = [(k, lambda obs, k=k: np.full((len(obs), 1), k - 1.0, np.float32)) for k in (0, 2)]
+    store, index = policy_rollouts(policies, venv, np.random.default_rng(0),
+                                   RolloutConfig(per_checkpoint=3))
+    assert index.tolist() == [0, 0, 0, 2, 2, 2] and len(store) == 6
+    assert np.allclose(store[0].acts, -1.0) and np.allclose(store[5].acts, 1.0)
+
+
+def test_checkpoint_rollouts_cover_every_saved_round(tmp_path):
+    from stable_baselines3.common.env_util import make_vec_env
+
+    from rlkit.ail import CheckpointStore, DiscriminatorConfig, build_discriminator, make_generator
+    from rlkit.apec import checkpoint_rollouts
+
+    venv = make_vec_env("Pendulum-v1", n_envs=2)
+    checkpoints = CheckpointStore(tmp_path)
+    config = DiscriminatorConfig(hidden=(8,))
+    for round_index in (0, 3):
+        generator = make_generator("ppo", venv, 64, seed=round_index,
+                                   kwargs={"policy_kwargs": {"net_arch": [8]}})
+        discriminator = build_discriminator(config, venv.observation_space, venv.action_space)
+        checkpoints.save(round_index, generator, discriminator, {})
+    store, index = checkpoint_rollouts(checkpoints, venv, np.random.default_rng(0),
+                                       RolloutConfig(per_checkpoint=2))
+    assert index.tolist() == [0, 0, 3, 3] and len(store) == 4
+    with pytest.raises(InvalidDataError, match="checkpoints"):
+        checkpoint_rollouts(CheckpointStore(tmp_path / "none"), venv, np.random.default_rng(0))
