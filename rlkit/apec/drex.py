@@ -106,7 +106,7 @@ def train_bc(demos: Sequence[Trajectory], action_space: spaces.Space,
                 optimizer.zero_grad()
                 loss.backward()
                 optimizer.step()
-    return policy.eval()
+    return policy.train(False)
 
 
 def noisy_rollouts(policy: BCPolicy, venv: VecEnv, rng: np.random.Generator,

@@ -243,7 +243,7 @@ class RewardTrainer:
 
     def _validate(self, data: _PairTensors, positions: np.ndarray) -> tuple[float, float]:
         """Mean member loss and the accuracy of the ensemble mean on held-out pairs."""
-        self.model.eval()
+        self.model.train(False)  # evaluation mode (no dropout/batch-norm updates)
         size = self.config.eval_batch_size
         member_deltas, labels = [], []
         with torch.no_grad():
