@@ -7,7 +7,6 @@ import io
 import json
 import struct
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,15 +33,6 @@ from rlkit.logging import (
     progress,
     resolve_wandb_mode,
 )
-
-
-@pytest.fixture
-def one_torch_thread() -> Iterator[None]:
-    """Tiny policies gain nothing from threads; on a busy 2-core machine OpenMP waits cost 30x."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 class Collect:
@@ -244,7 +234,7 @@ def test_sb3_bridge_forwards_numeric_values_at_sb3_step() -> None:
     assert collect.calls == [("log", (forwarded, 2048))]
 
 
-def test_attach_to_sb3_keeps_sb3_outputs_and_adds_the_bridge(one_torch_thread: None) -> None:
+def test_attach_to_sb3_keeps_sb3_outputs_and_adds_the_bridge() -> None:
     collect = Collect()
     model = PPO("MlpPolicy", "CartPole-v1", n_steps=64, batch_size=64, n_epochs=1, verbose=1)
     formats = attach_to_sb3(model, collect).output_formats

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 import pytest
-import torch
 from stable_baselines3 import PPO
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv
@@ -18,15 +16,6 @@ from rlkit.logging import attach_to_sb3
 from rlkit.wrappers import RewardVecEnvWrapper, RewardWrapper
 
 Array = np.ndarray
-
-
-@pytest.fixture
-def one_torch_thread() -> Iterator[None]:
-    """Tiny policies gain nothing from threads; on a busy 2-core machine OpenMP waits cost 30x."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 class RecordingReward:
@@ -223,7 +212,7 @@ def test_vec_set_reward_fn_swaps_the_model_at_run_time() -> None:
     assert wrapped.step(actions)[1].tolist() == [7.0, 7.0]
 
 
-def test_ppo_trains_on_wrapped_env_and_logs_the_true_return(one_torch_thread: None) -> None:
+def test_ppo_trains_on_wrapped_env_and_logs_the_true_return() -> None:
     """SB3's rollout/ep_rew_mean must be the task's return, not the learned reward's."""
 
     class Collect:

@@ -7,7 +7,8 @@ from typing import Protocol
 
 import numpy as np
 
-from rlkit.data.segments import SegmentBatch, SegmentPairs
+from rlkit.data.segments import SegmentPairs
+from rlkit.reward.metrics import predict_step_rewards
 from rlkit.types import RewardFn
 
 
@@ -17,22 +18,11 @@ class QuerySelector(Protocol):
         ...
 
 
-def predicted_returns(reward_fn: RewardFn, batch: SegmentBatch) -> np.ndarray:
-    """Sum of predicted per-step rewards over each (masked) segment: one batched call."""
-    b, length = batch.mask.shape
-    flat = reward_fn(
-        batch.obs.reshape(b * length, *batch.obs.shape[2:]),
-        batch.acts.reshape(b * length, *batch.acts.shape[2:]),
-        batch.next_obs.reshape(b * length, *batch.next_obs.shape[2:]),
-        batch.dones.reshape(b * length),
-    )
-    return (np.asarray(flat).reshape(b, length) * batch.mask).sum(axis=1)
-
-
 def preference_probabilities(members: Sequence[RewardFn], pairs: SegmentPairs) -> np.ndarray:
     """``P(left > right)`` under each member: shape ``(n_members, n_pairs)``."""
     left, right = pairs.gather()
-    deltas = np.stack([predicted_returns(m, left) - predicted_returns(m, right) for m in members])
+    deltas = np.stack([predict_step_rewards(m, left).sum(axis=1)
+                       - predict_step_rewards(m, right).sum(axis=1) for m in members])
     return 1.0 / (1.0 + np.exp(-np.clip(deltas, -500, 500)))
 
 

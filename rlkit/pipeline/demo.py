@@ -21,7 +21,7 @@ from rlkit.pipeline.steps import (
     true_return,
 )
 from rlkit.reward import RewardTrainer, TrainReport, save_reward_model
-from rlkit.reward.metrics import evaluate_dataset
+from rlkit.reward.metrics import evaluate_dataset, predict_step_rewards
 from rlkit.reward.nets import TorchRewardFn
 
 
@@ -110,10 +110,8 @@ def plot_demo(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from rlkit.feedback.query import predicted_returns
-
     left, _ = dataset.pairs.gather()
-    predicted = predicted_returns(TorchRewardFn(model), left)
+    predicted = predict_step_rewards(model, left).sum(axis=1)
     figure, axes = plt.subplots(1, 3, figsize=(15, 4.2))
     axes[0].scatter(left.returns(), predicted, s=6, alpha=0.5)
     axes[0].set(xlabel="true segment return", ylabel="predicted segment return",

@@ -30,7 +30,6 @@ from rlkit.pipeline.configs import (
     TrainerSettings,
 )
 from rlkit.reward import RewardEnsemble, RewardNet, TrainerConfig, build_reward_net
-from rlkit.types import RewardFn
 
 ALGORITHMS: dict[str, type[BaseAlgorithm]] = {"ppo": PPO, "sac": SAC, "a2c": A2C, "td3": TD3}
 
@@ -133,16 +132,3 @@ def true_return(
     returns = np.array([t.ret for t in trajectories[:episodes]])
     return float(returns.mean()), float(returns.std())
 
-
-def reward_correlation_on(
-    reward_fn: RewardFn, store: TrajectoryStore
-) -> float:
-    """Pearson correlation of predicted and true per-step reward over a whole store."""
-    from rlkit.reward.metrics import pearson
-
-    predicted, true = [], []
-    for trajectory in store:
-        dones = trajectory.dones
-        predicted.append(reward_fn(trajectory.obs[:-1], trajectory.acts, trajectory.obs[1:], dones))
-        true.append(trajectory.rews)
-    return pearson(np.concatenate(predicted), np.concatenate(true))
