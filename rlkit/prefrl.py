@@ -13,7 +13,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from gymnasium import spaces
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
@@ -35,7 +34,7 @@ from rlkit.reward.metrics import evaluate_reward
 from rlkit.reward.nets import TorchRewardFn
 from rlkit.reward.normalize import NormalizedReward
 from rlkit.types import RewardFn, Teacher
-from rlkit.wrappers import RewardVecEnvWrapper
+from rlkit.wrappers import RewardVecEnvWrapper, relabel_replay_buffer
 
 
 @dataclass
@@ -150,30 +149,3 @@ class _QueryCallback(BaseCallback):
                 self.loop.query_and_refit(self.loop.config.query.pairs_per_round)
         return True
 
-
-def relabel_replay_buffer(agent: OffPolicyAlgorithm, reward_fn: RewardFn,
-                          chunk: int = 65_536) -> int:
-    """Recompute every stored reward with the current model; returns the transitions relabelled."""
-    buffer = agent.replay_buffer
-    size = buffer.buffer_size if buffer.full else buffer.pos
-    if size == 0:
-        return 0
-    n_envs = buffer.n_envs
-    obs = buffer.observations[:size].reshape(size * n_envs, *buffer.obs_shape)
-    acts = buffer.actions[:size].reshape(size * n_envs, *agent.action_space.shape)
-    if isinstance(agent.action_space, spaces.Box):
-        # SB3 stores Box actions scaled to [-1, 1]; the reward saw (and must see) env actions.
-        acts = agent.policy.unscale_action(acts)
-    if buffer.optimize_memory_usage:
-        next_obs = np.roll(buffer.observations, -1, axis=0)[:size].reshape(obs.shape)
-    else:
-        next_obs = buffer.next_observations[:size].reshape(obs.shape)
-    # ``dones`` in an SB3 buffer already excludes time-limit truncations (handle_timeout_termination)
-    terminal = (buffer.dones[:size] * (1 - buffer.timeouts[:size])).reshape(-1).astype(bool)
-    rewards = np.empty(size * n_envs, dtype=np.float32)
-    for start in range(0, len(rewards), chunk):
-        end = start + chunk
-        rewards[start:end] = reward_fn(obs[start:end], acts[start:end], next_obs[start:end],
-                                       terminal[start:end])
-    buffer.rewards[:size] = rewards.reshape(size, n_envs)
-    return size * n_envs

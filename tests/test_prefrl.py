@@ -5,7 +5,8 @@ import pytest
 
 from rlkit.config import load_config
 from rlkit.pipeline.configs import PrefRLConfig
-from rlkit.prefrl import PreferenceRL, relabel_replay_buffer
+from rlkit.prefrl import PreferenceRL
+from rlkit.wrappers import relabel_replay_buffer
 
 
 def small_config(algo: str, **extra: str) -> PrefRLConfig:

@@ -14,8 +14,8 @@ from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
 
 from rlkit.errors import InvalidDataError
-from rlkit.prefrl import relabel_replay_buffer
 from rlkit.types import RewardFn
+from rlkit.wrappers import relabel_replay_buffer
 
 Generator = OnPolicyAlgorithm | OffPolicyAlgorithm
 GeneratorFactory = Callable[[VecEnv], Generator]

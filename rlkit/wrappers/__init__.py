@@ -2,7 +2,11 @@
 
 from rlkit.wrappers.gym_wrapper import RewardMode, RewardWrapper
 from rlkit.wrappers.pettingzoo_wrapper import PettingZooRewardWrapper
-from rlkit.wrappers.rollout_relabel import RolloutRewardRelabeller, per_rollout_reward
+from rlkit.wrappers.relabel import (
+    RolloutRewardRelabeller,
+    per_rollout_reward,
+    relabel_replay_buffer,
+)
 from rlkit.wrappers.vec_wrapper import RewardVecEnvWrapper, StepObserver
 
 __all__ = [
@@ -13,4 +17,5 @@ __all__ = [
     "RolloutRewardRelabeller",
     "StepObserver",
     "per_rollout_reward",
+    "relabel_replay_buffer",
 ]
