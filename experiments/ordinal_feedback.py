@@ -89,9 +89,9 @@ def collect(task: TaskConfig, policies: list[PPO | None], config: OrdinalExperim
     return store, ids
 
 
-def oracle(pairs: SegmentPairs, beta: float) -> np.ndarray:
-    left, right = pairs.gather()
-    return 1.0 / (1.0 + np.exp(-np.clip(beta * (left.returns() - right.returns()), -50, 50)))
+def oracle(gaps: np.ndarray, beta: float) -> np.ndarray:
+    """The teacher's ``P(A > B)`` from true return gaps."""
+    return 1.0 / (1.0 + np.exp(-np.clip(beta * gaps, -50, 50)))
 
 
 def tie_mix(pool: SegmentPairs, p: np.ndarray, ratio: float, n: int,
@@ -134,12 +134,13 @@ def run_task(task: TaskConfig, config: OrdinalExperimentConfig, out: Path,
         store, ids = collect(task, policies, config, seed)
         train_ids, in_dist_ids = _split_trajectories(np.concatenate(ids[:-1]), rng)
         pool = sample_pairs(store, 20 * config.train_pairs, config.segment_length, rng, train_ids)
-        beta = beta_for_spread(_gaps(pool), config.auto_beta_std)
-        p_pool = oracle(pool, beta)
+        pool_gaps = _gaps(pool)  # one gather of the pool serves beta and the labels
+        beta = beta_for_spread(pool_gaps, config.auto_beta_std)
+        p_pool = oracle(pool_gaps, beta)
         tests = {}
         for name, trajectory_ids in (("in_dist", in_dist_ids), ("out_dist", ids[-1])):
             test = sample_pairs(store, config.test_pairs, config.segment_length, rng, trajectory_ids)
-            tests[name] = (test, oracle(test, beta))
+            tests[name] = (test, oracle(_gaps(test), beta))
         first = np.arange(config.train_pairs)
         for granularity in config.granularities:
             labels = OrdinalScale.get(granularity).quantize(p_pool[first], rng)
