@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
@@ -28,3 +29,15 @@ class Teacher(Protocol):
     """Anything that labels pairs of segments: z in [0, 1] (1 = left better), NaN = skipped."""
 
     def label(self, pairs: SegmentPairs) -> np.ndarray: ...
+
+
+@runtime_checkable
+class TeamRewardShaper(Protocol):
+    """Per-agent reward terms added to a multi-agent env's own reward (M3HF's reward pools).
+
+    ``state`` is the env's self-description as arrays with a leading game axis (Overcooked's
+    ``features()``), taken after the step and before any auto-reset; ``actions`` is ``(G, n_agents)``.
+    Returns ``(G, n_agents)`` float terms; the trainer adds them to the env reward exactly once.
+    """
+
+    def __call__(self, state: Mapping[str, np.ndarray], actions: np.ndarray) -> np.ndarray: ...
