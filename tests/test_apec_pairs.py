@@ -5,6 +5,7 @@ import ot
 import pytest
 
 import rlkit.apec.pairs as apec_pairs
+from rlkit.apec.pairs import ot_only_pairs
 from rlkit.apec import PairConfig, RolloutConfig, demo_ot_distances, policy_rollouts, select_pairs
 from rlkit.data import Trajectory, TrajectoryStore
 from rlkit.errors import InvalidDataError
@@ -138,3 +139,24 @@ def test_checkpoint_rollouts_cover_every_saved_round(tmp_path):
     assert index.tolist() == [0, 0, 3, 3] and len(store) == 4
     with pytest.raises(InvalidDataError, match="checkpoints"):
         checkpoint_rollouts(CheckpointStore(tmp_path / "none"), venv, np.random.default_rng(0))
+
+
+def test_ot_only_ablation_prefers_the_rollout_closer_to_the_demos_whatever_its_checkpoint():
+    store, index, demos = _store()
+    distances = demo_ot_distances(store, demos)
+    config = PairConfig(n_pairs=200, ot_threshold=1e-3)
+    data = ot_only_pairs(store, index, distances, np.random.default_rng(5), config)
+    left, right = data.meta["ot_left"], data.meta["ot_right"]
+    assert np.all(np.abs(left - right) > 1e-3)
+    assert np.all(np.where(data.labels > 0.5, left < right, right < left))
+    assert data.sources.tolist() == ["apec_ot_only"] * 200
+    # No gap: some pairs come from the same or neighbouring checkpoints.
+    assert np.abs(data.meta["checkpoint_left"] - data.meta["checkpoint_right"]).min() <= 1
+
+
+def test_ot_only_names_how_many_pairs_are_possible():
+    store, index, _ = _store(n_ckpt=3, per=1)
+    distances = np.array([0.5, 0.3, 0.1])  # only (0, 2) differs by more than 0.3
+    config = PairConfig(n_pairs=5, ot_threshold=0.3, max_draws=1)
+    with pytest.raises(InvalidDataError, match="found only .* 1 distinct trajectory pairs"):
+        ot_only_pairs(store, index, distances, np.random.default_rng(0), config)

@@ -8,7 +8,7 @@ diagnostics and never used for the label.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -186,43 +186,97 @@ def select_pairs(
     def one_of(level_pos: np.ndarray) -> np.ndarray:
         return flat[offsets[level_pos] + rng.integers(0, counts[level_pos])]
 
-    earlier: list[np.ndarray] = []
-    later: list[np.ndarray] = []
-    n_found, n_drawn, budget = 0, 0, config.max_draws * config.n_pairs
-    while n_found < config.n_pairs and n_drawn < budget:
-        batch = min(max(2 * (config.n_pairs - n_found), 64), budget - n_drawn)
+    def draw(batch: int) -> tuple[np.ndarray, np.ndarray]:
         i = starts_i[rng.integers(0, len(starts_i), size=batch)]
         j = first_after[i] + rng.integers(0, n_later[i])
         ti, tj = one_of(i), one_of(j)
         if use_ot:
             keep = distances[tj] < distances[ti] - config.ot_threshold
             ti, tj = ti[keep], tj[keep]
-        earlier.append(ti)
-        later.append(tj)
-        n_found += len(ti)
-        n_drawn += batch
-    if n_found < config.n_pairs:
-        raise InvalidDataError(
-            f"n_pairs: found only {n_found} of {config.n_pairs} pairs in {n_drawn} draws; "
-            f"{_n_possible(checkpoint, distances, usable, config)} distinct trajectory pairs pass "
-            "the gap and OT filter (lower n_pairs, gap or ot_threshold)"
-        )
-    worse = np.concatenate(earlier)[: config.n_pairs]
-    better = np.concatenate(later)[: config.n_pairs]
+        return tj, ti
 
+    better, worse = _draw_pairs(draw, config, lambda: _n_possible(checkpoint, distances, usable, config))
     gaps = checkpoint[better] - checkpoint[worse]
     if config.labels == "gap":
         scale = OrdinalScale.get(config.scale)
         strength = gap_strength(gaps, config.gap, int(levels[-1] - levels[0]), scale)
     else:
         scale, strength = BINARY, np.ones(len(better))
-    pairs, labels, swapped = shuffled_pairs(
-        store, better, worse, strength, config.segment_length, rng
-    )
+    return _labelled(store, checkpoint, distances, better, worse, strength, scale, config, rng, "apec")
+
+
+def ot_only_pairs(
+    store: TrajectoryStore,
+    checkpoint: np.ndarray,
+    ot_distances: np.ndarray,
+    rng: np.random.Generator,
+    config: PairConfig = PairConfig(),
+) -> PreferenceDataset:
+    """The "OT only" ablation: two rollouts of any checkpoints, the one closer to the demos
+    preferred, kept when closer by more than ``ot_threshold`` (any margin when None). The
+    checkpoint index plays no part; ``gap`` and ``labels="gap"`` are ignored (labels binary)."""
+    checkpoint = np.asarray(checkpoint, dtype=np.int64)
+    distances = np.asarray(ot_distances, np.float64)
+    for name, array in (("checkpoint", checkpoint), ("ot_distances", distances)):
+        if array.shape != (len(store),):
+            raise InvalidDataError(f"{name} has shape {array.shape}, expected ({len(store)},)")
+    usable = _usable(store, config.segment_length)
+    if len(usable) < 2:
+        raise InvalidDataError(f"the pool has {len(usable)} usable trajectories; a pair needs 2")
+    margin = config.ot_threshold or 0.0
+
+    def draw(batch: int) -> tuple[np.ndarray, np.ndarray]:
+        a = usable[rng.integers(0, len(usable), size=batch)]
+        b = usable[rng.integers(0, len(usable), size=batch)]
+        keep = np.abs(distances[a] - distances[b]) > margin
+        a, b = a[keep], b[keep]
+        closer_a = distances[a] < distances[b]
+        return np.where(closer_a, a, b), np.where(closer_a, b, a)
+
+    def n_possible() -> int:
+        d = distances[usable]
+        return int((d[None, :] < d[:, None] - margin).sum())
+
+    better, worse = _draw_pairs(draw, config, n_possible)
+    return _labelled(store, checkpoint, distances, better, worse, np.ones(len(better)), BINARY,
+                     config, rng, "apec_ot_only")
+
+
+def _draw_pairs(
+    draw: Callable[[int], tuple[np.ndarray, np.ndarray]], config: PairConfig,
+    n_possible: Callable[[], int],
+) -> tuple[np.ndarray, np.ndarray]:
+    """Rejection-sample (better, worse) index arrays in batches until ``n_pairs`` are found."""
+    found: list[tuple[np.ndarray, np.ndarray]] = []
+    n_found, n_drawn, budget = 0, 0, config.max_draws * config.n_pairs
+    while n_found < config.n_pairs and n_drawn < budget:
+        batch = min(max(2 * (config.n_pairs - n_found), 64), budget - n_drawn)
+        better, worse = draw(batch)
+        found.append((better, worse))
+        n_found += len(better)
+        n_drawn += batch
+    if n_found < config.n_pairs:
+        raise InvalidDataError(
+            f"n_pairs: found only {n_found} of {config.n_pairs} pairs in {n_drawn} draws; "
+            f"{n_possible()} distinct trajectory pairs pass the gap and OT filter "
+            "(lower n_pairs, gap or ot_threshold)"
+        )
+    better = np.concatenate([b for b, _ in found])[: config.n_pairs]
+    worse = np.concatenate([w for _, w in found])[: config.n_pairs]
+    return better, worse
+
+
+def _labelled(
+    store: TrajectoryStore, checkpoint: np.ndarray, distances: np.ndarray, better: np.ndarray,
+    worse: np.ndarray, strength: np.ndarray, scale: OrdinalScale, config: PairConfig,
+    rng: np.random.Generator, source: str,
+) -> PreferenceDataset:
+    """Shuffle sides and store the pairs with their provenance (diagnostics only)."""
+    pairs, labels, _ = shuffled_pairs(store, better, worse, strength, config.segment_length, rng)
     left_ids, right_ids = pairs.left[:, 0], pairs.right[:, 0]
     left_batch, right_batch = pairs.gather()
     dataset = PreferenceDataset(store, scale)
-    dataset.append(pairs, labels, source="apec", meta={
+    dataset.append(pairs, labels, source=source, meta={
         "checkpoint_left": checkpoint[left_ids], "checkpoint_right": checkpoint[right_ids],
         "ot_left": distances[left_ids], "ot_right": distances[right_ids],
         "return_left": left_batch.returns(), "return_right": right_batch.returns(),
