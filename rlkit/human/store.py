@@ -1,0 +1,373 @@
+"""The label store: every query, label, M3HF feedback and training metric of a run, in one database.
+
+SQLite in WAL mode is the default (``labels.sqlite`` in the run directory); any SQLAlchemy URL
+(``postgresql://...``) works too. Each submit is its own committed transaction, so a server or a
+trainer killed at any moment loses nothing that was acknowledged, and both resume from the rows.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from sqlalchemy import Connection, Engine, and_, create_engine, event, exists, func, insert, select, update
+from sqlalchemy.exc import IntegrityError
+
+from rlkit.data.segments import SegmentPairs
+from rlkit.data.store import TrajectoryStore
+from rlkit.errors import InvalidLabelError, RlkitError
+from rlkit.feedback.dataset import PreferenceDataset
+from rlkit.feedback.scale import OrdinalScale
+from rlkit.human import schema
+from rlkit.human.schema import labels, queries
+
+DB_NAME = "labels.sqlite"
+MAX_ANNOTATOR_CHARS = 64
+
+
+class LabelConflictError(RlkitError):
+    """The annotator already has a live label on this pair (undo it first); nothing was overwritten."""
+
+
+class UnknownQueryError(RlkitError, LookupError):
+    """A query id that is not in the store."""
+
+
+@dataclass(frozen=True)
+class Query:
+    """One pair to label: segments as (traj, start, length) and the media names of their videos."""
+
+    id: int
+    left: tuple[int, int, int]
+    right: tuple[int, int, int]
+    left_media: str
+    right_media: str
+    redundancy: int
+
+
+@dataclass(frozen=True)
+class LabelRecord:
+    id: int
+    query_id: int
+    annotator: str
+    value: float  # NaN = skipped
+    interface: str
+    created_at: float
+
+
+@dataclass(frozen=True)
+class Progress:
+    """How far one annotator is: labels given (skips included) and pairs still open to them."""
+
+    done: int
+    remaining: int
+
+    @property
+    def total(self) -> int:
+        return self.done + self.remaining
+
+
+def database_url(location: str | os.PathLike[str]) -> str:
+    """A SQLAlchemy URL as is; a run directory or a file path as a SQLite URL."""
+    text = str(location)
+    if "://" in text:
+        return text
+    path = Path(text)
+    if path.is_dir():
+        path = path / DB_NAME
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{path.resolve()}"
+
+
+def check_annotator(annotator: str) -> str:
+    if not annotator or len(annotator) > MAX_ANNOTATOR_CHARS or not annotator.isprintable():
+        raise InvalidLabelError(
+            f"annotator id must be 1-{MAX_ANNOTATOR_CHARS} printable characters, got {annotator!r}"
+        )
+    return annotator
+
+
+class LabelStore:
+    """Queries (segment pairs), per-annotator labels, M3HF feedback and metrics of one run."""
+
+    def __init__(self, location: str | os.PathLike[str], *, synchronous: str = "NORMAL") -> None:
+        self.url = database_url(location)
+        self.engine = _make_engine(self.url, synchronous)
+        with self._write() as connection:
+            schema.migrate(connection)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    @contextmanager
+    def _write(self) -> Iterator[Connection]:
+        with self.engine.connect() as connection:
+            connection.execution_options(rlkit_write=True)
+            with connection.begin():
+                yield connection
+
+    # -- settings ---------------------------------------------------------------------------
+    def set_setting(self, key: str, value: Any) -> None:
+        text = json.dumps(value)
+        with self._write() as c:
+            if c.execute(select(schema.settings.c.key).where(schema.settings.c.key == key)).first():
+                c.execute(update(schema.settings).where(schema.settings.c.key == key).values(value=text))
+            else:
+                c.execute(insert(schema.settings).values(key=key, value=text))
+
+    def setting(self, key: str, default: Any = None) -> Any:
+        with self.engine.connect() as c:
+            row = c.execute(select(schema.settings.c.value).where(schema.settings.c.key == key)).first()
+        return default if row is None else json.loads(row[0])
+
+    @property
+    def scale(self) -> OrdinalScale:
+        """The scale labels are checked against (``five`` unless a teacher or server set another)."""
+        spec = self.setting("scale", {"name": "five"})
+        if "levels" in spec:
+            return OrdinalScale(spec["name"], tuple(spec["levels"]), tuple(spec["names"]))
+        return OrdinalScale.get(spec["name"])
+
+    def set_scale(self, scale: OrdinalScale) -> None:
+        if scale.is_continuous:
+            raise InvalidLabelError("people label on a discrete scale; 'oracle' has no levels")
+        self.set_setting("scale", {"name": scale.name, "levels": scale.levels, "names": scale.names})
+
+    # -- queries ----------------------------------------------------------------------------
+    def add_queries(
+        self,
+        pairs: SegmentPairs,
+        *,
+        batch: str = "",
+        redundancy: int = 1,
+        media: tuple[list[str], list[str]] | None = None,
+    ) -> np.ndarray:
+        """Store pairs to label; a pair already stored keeps its id (a restarted trainer re-asks)."""
+        if redundancy < 1:
+            raise InvalidLabelError(f"redundancy must be >= 1, got {redundancy}")
+        n = len(pairs)
+        left_media, right_media = media if media is not None else ([""] * n, [""] * n)
+        if len(left_media) != n or len(right_media) != n:
+            raise InvalidLabelError(f"{n} pairs but {len(left_media)}/{len(right_media)} media names")
+        now = time.time()
+        ids = np.empty(n, dtype=np.int64)
+        with self._write() as c:
+            for i, (left, right) in enumerate(zip(pairs.left.tolist(), pairs.right.tolist(), strict=True)):
+                key = and_(queries.c.left_traj == left[0], queries.c.left_start == left[1],
+                           queries.c.right_traj == right[0], queries.c.right_start == right[1],
+                           queries.c.length == left[2])
+                found = c.execute(select(queries.c.id).where(key)).scalar()
+                if found is None:
+                    found = c.execute(insert(queries).values(
+                        batch=batch, left_traj=left[0], left_start=left[1], right_traj=right[0],
+                        right_start=right[1], length=left[2], redundancy=redundancy,
+                        left_media=left_media[i], right_media=right_media[i], created_at=now,
+                    )).inserted_primary_key[0]
+                ids[i] = found
+        return ids
+
+    def query(self, query_id: int) -> Query:
+        query_id = int(query_id)
+        with self.engine.connect() as c:
+            row = c.execute(select(queries).where(queries.c.id == query_id)).first()
+        if row is None:
+            raise UnknownQueryError(f"no query with id {query_id}")
+        return _query(row)
+
+    def n_queries(self) -> int:
+        with self.engine.connect() as c:
+            return int(c.execute(select(func.count()).select_from(queries)).scalar() or 0)
+
+    def _open_to(self, annotator: str) -> Any:
+        """The condition 'this annotator has not answered it and it still needs labels'."""
+        mine = exists().where(labels.c.query_id == queries.c.id, labels.c.annotator == annotator,
+                              labels.c.retracted_at.is_(None))
+        given = (select(func.count()).where(labels.c.query_id == queries.c.id,
+                                            labels.c.retracted_at.is_(None), labels.c.value.is_not(None))
+                 .scalar_subquery())
+        return and_(~mine, given < queries.c.redundancy)
+
+    def next_query(self, annotator: str) -> Query | None:
+        """The oldest pair this annotator has not answered that still needs labels."""
+        with self.engine.connect() as c:
+            row = c.execute(select(queries).where(self._open_to(annotator)).order_by(queries.c.id)
+                            .limit(1)).first()
+        return None if row is None else _query(row)
+
+    def progress(self, annotator: str) -> Progress:
+        with self.engine.connect() as c:
+            done = c.execute(select(func.count()).select_from(labels).where(
+                labels.c.annotator == annotator, labels.c.retracted_at.is_(None))).scalar()
+            remaining = c.execute(select(func.count()).select_from(queries)
+                                  .where(self._open_to(annotator))).scalar()
+        return Progress(done=int(done or 0), remaining=int(remaining or 0))
+
+    # -- labels -----------------------------------------------------------------------------
+    def submit(
+        self, query_id: int, annotator: str, value: float | None, interface: str = "web"
+    ) -> LabelRecord:
+        """Commit one label (``None`` or NaN = skip) before returning; never replaces a live label."""
+        check_annotator(annotator)
+        query_id = int(query_id)
+        skipped = value is None or not np.isfinite(value)
+        if not skipped:
+            self.scale.validate(np.array([value]), what=f"label for query {query_id}")
+        now = time.time()
+        try:
+            with self._write() as c:
+                if c.execute(select(queries.c.id).where(queries.c.id == query_id)).first() is None:
+                    raise UnknownQueryError(f"no query with id {query_id}")
+                label_id = c.execute(insert(labels).values(
+                    query_id=query_id, annotator=annotator, value=None if skipped else float(value),
+                    interface=interface, created_at=now,
+                )).inserted_primary_key[0]
+        except IntegrityError:
+            raise LabelConflictError(
+                f"annotator {annotator!r} already labelled query {query_id}; undo it to change it"
+            ) from None
+        return LabelRecord(label_id, query_id, annotator, np.nan if skipped else float(value),
+                           interface, now)
+
+    def undo(self, annotator: str) -> LabelRecord | None:
+        """Retract this annotator's latest live label (only theirs); returns it, or None."""
+        with self._write() as c:
+            row = c.execute(select(labels).where(labels.c.annotator == annotator,
+                                                 labels.c.retracted_at.is_(None))
+                            .order_by(labels.c.id.desc()).limit(1)).first()
+            if row is None:
+                return None
+            c.execute(update(labels).where(labels.c.id == row.id).values(retracted_at=time.time()))
+        return _label(row)
+
+    def live_labels(self, query_ids: np.ndarray | None = None) -> list[LabelRecord]:
+        """Every live (not undone) label, oldest first; optionally only of some queries."""
+        statement = select(labels).where(labels.c.retracted_at.is_(None)).order_by(labels.c.id)
+        if query_ids is not None:
+            statement = statement.where(labels.c.query_id.in_([int(q) for q in query_ids]))
+        with self.engine.connect() as c:
+            return [_label(row) for row in c.execute(statement)]
+
+    def export(self, trajectories: TrajectoryStore, source_prefix: str = "human") -> PreferenceDataset:
+        """Every live label as a ``PreferenceDataset`` (skips as NaN) with annotator, time, query id."""
+        dataset = PreferenceDataset(trajectories, self.scale)
+        with self.engine.connect() as c:
+            rows = c.execute(select(labels, queries).join(queries, labels.c.query_id == queries.c.id)
+                             .where(labels.c.retracted_at.is_(None)).order_by(labels.c.id)).all()
+        by_origin: dict[tuple[str, str], list[Any]] = {}
+        for row in rows:
+            by_origin.setdefault((row.interface, row.annotator), []).append(row)
+        for (interface, annotator), group in by_origin.items():
+            left = np.array([(r.left_traj, r.left_start, r.length) for r in group], dtype=np.int64)
+            right = np.array([(r.right_traj, r.right_start, r.length) for r in group], dtype=np.int64)
+            values = np.array([np.nan if r.value is None else r.value for r in group], dtype=np.float32)
+            dataset.append(
+                SegmentPairs(trajectories, left, right), values,
+                source=f"{source_prefix}/{interface}", annotator=annotator,
+                meta={"labelled_at": np.array([r.created_at for r in group]),
+                      "query_id": np.array([r.query_id for r in group])},
+            )
+        return dataset
+
+    # -- M3HF feedback ----------------------------------------------------------------------
+    def add_phase(self, phase: int, video: str = "", context: Mapping[str, Any] | None = None) -> None:
+        """Open an M3HF phase for feedback (its rollout video and the parser's context)."""
+        with self._write() as c:
+            if c.execute(select(schema.phases.c.id).where(schema.phases.c.phase == phase)).first():
+                c.execute(update(schema.phases).where(schema.phases.c.phase == phase)
+                          .values(video=video, context=json.dumps(dict(context or {}))))
+            else:
+                c.execute(insert(schema.phases).values(phase=phase, video=video,
+                                                       context=json.dumps(dict(context or {})),
+                                                       created_at=time.time()))
+
+    def latest_phase(self) -> dict[str, Any] | None:
+        with self.engine.connect() as c:
+            row = c.execute(select(schema.phases).order_by(schema.phases.c.phase.desc()).limit(1)).first()
+        if row is None:
+            return None
+        return {"phase": row.phase, "video": row.video, "context": json.loads(row.context)}
+
+    def add_feedback(self, phase: int, annotator: str, text: str, specs: list[dict[str, Any]]) -> int:
+        """Commit a person's confirmed feedback: the text and the reward specs they approved."""
+        check_annotator(annotator)
+        with self._write() as c:
+            if c.execute(select(schema.phases.c.id).where(schema.phases.c.phase == phase)).first() is None:
+                raise UnknownQueryError(f"no M3HF phase {phase} is open for feedback")
+            return int(c.execute(insert(schema.feedback).values(
+                phase=phase, annotator=annotator, text=text, specs=json.dumps(specs),
+                created_at=time.time())).inserted_primary_key[0])
+
+    def take_feedback(self, phase: int) -> list[dict[str, Any]]:
+        """Feedback of a phase not yet read, oldest first, marked read in the same transaction."""
+        table = schema.feedback
+        with self._write() as c:
+            rows = c.execute(select(table).where(table.c.phase == phase, table.c.consumed_at.is_(None))
+                             .order_by(table.c.id)).all()
+            if rows:
+                c.execute(update(table).where(table.c.id.in_([r.id for r in rows]))
+                          .values(consumed_at=time.time()))
+        return [{"id": r.id, "annotator": r.annotator, "text": r.text, "specs": json.loads(r.specs),
+                 "created_at": r.created_at} for r in rows]
+
+    # -- metrics ----------------------------------------------------------------------------
+    def log_metric(self, name: str, step: int, value: float) -> None:
+        """A training number for the dashboard (reward held-out accuracy, agent return)."""
+        with self._write() as c:
+            c.execute(insert(schema.metrics).values(name=name, step=int(step), value=float(value),
+                                                    created_at=time.time()))
+
+    def metric_series(self) -> dict[str, list[tuple[int, float]]]:
+        with self.engine.connect() as c:
+            rows = c.execute(select(schema.metrics).order_by(schema.metrics.c.name,
+                                                             schema.metrics.c.step)).all()
+        series: dict[str, list[tuple[int, float]]] = {}
+        for row in rows:
+            series.setdefault(row.name, []).append((row.step, row.value))
+        return series
+
+
+def _make_engine(url: str, synchronous: str) -> Engine:
+    if not url.startswith("sqlite"):
+        return create_engine(url, pool_pre_ping=True)
+    if synchronous not in ("NORMAL", "FULL"):
+        raise InvalidLabelError(f"synchronous must be NORMAL or FULL, got {synchronous!r}")
+    engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # WAL: readers never block the writer; NORMAL loses nothing when a process dies (only
+        # a power cut may lose the last commits); FULL syncs every commit for power cuts too.
+        dbapi_connection.isolation_level = None  # let SQLAlchemy's BEGIN below take over
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute(f"PRAGMA synchronous={synchronous}")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Connection) -> None:
+        # Writers take the lock up front, so two of them queue on busy_timeout instead of failing
+        # on a lock upgrade; readers read a WAL snapshot and block nobody.
+        write = connection.get_execution_options().get("rlkit_write", False)
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+    return engine
+
+
+def _query(row: Any) -> Query:
+    return Query(id=row.id, left=(row.left_traj, row.left_start, row.length),
+                 right=(row.right_traj, row.right_start, row.length), left_media=row.left_media,
+                 right_media=row.right_media, redundancy=row.redundancy)
+
+
+def _label(row: Any) -> LabelRecord:
+    return LabelRecord(id=row.id, query_id=row.query_id, annotator=row.annotator,
+                       value=np.nan if row.value is None else float(row.value),
+                       interface=row.interface, created_at=row.created_at)
