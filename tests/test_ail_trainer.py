@@ -7,6 +7,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import pytest
+import torch
 from gymnasium import spaces
 from stable_baselines3.common.vec_env import DummyVecEnv
 
@@ -169,3 +170,41 @@ def test_demos_round_trip_and_bad_demos_fail_early(demos, tmp_path):
         AILTrainer(config, pendulum, demos, "ppo")
     with pytest.raises(InvalidDataError, match="AILConfig.rounds"):
         AILConfig(rounds=0, steps_per_round=10)
+
+
+def test_an_interrupted_run_resumes_from_its_last_checkpoint(demos, tmp_path):
+    disc = DiscriminatorConfig(loss="maxent", state_only=True, hidden=(16,))
+    config = AILConfig(rounds=4, steps_per_round=120, discriminator=disc)
+    sac = {"learning_starts": 50, "policy_kwargs": {"net_arch": [16]}}
+    first = AILTrainer(config, venv(), demos, "sac", sac, checkpoints=CheckpointStore(tmp_path))
+    assert first.resume() is None  # nothing saved yet: a fresh start
+    first.run_round()
+    first.run_round()  # ... and the process is killed here
+
+    again = AILTrainer(config, venv(1), demos, "sac", sac, checkpoints=CheckpointStore(tmp_path))
+    assert again.resume() == 1 and again.round == 2
+    for name, value in first.discriminator.state_dict().items():
+        torch.testing.assert_close(again.discriminator.state_dict()[name], value)
+    adam_steps = [t.optimizer.state_dict()["state"][0]["step"] for t in (first, again)]
+    assert adam_steps[0] == adam_steps[1] > 0
+    assert again.rng.bit_generator.state == first.rng.bit_generator.state
+    assert again.generator.num_timesteps == 240
+    filled = first.generator.replay_buffer.pos
+    assert again.generator.replay_buffer.pos == filled
+    np.testing.assert_array_equal(again.generator.replay_buffer.rewards[:filled],
+                                  first.generator.replay_buffer.rewards[:filled])
+    obs = np.linspace(-1, 1, 9, dtype=np.float32)[:, None]
+    np.testing.assert_array_equal(again.generator.predict(obs, deterministic=True)[0],
+                                  first.generator.predict(obs, deterministic=True)[0])
+    records = again.train()
+    assert [r.round for r in records] == [0, 1, 2, 3] and records[-1].timesteps == 480
+    assert CheckpointStore(tmp_path).rounds() == [0, 1, 2, 3]
+
+
+def test_resume_names_a_damaged_trainer_state(demos, tmp_path):
+    config = AILConfig(rounds=1, steps_per_round=64, discriminator=DiscriminatorConfig(hidden=(16,)))
+    AILTrainer(config, venv(), demos, "ppo", checkpoints=CheckpointStore(tmp_path)).train()
+    (tmp_path / "round_000000" / "trainer_state.pt").write_bytes(b"not a torch file")
+    trainer = AILTrainer(config, venv(), demos, "ppo", checkpoints=CheckpointStore(tmp_path))
+    with pytest.raises(FileFormatError, match="trainer_state.pt: damaged"):
+        trainer.resume()

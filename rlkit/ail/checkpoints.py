@@ -1,6 +1,7 @@
 """Per-round AIL checkpoints: generator policy, discriminator nets, round index, diagnostics.
 
-Layout: ``<root>/round_000012/{policy.zip, reward/, shaping/ (AIRL), meta.json}``. A checkpoint
+Layout: ``<root>/round_000012/{policy.zip, reward/, shaping/ (AIRL), trainer_state.pt, meta.json}``
+and ``<root>/resume/replay.npz`` (the latest off-policy replay buffer). A checkpoint
 is written in a hidden temp directory and renamed into place, so a crash mid-write leaves either
 no checkpoint or a complete one; listing only sees complete ones.
 """
@@ -16,8 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from stable_baselines3.common.vec_env import VecEnv
+
 from rlkit.ail.discriminator import Discriminator, DiscriminatorConfig
 from rlkit.ail.generator import ALGORITHMS, Generator
+from rlkit.ail.resume import save_trainer_state
 from rlkit.errors import FileFormatError, InvalidDataError
 from rlkit.io import atomic_write_json
 from rlkit.reward import load_reward_model, save_reward_model
@@ -65,9 +69,17 @@ class CheckpointStore:
         rounds = self.rounds()
         return rounds[-1] if rounds else None
 
+    @property
+    def resume_dir(self) -> Path:
+        """Where the latest off-policy replay buffer lives (one copy, not one per round)."""
+        return self.root / "resume"
+
     def save(self, round_index: int, generator: Generator, discriminator: Discriminator,
-             diagnostics: dict[str, Any]) -> Path:
-        """Write one checkpoint atomically (replacing an older one of the same round)."""
+             diagnostics: dict[str, Any], trainer_state: dict[str, Any] | None = None) -> Path:
+        """Write one checkpoint atomically (replacing an older one of the same round).
+
+        ``trainer_state`` (discriminator optimiser and RNGs, see ``rlkit.ail.resume``) makes the
+        checkpoint one a run can resume from."""
         if round_index < 0:
             raise InvalidDataError(f"round_index must be >= 0, got {round_index}")
         algo = type(generator).__name__
@@ -81,6 +93,8 @@ class CheckpointStore:
             save_reward_model(discriminator.reward_net, tmp / "reward")
             if discriminator.shaping_net is not None:
                 save_reward_model(discriminator.shaping_net, tmp / "shaping")
+            if trainer_state is not None:
+                save_trainer_state(trainer_state, tmp)
             atomic_write_json(tmp / META_FILE, {
                 "format": FORMAT, "round": round_index, "algo": algo,
                 "discriminator": discriminator.config.to_dict(), "diagnostics": diagnostics,
@@ -91,13 +105,19 @@ class CheckpointStore:
             raise
         return final
 
-    def load(self, round_index: int, device: str = "cpu") -> Checkpoint:
-        """Rebuild a saved round; a missing or damaged file raises FileFormatError naming it."""
+    def meta(self, round_index: int) -> dict[str, Any]:
+        """A saved round's ``meta.json`` (format, round, algo, discriminator config, diagnostics)."""
+        path = self.path(round_index) / META_FILE
+        if not path.is_file():
+            raise FileFormatError(f"{path}: no such checkpoint (saved rounds: {self.rounds()})")
+        return _read_meta(path)
+
+    def load(self, round_index: int, device: str = "cpu", env: VecEnv | None = None) -> Checkpoint:
+        """Rebuild a saved round; a missing or damaged file raises FileFormatError naming it.
+
+        ``env`` attaches the generator to an env so that it can go on training."""
         directory = self.path(round_index)
-        if not (directory / META_FILE).is_file():
-            raise FileFormatError(f"{directory / META_FILE}: no such checkpoint (saved rounds: "
-                                  f"{self.rounds()})")
-        meta = _read_meta(directory / META_FILE)
+        meta = self.meta(round_index)
         try:
             config = DiscriminatorConfig.from_dict(meta["discriminator"])
         except InvalidDataError as error:
@@ -106,7 +126,7 @@ class CheckpointStore:
         shaping = (load_reward_model(directory / "shaping", device=device).model
                    if config.loss == "airl" else None)
         try:
-            generator = ALGORITHMS[meta["algo"]].load(directory / POLICY_FILE, device=device)
+            generator = ALGORITHMS[meta["algo"]].load(directory / POLICY_FILE, env=env, device=device)
         except Exception as error:  # zipfile, torch and SB3 each raise their own kinds
             raise FileFormatError(f"{directory / POLICY_FILE}: cannot be loaded ({error})") from None
         discriminator = Discriminator(config, reward, shaping).to(device)  # type: ignore[arg-type]

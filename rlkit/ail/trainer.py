@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
 
 from rlkit.ail.checkpoints import CheckpointStore
@@ -28,6 +29,7 @@ from rlkit.ail.generator import (
     relabel_generator_buffer,
 )
 from rlkit.ail.losses import gradient_penalty
+from rlkit.ail.resume import REPLAY_FILE, load_replay, restore_trainer_state, save_replay, trainer_state
 from rlkit.ail.transitions import TransitionBuffer, Transitions
 from rlkit.data import Trajectory
 from rlkit.errors import InvalidDataError
@@ -149,9 +151,35 @@ class AILTrainer:
         for callback in self.callbacks:
             callback(record, self)
         if self.checkpoints is not None and self.checkpoints.wants(self.round):
-            self.checkpoints.save(self.round, self.generator, self.discriminator, record.to_dict())
+            self._checkpoint(record)
         self.round += 1
         return record
+
+    def resume(self) -> int | None:
+        """Continue from the latest checkpoint: generator (policy, optimisers, timestep count),
+        discriminator and its optimiser, RNGs, the replay buffer of an off-policy generator and
+        the records so far. Returns the round resumed from, None when nothing is saved."""
+        if self.checkpoints is None or (latest := self.checkpoints.latest()) is None:
+            return None
+        checkpoint = self.checkpoints.load(latest, self.config.device, env=self.venv)
+        # In place: the env wrapper holds this discriminator's reward method.
+        self.discriminator.load_state_dict(checkpoint.discriminator.state_dict())
+        restore_trainer_state(self.checkpoints.path(latest), self.optimizer, self.rng, self.torch_rng)
+        self.generator = checkpoint.generator
+        replay = self.checkpoints.resume_dir / REPLAY_FILE
+        if isinstance(self.generator, OffPolicyAlgorithm) and replay.is_file():
+            load_replay(self.generator.replay_buffer, replay)  # type: ignore[arg-type]
+        self.records = [RoundRecord(**self.checkpoints.meta(r)["diagnostics"])
+                        for r in self.checkpoints.rounds() if r <= latest]
+        self.round = latest + 1
+        return latest
+
+    def _checkpoint(self, record: RoundRecord) -> None:
+        assert self.checkpoints is not None
+        if isinstance(self.generator, OffPolicyAlgorithm):
+            save_replay(self.generator.replay_buffer, self.checkpoints.resume_dir / REPLAY_FILE)  # type: ignore[arg-type]
+        self.checkpoints.save(self.round, self.generator, self.discriminator, record.to_dict(),
+                              trainer_state(self.optimizer, self.rng, self.torch_rng))
 
     def update_discriminator(self, agent: Transitions) -> dict[str, float]:
         """``updates_per_round`` Adam steps on fresh expert/agent batches; mean metrics back."""
