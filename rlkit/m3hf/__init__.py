@@ -1,0 +1,21 @@
+"""M3HF (Wang et al., ICML 2025): free-text feedback of mixed quality becomes per-agent reward terms.
+
+- ``specs``: ``RewardSpec`` (template, agents, bounded parameters — data, never code), ``Scene``
+  (the env describing itself), ``FeedbackParser`` (the parsers' protocol).
+- ``templates``: ``compile_term`` — a spec's template as a vectorised function of the env state.
+- ``parser_rule``: ``RuleParser``, the offline deterministic parser.
+"""
+
+from rlkit.m3hf.parser_rule import RuleParser
+from rlkit.m3hf.specs import TEMPLATE_PARAMS, FeedbackParser, RewardSpec, Scene, validate_specs
+from rlkit.m3hf.templates import compile_term
+
+__all__ = [
+    "TEMPLATE_PARAMS",
+    "FeedbackParser",
+    "RewardSpec",
+    "RuleParser",
+    "Scene",
+    "compile_term",
+    "validate_specs",
+]
