@@ -12,8 +12,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from rlkit.apec.config import ApecConfig, DemosConfig
 from rlkit.config import load_config
 from rlkit.errors import RlkitError
+from rlkit.human.settings import ServeConfig
 from rlkit.pipeline import configs
 
 COMMANDS: dict[str, tuple[type[BaseModel], str]] = {
@@ -23,6 +25,9 @@ COMMANDS: dict[str, tuple[type[BaseModel], str]] = {
     "train-reward": (configs.TrainRewardConfig, "fit a reward model to a preference dataset"),
     "eval-reward": (configs.EvalRewardConfig, "measure a saved reward model on a dataset"),
     "pref-rl": (configs.PrefRLConfig, "online preference-based RL with queries during training"),
+    "demos": (DemosConfig, "train a demonstrator and save suboptimal demos at a return fraction"),
+    "apec": (ApecConfig, "APEC end to end: demos, AIL, checkpoint pairs, reward models, policies"),
+    "serve": (ServeConfig, "serve the labelling web app (label queue, M3HF feedback, dashboard)"),
 }
 
 
@@ -229,10 +234,53 @@ def _run_pref_rl(config: configs.PrefRLConfig, args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_serve(config: ServeConfig, args: argparse.Namespace) -> int:
+    from rlkit.human.server import serve
+
+    if config.run_dir is None and args.run_dir is not None:
+        config = config.model_copy(update={"run_dir": args.run_dir})
+    serve(config)
+    return 0
+
+
 def configs_error(command: str, field: str, what: str) -> RlkitError:
     from rlkit.config import ConfigError
 
     return ConfigError(f"`rlkit {command}` needs {field}=... ({what})")
+
+
+def _run_demos(config: DemosConfig, args: argparse.Namespace) -> int:
+    from rlkit.apec.pipeline import run_demos
+
+    run_dir, logger = _session("demos", config, args)
+    try:
+        demos = run_demos(config.env, config.demos, config.seed, run_dir, logger)
+    finally:
+        logger.close()
+    report = run_dir / "demos.json"
+    summary = json.loads(report.read_text()) if report.is_file() else {}
+    print(json.dumps({"demos": str(run_dir / "demos.npz"), "n": len(demos),
+                      "returns": [float(t.ret) for t in demos],
+                      "fraction": summary.get("fraction"), "best_return": summary.get("best_return")}))
+    return 0
+
+
+def _run_apec(config: ApecConfig, args: argparse.Namespace) -> int:
+    from rlkit.apec.pipeline import run_apec
+
+    run_dir, logger = _session("apec", config, args)
+    try:
+        results = run_apec(config, run_dir, logger)
+    finally:
+        logger.close()
+    for method, metrics in results["methods"].items():
+        policy = metrics.get("policy", {}).get("final_true_return")
+        print(json.dumps({"method": method, "heldout_accuracy": metrics["accuracy"],
+                          "step_pearson": metrics["step_pearson"],
+                          "trajectory_pearson": metrics["trajectory_pearson"],
+                          "policy_true_return": policy}))
+    print(f"run directory: {run_dir}")
+    return 0
 
 
 RUNNERS: dict[str, Callable[[Any, argparse.Namespace], int]] = {
@@ -242,6 +290,9 @@ RUNNERS: dict[str, Callable[[Any, argparse.Namespace], int]] = {
     "train-reward": _run_train_reward,
     "eval-reward": _run_eval_reward,
     "pref-rl": _run_pref_rl,
+    "demos": _run_demos,
+    "apec": _run_apec,
+    "serve": _run_serve,
 }
 
 if __name__ == "__main__":

@@ -1,0 +1,128 @@
+"""The labelling web app: server-rendered pages, a typed JSON API (OpenAPI), the run's media.
+
+``create_app`` wires the store, the security layer and the routers; the label queue lives in
+``rlkit.human.routes_label``, the M3HF page in ``routes_m3hf`` and the dashboard in ``routes_dashboard``.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, HTTPException, Request, Response
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse
+from fastapi.staticfiles import StaticFiles
+from fastapi.templating import Jinja2Templates
+
+from rlkit.feedback.scale import OrdinalScale
+from rlkit.human import security
+from rlkit.human.security import Signer
+from rlkit.human.settings import ServeConfig
+from rlkit.human.store import LabelStore
+
+PACKAGE_DIR = Path(__file__).parent
+templates = Jinja2Templates(directory=str(PACKAGE_DIR / "templates"))
+
+
+def create_app(
+    store: LabelStore,
+    config: ServeConfig | None = None,
+    media_dir: str | Path | None = None,
+    parser: Any | None = None,
+) -> FastAPI:
+    """The app over one store. ``parser`` (an M3HF ``FeedbackParser``) enables the feedback page."""
+    from rlkit.human import routes_dashboard, routes_label
+
+    config = config or ServeConfig()
+    if config.scale is not None:
+        store.set_scale(OrdinalScale.get(config.scale))
+    secret = store.setting("secret")
+    if secret is None:
+        secret = security.new_secret()
+        store.set_setting("secret", secret)
+    app = FastAPI(title="rlkit labelling", version="1",
+                  description="Pairwise/ordinal labels and M3HF feedback from people.")
+    app.state.store = store
+    app.state.config = config
+    app.state.signer = Signer(secret)
+    app.state.media_dir = Path(media_dir) if media_dir else _default_media_dir(config)
+    app.state.parser = parser
+    app.include_router(routes_label.router)
+    app.include_router(routes_dashboard.router)
+    app.mount("/static", StaticFiles(directory=str(PACKAGE_DIR / "static")), name="static")
+
+    @app.get("/media/{name:path}", include_in_schema=False)
+    def media(name: str) -> FileResponse:
+        path = security.safe_media_path(app.state.media_dir, name)
+        if path is None:
+            raise HTTPException(404, f"no media file {name!r}")
+        return FileResponse(path)
+
+    @app.middleware("http")
+    async def guard(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        return await _guard(app, request, call_next)
+
+    app.add_middleware(security.BodyLimitMiddleware, max_bytes=config.max_body_bytes)
+    return app
+
+
+def _default_media_dir(config: ServeConfig) -> Path:
+    return Path(config.run_dir or ".") / "media"
+
+
+async def _guard(
+    app: FastAPI, request: Request, call_next: Callable[[Request], Awaitable[Response]]
+) -> Response:
+    """Token check, a visitor cookie for CSRF tokens, and security headers on every response."""
+    token = app.state.config.token
+    if token is not None:
+        given = request.query_params.get("token")
+        if security.token_matches(token, given):
+            redirect = RedirectResponse(request.url.remove_query_params("token"), status_code=303)
+            redirect.set_cookie(security.TOKEN_COOKIE, token, httponly=True, samesite="strict")
+            return redirect
+        presented = request.headers.get(security.TOKEN_HEADER) or request.cookies.get(security.TOKEN_COOKIE)
+        if not security.token_matches(token, presented):
+            return JSONResponse({"detail": "access token required"}, status_code=401)
+    visitor = request.cookies.get(security.VISITOR_COOKIE)
+    new_visitor = visitor is None or len(visitor) != 32
+    if new_visitor:
+        visitor = secrets.token_hex(16)
+    request.state.visitor = visitor
+    response = await call_next(request)
+    if new_visitor:
+        response.set_cookie(security.VISITOR_COOKIE, visitor, httponly=True, samesite="strict")
+    response.headers.update(security.SECURITY_HEADERS)
+    return response
+
+
+def page(request: Request, name: str, **context: Any) -> HTMLResponse:
+    """Render a page with the annotator and the CSRF token its scripts send back."""
+    signer: Signer = request.app.state.signer
+    return templates.TemplateResponse(request, name, {
+        "annotator": current_annotator(request),
+        "csrf": signer.csrf_token(request.state.visitor),
+        **context,
+    })
+
+
+def current_annotator(request: Request) -> str | None:
+    signer: Signer = request.app.state.signer
+    return signer.annotator_from_cookie(request.cookies.get(security.ANNOTATOR_COOKIE))
+
+
+def require_csrf(request: Request) -> None:
+    """State-changing calls must come from our own pages (or a client that read /api/session)."""
+    signer: Signer = request.app.state.signer
+    given = request.headers.get(security.CSRF_HEADER, "")
+    if not signer.verify("csrf", request.state.visitor, given):
+        raise HTTPException(403, "missing or wrong X-CSRF-Token header")
+
+
+def require_annotator(request: Request) -> str:
+    annotator = current_annotator(request)
+    if annotator is None:
+        raise HTTPException(401, "no annotator session: POST /api/session with your annotator id")
+    return annotator

@@ -1,0 +1,77 @@
+"""What a study lead watches: labels per annotator, the label distribution, inter-annotator
+agreement on shared pairs, and the training numbers the trainer logged to the store."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from itertools import combinations
+
+import numpy as np
+
+from rlkit.feedback.scale import OrdinalScale
+from rlkit.human.store import LabelRecord, LabelStore
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """Two annotators on the pairs both labelled: same level, and same side (A/tie/B)."""
+
+    first: str
+    second: str
+    shared: int
+    exact: float
+    same_side: float
+
+
+@dataclass(frozen=True)
+class DashboardStats:
+    annotators: dict[str, dict[str, int]]  # annotator -> {"labels": n, "skipped": n}
+    distribution: dict[str, list[int]]  # annotator -> count per scale level (scale order)
+    agreement: list[Agreement]
+    series: dict[str, list[tuple[int, float]]]
+    scale: OrdinalScale
+
+
+def agreement(records: list[LabelRecord]) -> list[Agreement]:
+    """Pairwise agreement over shared, non-skipped pairs (one row per pair of annotators)."""
+    by_annotator: dict[str, dict[int, float]] = defaultdict(dict)
+    for record in records:
+        if np.isfinite(record.value):
+            by_annotator[record.annotator][record.query_id] = record.value
+    rows = []
+    for first, second in combinations(sorted(by_annotator), 2):
+        shared = sorted(set(by_annotator[first]) & set(by_annotator[second]))
+        if not shared:
+            continue
+        a = np.array([by_annotator[first][q] for q in shared])
+        b = np.array([by_annotator[second][q] for q in shared])
+        rows.append(Agreement(first, second, len(shared), float(np.mean(np.isclose(a, b))),
+                              float(np.mean(np.sign(a - 0.5) == np.sign(b - 0.5)))))
+    return rows
+
+
+def dashboard_stats(store: LabelStore) -> DashboardStats:
+    records = store.live_labels()
+    scale = store.scale
+    levels = np.asarray(scale.levels)
+    annotators: dict[str, dict[str, int]] = {}
+    distribution: dict[str, list[int]] = {}
+    for name in sorted({r.annotator for r in records}):
+        values = np.array([r.value for r in records if r.annotator == name])
+        given = values[np.isfinite(values)]
+        annotators[name] = {"labels": int(len(given)), "skipped": int(len(values) - len(given))}
+        nearest = np.abs(given[:, None] - levels[None, :]).argmin(axis=1)
+        distribution[name] = np.bincount(nearest, minlength=len(levels)).tolist()
+    return DashboardStats(annotators, distribution, agreement(records), store.metric_series(), scale)
+
+
+def polyline(points: list[tuple[int, float]], width: int = 320, height: int = 120) -> str:
+    """SVG polyline coordinates for a series, scaled into the box (drawn by the page, no JS)."""
+    if not points:
+        return ""
+    steps = np.array([p[0] for p in points], dtype=float)
+    values = np.array([p[1] for p in points], dtype=float)
+    x = (steps - steps.min()) / max(np.ptp(steps), 1e-12) * (width - 10) + 5
+    y = height - 5 - (values - values.min()) / max(np.ptp(values), 1e-12) * (height - 10)
+    return " ".join(f"{a:.1f},{b:.1f}" for a, b in zip(x, y, strict=True))

@@ -1,0 +1,171 @@
+"""The label queue: the page, the annotator session, next pair, submit, skip, undo, progress."""
+
+from __future__ import annotations
+
+import math
+
+from fastapi import APIRouter, Depends, HTTPException, Request, Response
+from fastapi.responses import HTMLResponse
+from pydantic import BaseModel, Field
+
+from rlkit.errors import InvalidLabelError
+from rlkit.human import security
+from rlkit.human.app import current_annotator, page, require_annotator, require_csrf
+from rlkit.human.store import (
+    MAX_ANNOTATOR_CHARS,
+    LabelConflictError,
+    LabelRecord,
+    LabelStore,
+    Progress,
+    Query,
+    UnknownQueryError,
+    check_annotator,
+)
+
+router = APIRouter()
+
+
+class SessionIn(BaseModel):
+    annotator: str = Field(min_length=1, max_length=MAX_ANNOTATOR_CHARS)
+
+
+class SessionOut(BaseModel):
+    annotator: str | None
+    csrf: str
+
+
+class ScaleOut(BaseModel):
+    name: str
+    levels: list[float]
+    names: list[str]
+
+
+class QueryOut(BaseModel):
+    id: int
+    left: list[int]
+    right: list[int]
+    left_media: str
+    right_media: str
+
+
+class ProgressOut(BaseModel):
+    done: int
+    remaining: int
+    total: int
+
+
+class NextOut(BaseModel):
+    query: QueryOut | None
+    progress: ProgressOut
+
+
+class LabelIn(BaseModel):
+    query_id: int = Field(ge=1, le=2**62)
+    value: float | None = Field(None, ge=0.0, le=1.0, description="a level of the scale; null = skip")
+
+
+class LabelOut(BaseModel):
+    id: int
+    query_id: int
+    annotator: str
+    value: float | None
+    created_at: float
+
+
+class SubmitOut(BaseModel):
+    label: LabelOut
+    progress: ProgressOut
+
+
+class UndoOut(BaseModel):
+    undone: LabelOut | None
+    query: QueryOut | None
+    progress: ProgressOut
+
+
+def _store(request: Request) -> LabelStore:
+    return request.app.state.store
+
+
+def _query_out(query: Query) -> QueryOut:
+    return QueryOut(id=query.id, left=list(query.left), right=list(query.right),
+                    left_media=query.left_media, right_media=query.right_media)
+
+
+def _progress_out(progress: Progress) -> ProgressOut:
+    return ProgressOut(done=progress.done, remaining=progress.remaining, total=progress.total)
+
+
+def _label_out(label: LabelRecord) -> LabelOut:
+    value = None if math.isnan(label.value) else label.value
+    return LabelOut(id=label.id, query_id=label.query_id, annotator=label.annotator, value=value,
+                    created_at=label.created_at)
+
+
+@router.get("/", response_class=HTMLResponse, include_in_schema=False)
+def label_page(request: Request) -> HTMLResponse:
+    scale = _store(request).scale
+    # Buttons run from "A much better" (key 1) to "B much better": the scale's levels reversed.
+    buttons = [(key, level, name) for key, (level, name) in
+               enumerate(zip(reversed(scale.levels), reversed(scale.names), strict=True), start=1)]
+    return page(request, "label.html", buttons=buttons, scale=scale)
+
+
+@router.get("/api/session", response_model=SessionOut)
+def get_session(request: Request) -> SessionOut:
+    """Who this browser is labelling as, and the CSRF token its POSTs must carry."""
+    return SessionOut(annotator=current_annotator(request),
+                      csrf=request.app.state.signer.csrf_token(request.state.visitor))
+
+
+@router.post("/api/session", response_model=SessionOut, dependencies=[Depends(require_csrf)])
+def start_session(body: SessionIn, request: Request, response: Response) -> SessionOut:
+    """Label as ``annotator`` from now on (a signed cookie; the id cannot be edited in the browser)."""
+    try:
+        annotator = check_annotator(body.annotator.strip())
+    except InvalidLabelError as error:
+        raise HTTPException(422, str(error)) from None
+    signer = request.app.state.signer
+    response.set_cookie(security.ANNOTATOR_COOKIE, signer.annotator_cookie(annotator),
+                        httponly=True, samesite="strict", max_age=30 * 24 * 3600)
+    return SessionOut(annotator=annotator, csrf=signer.csrf_token(request.state.visitor))
+
+
+@router.get("/api/scale", response_model=ScaleOut)
+def get_scale(request: Request) -> ScaleOut:
+    scale = _store(request).scale
+    return ScaleOut(name=scale.name, levels=list(scale.levels), names=list(scale.names))
+
+
+@router.get("/api/queue/next", response_model=NextOut)
+def next_pair(request: Request, annotator: str = Depends(require_annotator)) -> NextOut:
+    store = _store(request)
+    query = store.next_query(annotator)
+    return NextOut(query=None if query is None else _query_out(query),
+                   progress=_progress_out(store.progress(annotator)))
+
+
+@router.post("/api/labels", response_model=SubmitOut, dependencies=[Depends(require_csrf)])
+def submit_label(body: LabelIn, request: Request, annotator: str = Depends(require_annotator)) -> SubmitOut:
+    """Commit a label (or a skip) for the session's annotator; it is on disk when this returns."""
+    store = _store(request)
+    try:
+        label = store.submit(body.query_id, annotator, body.value, interface="web")
+    except UnknownQueryError as error:
+        raise HTTPException(404, str(error)) from None
+    except LabelConflictError as error:
+        raise HTTPException(409, str(error)) from None
+    except InvalidLabelError as error:
+        raise HTTPException(422, str(error)) from None
+    return SubmitOut(label=_label_out(label), progress=_progress_out(store.progress(annotator)))
+
+
+@router.post("/api/labels/undo", response_model=UndoOut, dependencies=[Depends(require_csrf)])
+def undo_label(request: Request, annotator: str = Depends(require_annotator)) -> UndoOut:
+    """Retract this annotator's latest label and return its pair, to be labelled again."""
+    store = _store(request)
+    undone = store.undo(annotator)
+    query = None if undone is None else store.query(undone.query_id)
+    return UndoOut(undone=None if undone is None else _label_out(undone),
+                   query=None if query is None else _query_out(query),
+                   progress=_progress_out(store.progress(annotator)))

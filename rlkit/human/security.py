@@ -1,0 +1,140 @@
+"""The web app's defences: bind policy, access token, CSRF tokens, signed sessions, body limits.
+
+- Binding anything but loopback without a token is refused before the server starts.
+- With a token, every request must carry it (``X-Rlkit-Token`` header or ``rlkit_token`` cookie;
+  ``?token=`` once sets the cookie).
+- State-changing requests are JSON POSTs carrying ``X-CSRF-Token``: an HMAC of the visitor's
+  SameSite=Strict session cookie that only a same-origin page can read.
+- The annotator id lives in a signed cookie, so one person cannot act under another's id by
+  editing it; the store never lets one annotator change another's labels.
+- Media is served only from the run's media folder (see ``safe_media_path``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import ipaddress
+import secrets
+from pathlib import Path
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from rlkit.errors import RlkitError
+
+TOKEN_HEADER = "x-rlkit-token"
+TOKEN_COOKIE = "rlkit_token"
+CSRF_HEADER = "x-csrf-token"
+VISITOR_COOKIE = "rlkit_visitor"
+ANNOTATOR_COOKIE = "rlkit_annotator"
+SECURITY_HEADERS = {
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "no-referrer",
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; media-src 'self'; "
+                               "style-src 'self'; script-src 'self'; frame-ancestors 'none'",
+}
+
+
+class UnsafeBindError(RlkitError):
+    """A non-loopback bind without an access token."""
+
+
+def check_bind(host: str, token: str | None) -> None:
+    """Refuse to expose the app beyond this machine without a token."""
+    if token:
+        return
+    try:
+        loopback = ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = host == "localhost"
+    if not loopback:
+        raise UnsafeBindError(
+            f"host={host!r} exposes the labelling app beyond this machine; set token=<16+ chars> "
+            "(annotators then open http://HOST:PORT/?token=...), or bind 127.0.0.1 and tunnel over SSH"
+        )
+
+
+class Signer:
+    """HMAC-SHA256 signatures with the run's secret (kept in the store, so restarts keep sessions)."""
+
+    def __init__(self, secret: str) -> None:
+        self._key = secret.encode()
+
+    def sign(self, purpose: str, value: str) -> str:
+        return hmac.new(self._key, f"{purpose}\x00{value}".encode(), hashlib.sha256).hexdigest()
+
+    def verify(self, purpose: str, value: str, signature: str) -> bool:
+        return hmac.compare_digest(self.sign(purpose, value), signature)
+
+    def annotator_cookie(self, annotator: str) -> str:
+        return f"{self.sign('annotator', annotator)}.{annotator}"
+
+    def annotator_from_cookie(self, cookie: str | None) -> str | None:
+        signature, _, annotator = (cookie or "").partition(".")
+        return annotator if annotator and self.verify("annotator", annotator, signature) else None
+
+    def csrf_token(self, visitor: str) -> str:
+        return self.sign("csrf", visitor)
+
+
+def new_secret() -> str:
+    return secrets.token_hex(32)
+
+
+def token_matches(expected: str, given: str | None) -> bool:
+    return given is not None and hmac.compare_digest(expected.encode(), given.encode())
+
+
+def safe_media_path(root: Path, name: str) -> Path | None:
+    """The file ``name`` inside ``root``, or None if it is missing or would leave the folder."""
+    if not name or "\x00" in name:
+        return None
+    root = root.resolve()
+    candidate = (root / name).resolve()
+    if not candidate.is_relative_to(root) or not candidate.is_file():
+        return None
+    return candidate
+
+
+class BodyLimitMiddleware:
+    """Refuse request bodies above ``max_bytes`` (declared or streamed) with 413, before parsing."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope["headers"]).get(b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
+            await _send_413(send, self.max_bytes)
+            return
+        seen = 0
+
+        async def limited_receive() -> Message:
+            nonlocal seen
+            message = await receive()
+            seen += len(message.get("body", b""))
+            if seen > self.max_bytes:
+                raise BodyTooLargeError
+            return message
+
+        try:
+            await self.app(scope, limited_receive, send)
+        except BodyTooLargeError:
+            await _send_413(send, self.max_bytes)
+
+
+class BodyTooLargeError(Exception):
+    """A streamed body that passed its limit."""
+
+
+async def _send_413(send: Send, max_bytes: int) -> None:
+    body = f'{{"detail": "request body over the {max_bytes}-byte limit"}}'.encode()
+    await send({"type": "http.response.start", "status": 413,
+                "headers": [(b"content-type", b"application/json"),
+                            (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})

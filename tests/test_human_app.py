@@ -1,0 +1,160 @@
+"""The web app over HTTP (in process): the label queue API, its pages, and its defences."""
+
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+
+from rlkit.human import LabelStore
+from rlkit.human.app import create_app
+from rlkit.human.security import UnsafeBindError, check_bind
+from rlkit.human.settings import ServeConfig
+from tests.test_human_store import make_pairs, make_trajectories
+
+pytestmark = pytest.mark.server
+
+
+def login(client: TestClient, annotator: str) -> dict[str, str]:
+    """Start a session the way the page does; returns the headers its POSTs carry."""
+    csrf = client.get("/api/session").json()["csrf"]
+    response = client.post("/api/session", json={"annotator": annotator}, headers={"X-CSRF-Token": csrf})
+    assert response.status_code == 200, response.text
+    return {"X-CSRF-Token": csrf}
+
+
+@pytest.fixture
+def run(tmp_path):
+    store = LabelStore(tmp_path)
+    ids = store.add_queries(make_pairs(make_trajectories(), 4), redundancy=2,
+                            media=([f"l{i}.gif" for i in range(4)], [f"r{i}.gif" for i in range(4)]))
+    media = tmp_path / "media"
+    media.mkdir()
+    (media / "l0.gif").write_bytes(b"GIF89a")
+    (tmp_path / "secret.txt").write_text("not for annotators")
+    return store, ids, create_app(store, ServeConfig(run_dir=str(tmp_path)))
+
+
+def test_label_submit_skip_undo_and_progress(run):
+    store, ids, app = run
+    client = TestClient(app)
+    headers = login(client, "ann")
+    first = client.get("/api/queue/next").json()
+    assert first["query"]["id"] == ids[0] and first["query"]["left_media"] == "l0.gif"
+    assert first["progress"] == {"done": 0, "remaining": 4, "total": 4}
+    done = client.post("/api/labels", json={"query_id": int(ids[0]), "value": 1.0}, headers=headers)
+    assert done.status_code == 200 and done.json()["label"]["annotator"] == "ann"
+    skip = client.post("/api/labels", json={"query_id": int(ids[1]), "value": None}, headers=headers)
+    assert skip.json()["label"]["value"] is None and skip.json()["progress"]["done"] == 2
+    again = client.post("/api/labels", json={"query_id": int(ids[0]), "value": 0.0}, headers=headers)
+    assert again.status_code == 409 and "undo it" in again.json()["detail"]
+    off_scale = client.post("/api/labels", json={"query_id": int(ids[2]), "value": 0.3}, headers=headers)
+    assert off_scale.status_code == 422 and "not on the 'five' scale" in off_scale.json()["detail"]
+    missing = client.post("/api/labels", json={"query_id": 999, "value": 1.0}, headers=headers)
+    assert missing.status_code == 404
+    undo = client.post("/api/labels/undo", json={}, headers=headers).json()
+    assert undo["undone"]["query_id"] == ids[1] and undo["query"]["id"] == ids[1]
+    assert [(r.annotator, r.value) for r in store.live_labels()] == [("ann", 1.0)]
+
+
+def test_pages_render_the_scale_as_named_buttons_with_keys(run):
+    _, _, app = run
+    client = TestClient(app)
+    assert 'id="login"' in client.get("/").text  # no annotator yet: the login form
+    login(client, "ann")
+    html = client.get("/").text
+    assert '<kbd>1</kbd> A much better' in html and '<kbd>5</kbd> B much better' in html
+    assert 'data-key="1" data-value="1.0"' in html and 'data-key="5" data-value="0.0"' in html
+    assert "labelling as <b id=\"annotator-name\">ann</b>" in html
+    scale = client.get("/api/scale").json()
+    assert scale["name"] == "five" and scale["levels"] == [0.0, 0.2, 0.5, 0.8, 1.0]
+    assert "no labels yet" in client.get("/dashboard").text
+
+
+def test_posts_need_the_csrf_token_and_a_signed_annotator(run):
+    store, ids, app = run
+    client = TestClient(app)
+    refused = client.post("/api/session", json={"annotator": "ann"})
+    assert refused.status_code == 403 and "X-CSRF-Token" in refused.json()["detail"]
+    headers = login(client, "ann")
+    wrong = client.post("/api/labels", json={"query_id": int(ids[0]), "value": 1.0},
+                        headers={"X-CSRF-Token": "0" * 64})
+    assert wrong.status_code == 403
+    # An edited annotator cookie (claiming to be bob) is not a session.
+    cookie = client.cookies.get("rlkit_annotator")
+    client.cookies.delete("rlkit_annotator")
+    client.cookies.set("rlkit_annotator", cookie.rsplit(".", 1)[0] + ".bob")
+    forged = client.post("/api/labels", json={"query_id": int(ids[0]), "value": 1.0}, headers=headers)
+    assert forged.status_code == 401
+    # Another browser's CSRF token does not work with this browser's cookies.
+    other = TestClient(app)
+    other_headers = login(other, "bob")
+    visitor = client.cookies.get("rlkit_visitor")
+    other.cookies.delete("rlkit_visitor")
+    other.cookies.set("rlkit_visitor", visitor)
+    assert other.post("/api/labels/undo", json={}, headers=other_headers).status_code == 403
+    assert store.live_labels() == []
+
+
+def test_annotators_cannot_touch_each_others_labels(run):
+    store, ids, app = run
+    ann, bob = TestClient(app), TestClient(app)
+    ann_headers, bob_headers = login(ann, "ann"), login(bob, "bob")
+    ann.post("/api/labels", json={"query_id": int(ids[0]), "value": 1.0}, headers=ann_headers)
+    bob.post("/api/labels", json={"query_id": int(ids[0]), "value": 0.0}, headers=bob_headers)
+    assert bob.post("/api/labels/undo", json={}, headers=bob_headers).json()["undone"]["value"] == 0.0
+    assert bob.post("/api/labels/undo", json={}, headers=bob_headers).json()["undone"] is None
+    assert [(r.annotator, r.value) for r in store.live_labels()] == [("ann", 1.0)]
+
+
+def test_media_is_served_only_from_the_media_folder(run):
+    _, _, app = run
+    client = TestClient(app)
+    assert client.get("/media/l0.gif").content == b"GIF89a"
+    for name in ("../secret.txt", "..%2Fsecret.txt", "%2e%2e/secret.txt", "/etc/passwd", "nope.gif"):
+        response = client.get(f"/media/{name}")
+        assert response.status_code == 404, name
+        assert b"not for annotators" not in response.content
+
+
+def test_limits_on_bodies_and_ids_and_security_headers(run):
+    _, _, app = run
+    client = TestClient(app)
+    headers = login(client, "ann")
+    huge = client.post("/api/labels", content=b"x" * 70_000,
+                       headers=headers | {"Content-Type": "application/json"})
+    assert huge.status_code == 413 and "byte limit" in huge.json()["detail"]
+    long_name = client.post("/api/session", json={"annotator": "a" * 65}, headers=headers)
+    assert long_name.status_code == 422
+    response = client.get("/api/scale")
+    assert response.headers["X-Frame-Options"] == "DENY"
+    assert "script-src 'self'" in response.headers["Content-Security-Policy"]
+
+
+def test_a_token_guards_every_request_and_non_loopback_binds_need_one(tmp_path):
+    with pytest.raises(UnsafeBindError, match="host='0.0.0.0'"):
+        check_bind("0.0.0.0", None)
+    check_bind("127.0.0.1", None)
+    check_bind("::1", None)
+    check_bind("0.0.0.0", "t" * 16)
+    token = "correct-horse-battery"
+    app = create_app(LabelStore(tmp_path), ServeConfig(run_dir=str(tmp_path), token=token))
+    client = TestClient(app)
+    assert client.get("/api/scale").status_code == 401
+    assert client.get("/api/scale", headers={"X-Rlkit-Token": "wrong-token-123456"}).status_code == 401
+    assert client.get("/api/scale", headers={"X-Rlkit-Token": token}).status_code == 200
+    entry = client.get(f"/?token={token}", follow_redirects=False)
+    assert entry.status_code == 303 and "token" not in entry.headers["location"]
+    assert client.get("/api/scale").status_code == 200  # the cookie now carries it
+
+
+def test_sessions_survive_a_server_restart(tmp_path):
+    """The signing secret is kept in the store, so a restarted server knows its annotators."""
+    store = LabelStore(tmp_path)
+    (query_id,) = store.add_queries(make_pairs(make_trajectories(), 1))
+    client = TestClient(create_app(store))
+    headers = login(client, "ann")
+    store.close()
+    restarted = LabelStore(tmp_path)
+    client.app = create_app(restarted)
+    assert client.post("/api/labels", json={"query_id": int(query_id), "value": 0.8},
+                       headers=headers).status_code == 200
+    assert np.isclose(restarted.live_labels()[0].value, 0.8)
