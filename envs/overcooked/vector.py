@@ -28,7 +28,11 @@ class OvercookedVecEnv:
 
     metadata = {"render_modes": ["rgb_array"]}
 
-    def __init__(self, num_games: int, render_mode: str | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self, num_games: int, render_mode: str | None = None, *, keep_features: bool = False, **kwargs: Any
+    ) -> None:
+        """``keep_features``: store every step's ``features()`` before auto-reset in ``last_features``
+        (reward shapers need the final state of a finished game, which ``features()`` no longer has)."""
         if isinstance(num_games, bool) or not isinstance(num_games, int) or num_games < 1:
             raise ValueError(f"num_games must be a positive int, got {num_games!r}")
         config = OvercookedConfig.from_kwargs(**kwargs)
@@ -62,6 +66,8 @@ class OvercookedVecEnv:
         self._started = False
         self._pending: np.ndarray | None = None
         self._painter: Painter | None = None
+        self.keep_features = keep_features
+        self.last_features: dict[str, np.ndarray] | None = None
 
     def reset(self) -> np.ndarray:
         for kitchen in self._kitchens:
@@ -96,6 +102,8 @@ class OvercookedVecEnv:
         truncated = ~terminated & (self._t >= self.config.max_steps)
         ended = terminated | truncated
         dones = np.repeat(ended, n_agents)
+        if self.keep_features:
+            self.last_features = features(kitchens)
         infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
         for g in np.flatnonzero(ended).tolist():
             for row in range(g * n_agents, (g + 1) * n_agents):

@@ -1,0 +1,8 @@
+"""Multi-agent PPO for PettingZoo parallel envs on SB3's parts: IPPO and a parameter-shared variant."""
+
+from rlkit.marl.checkpoint import load_checkpoint, save_checkpoint
+from rlkit.marl.ppo import MarlConfig, MultiAgentPPO
+from rlkit.marl.rows import AgentRows, OvercookedRows, ParallelEnvRows, RowStep
+
+__all__ = ["AgentRows", "MarlConfig", "MultiAgentPPO", "OvercookedRows", "ParallelEnvRows", "RowStep",
+           "load_checkpoint", "save_checkpoint"]
