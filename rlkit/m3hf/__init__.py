@@ -4,8 +4,12 @@
   (the env describing itself), ``FeedbackParser`` (the parsers' protocol).
 - ``templates``: ``compile_term`` — a spec's template as a vectorised function of the env state.
 - ``parser_rule``: ``RuleParser``, the offline deterministic parser.
+- ``parser_llm``: ``LLMParser`` (any OpenAI-compatible server; validated, repaired once, retried,
+  falls back to the ``RuleParser``, every decision logged and recorded); ``make_parser`` picks one.
+- ``prompt``: the LLM's instructions built from the scene and the template catalogue.
 """
 
+from rlkit.m3hf.parser_llm import LLMConfig, LLMParser, ParseDecision, make_parser
 from rlkit.m3hf.parser_rule import RuleParser
 from rlkit.m3hf.specs import TEMPLATE_PARAMS, FeedbackParser, RewardSpec, Scene, validate_specs
 from rlkit.m3hf.templates import compile_term
@@ -13,9 +17,13 @@ from rlkit.m3hf.templates import compile_term
 __all__ = [
     "TEMPLATE_PARAMS",
     "FeedbackParser",
+    "LLMConfig",
+    "LLMParser",
+    "ParseDecision",
     "RewardSpec",
     "RuleParser",
     "Scene",
     "compile_term",
+    "make_parser",
     "validate_specs",
 ]

@@ -1,0 +1,228 @@
+"""``LLMParser``: feedback to ``RewardSpec`` through any OpenAI-compatible chat server, never trusted.
+
+The model answers one JSON object (``prompt.ParsedFeedback``), validated by pydantic against the
+spec schema and the env's scene. What can go wrong, and what happens:
+
+- API error (timeout, connection, HTTP 429 / 5xx): retried ``api_retries`` times with exponential
+  backoff (``backoff_s * backoff_factor ** k``), then the ``fallback`` parser (``RuleParser``);
+- any other HTTP error (400, 401, 404): no retry, fallback;
+- invalid JSON or a schema / bounds / name violation: ``repair_retries`` (default 1) follow-up
+  requests carrying the validation error, then fallback.
+
+Every failure is logged (``logging`` warnings on ``rlkit.m3hf.parser_llm``) and recorded: each
+``parse`` leaves a ``ParseDecision`` (``parser.decisions``, also returned by ``parse_recorded``)
+listing every attempt. Nothing the model writes is executed. ``make_parser(config)`` gives the
+``RuleParser`` when there is neither an API key nor a ``base_url`` (offline and deterministic).
+
+    parser = LLMParser(LLMConfig(model="llama3.1", base_url="http://localhost:11434/v1"))
+    specs = parser.parse("Green agent, go to the tomato", Scene.from_env(env))
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal
+
+import openai
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from rlkit.m3hf.parser_rule import RuleParser
+from rlkit.m3hf.prompt import ParsedFeedback, build_messages, repair_message, response_schema
+from rlkit.m3hf.specs import FeedbackParser, RewardSpec, Scene
+
+log = logging.getLogger(__name__)
+
+_RETRYABLE = (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError)  # timeouts too
+
+
+class LLMConfig(BaseModel):
+    """Where the model lives and how patient to be; ``api_key`` None reads ``OPENAI_API_KEY``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: str = "gpt-4o-mini"
+    base_url: str | None = None
+    api_key: str | None = Field(None, repr=False)
+    timeout_s: float = Field(30.0, gt=0.0)
+    api_retries: int = Field(2, ge=0, le=10)
+    backoff_s: float = Field(1.0, ge=0.0)
+    backoff_factor: float = Field(2.0, ge=1.0)
+    repair_retries: int = Field(1, ge=0, le=5)
+    temperature: float = Field(0.0, ge=0.0, le=2.0)
+    response_format: Literal["json_object", "json_schema", "none"] = "json_object"
+
+    def resolved_api_key(self) -> str | None:
+        return self.api_key or os.environ.get("OPENAI_API_KEY") or None
+
+
+AttemptOutcome = Literal["ok", "api_error", "invalid_json", "invalid_spec", "empty"]
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One request to the model and what came of it."""
+
+    outcome: AttemptOutcome
+    detail: str = ""
+
+
+@dataclass
+class ParseDecision:
+    """The record of one ``parse``: every attempt, who produced the specs, and why."""
+
+    text: str
+    attempts: list[Attempt] = field(default_factory=list)
+    parser: Literal["llm", "fallback"] = "llm"
+    reason: str = ""
+    specs: list[RewardSpec] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "text": self.text,
+            "parser": self.parser,
+            "reason": self.reason,
+            "attempts": [{"outcome": a.outcome, "detail": a.detail} for a in self.attempts],
+            "specs": [spec.model_dump(mode="json") for spec in self.specs],
+        }
+
+
+class _GiveUp(Exception):
+    """The API failed for good on this request."""
+
+
+class LLMParser:
+    """Parse feedback with an LLM through the ``openai`` SDK; fall back to ``fallback`` on failure."""
+
+    def __init__(
+        self,
+        config: LLMConfig | None = None,
+        fallback: FeedbackParser | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.config = config or LLMConfig()
+        self.fallback = fallback or RuleParser()
+        self.decisions: list[ParseDecision] = []
+        self._sleep = sleep
+        self._client = openai.OpenAI(
+            base_url=self.config.base_url,
+            api_key=self.config.resolved_api_key() or "no-key-local-server",
+            timeout=self.config.timeout_s,
+            max_retries=0,  # retries are ours, so each one is logged and recorded
+        )
+
+    def parse(self, text: str, scene: Scene) -> list[RewardSpec]:
+        return self.parse_recorded(text, scene).specs
+
+    def parse_recorded(self, text: str, scene: Scene) -> ParseDecision:
+        """Parse, and return the full record of how (also appended to ``self.decisions``)."""
+        decision = ParseDecision(text=text)
+        self.decisions.append(decision)
+        messages = build_messages(text, scene)
+        for repair in range(self.config.repair_retries + 1):
+            try:
+                content = self._complete(messages, decision)
+            except _GiveUp as error:
+                return self._fall_back(decision, scene, f"API failed: {error}")
+            try:
+                decision.specs = _validated(content, scene)
+            except ValueError as error:
+                outcome: AttemptOutcome = (
+                    "invalid_json" if isinstance(error, json.JSONDecodeError) else "invalid_spec"
+                )
+                detail = _short(error)
+                decision.attempts.append(Attempt(outcome, detail))
+                log.warning("LLM output rejected (%s, try %d): %s", outcome, repair + 1, detail)
+                messages = [*messages, {"role": "assistant", "content": content}, repair_message(detail)]
+                continue
+            decision.attempts.append(Attempt("ok", f"{len(decision.specs)} spec(s)"))
+            decision.reason = "valid output" if repair == 0 else "valid output after repair"
+            log.info("LLM parsed %r into %d spec(s) (%s)", text, len(decision.specs), decision.reason)
+            return decision
+        return self._fall_back(decision, scene, "output still invalid after repair")
+
+    def _complete(self, messages: list[dict[str, str]], decision: ParseDecision) -> str:
+        """One model answer, with API errors retried under backoff; ``_GiveUp`` when out of tries."""
+        config = self.config
+        for attempt in range(config.api_retries + 1):
+            try:
+                response = self._client.chat.completions.create(
+                    model=config.model,
+                    messages=messages,  # type: ignore[arg-type]
+                    temperature=config.temperature,
+                    **self._format(),
+                )
+            except openai.APIError as error:
+                detail = f"{type(error).__name__}: {_short(error)}"
+                decision.attempts.append(Attempt("api_error", detail))
+                retryable = isinstance(error, _RETRYABLE)
+                if not retryable or attempt == config.api_retries:
+                    log.warning(
+                        "LLM request failed (%s), giving up: %s", "final" if retryable else "fatal", detail
+                    )
+                    raise _GiveUp(detail) from error
+                delay = config.backoff_s * config.backoff_factor**attempt
+                log.warning("LLM request failed (try %d), retrying in %.3g s: %s", attempt + 1, delay, detail)
+                self._sleep(delay)
+                continue
+            content = response.choices[0].message.content if response.choices else None
+            if not content:
+                decision.attempts.append(Attempt("empty", "the model answered no content"))
+                log.warning("LLM answered no content")
+                return ""
+            return content
+        raise AssertionError("unreachable: the loop returns or raises")
+
+    def _format(self) -> dict[str, object]:
+        if self.config.response_format == "none":
+            return {}
+        if self.config.response_format == "json_object":
+            return {"response_format": {"type": "json_object"}}
+        schema = {"name": "reward_specs", "schema": response_schema(), "strict": False}
+        return {"response_format": {"type": "json_schema", "json_schema": schema}}
+
+    def _fall_back(self, decision: ParseDecision, scene: Scene, reason: str) -> ParseDecision:
+        decision.parser, decision.reason = "fallback", reason
+        decision.specs = self.fallback.parse(decision.text, scene)
+        log.warning(
+            "LLM parser fell back to %s for %r (%s): %d spec(s)",
+            type(self.fallback).__name__,
+            decision.text,
+            reason,
+            len(decision.specs),
+        )
+        return decision
+
+
+def _validated(content: str, scene: Scene) -> list[RewardSpec]:
+    """The specs in a model answer; ``json.JSONDecodeError`` / ``ValidationError`` (both ValueError)."""
+    data = json.loads(content)
+    if isinstance(data, list):  # a bare list of specs is accepted as the same thing
+        data = {"specs": data}
+    return list(ParsedFeedback.model_validate(data, context={"scene": scene}).specs)
+
+
+def _short(error: Exception, limit: int = 600) -> str:
+    text = str(error) if not isinstance(error, ValidationError) else _validation_summary(error)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _validation_summary(error: ValidationError) -> str:
+    """Field and message per problem, without pydantic's URLs: what the repair request shows."""
+    return "; ".join(
+        f"{'.'.join(str(part) for part in issue['loc']) or '(root)'}: {issue['msg']}"
+        for issue in error.errors()
+    )
+
+
+def make_parser(config: LLMConfig | None = None) -> FeedbackParser:
+    """The LLM parser when a key or a server is configured, else the offline ``RuleParser``."""
+    config = config or LLMConfig()
+    if config.resolved_api_key() is None and config.base_url is None:
+        log.info("no OPENAI_API_KEY and no base_url: parsing feedback with the offline RuleParser")
+        return RuleParser()
+    return LLMParser(config)
