@@ -8,7 +8,6 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
-from gymnasium import spaces
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from rlkit.ail import (
@@ -23,23 +22,7 @@ from rlkit.ail import (
 )
 from rlkit.ail import checkpoints as checkpoints_module
 from rlkit.errors import FileFormatError, InvalidDataError
-
-
-class Point(gym.Env[np.ndarray, np.ndarray]):
-    """Move a point on [-1, 1] towards 0; reward -|x|; 20 steps. Learnable in a few hundred steps."""
-
-    observation_space = spaces.Box(-1.0, 1.0, (1,), np.float32)
-    action_space = spaces.Box(-1.0, 1.0, (1,), np.float32)
-
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        super().reset(seed=seed)
-        self.x, self.t = float(self.np_random.uniform(-1, 1)), 0
-        return np.array([self.x], np.float32), {}
-
-    def step(self, action: np.ndarray):
-        self.x = float(np.clip(self.x + 0.25 * float(np.clip(action[0], -1, 1)), -1, 1))
-        self.t += 1
-        return np.array([self.x], np.float32), -abs(self.x), False, self.t >= 20, {}
+from tests.tiny_envs import Point
 
 
 def expert(obs: np.ndarray) -> np.ndarray:

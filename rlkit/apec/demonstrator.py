@@ -1,0 +1,177 @@
+"""Suboptimal demonstrations: train a demonstrator with SB3, keep its checkpoints, and take the
+demos from the checkpoint whose return is closest to a chosen fraction of the best one.
+
+APEC imitates one or a few demonstrations at about 50-80% of the expert's return; the achieved
+fraction is measured and recorded, not assumed. The demonstrator's own checkpoints are also a
+source of diverse trajectories for the held-out evaluation set.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.vec_env import VecEnv
+
+from rlkit.ail.demos import demos_from_policy, save_demos
+from rlkit.data import Trajectory, collect_trajectories
+from rlkit.errors import FileFormatError, InvalidDataError
+from rlkit.io import atomic_write_json
+
+VenvFactory = Callable[[int], VecEnv]
+"""Builds a fresh VecEnv from a seed; every stage of the APEC pipeline gets its envs this way."""
+
+
+@dataclass(frozen=True)
+class DemonstratorConfig:
+    """``target_fraction`` of the best checkpoint's return; ``eval_episodes`` per checkpoint.
+
+    ``baseline``: the return that counts as 0% — ``"zero"`` (MuJoCo locomotion, returns > 0) or
+    ``"random"`` (the random policy's mean return, for envs whose returns are negative)."""
+
+    algo: str = "sac"
+    total_timesteps: int = 100_000
+    checkpoint_every: int = 10_000
+    target_fraction: float = 0.65
+    n_demos: int = 1
+    eval_episodes: int = 3
+    seed: int = 0
+    kwargs: tuple[tuple[str, Any], ...] = ()
+    baseline: str = "zero"
+
+    def __post_init__(self) -> None:
+        for name in ("total_timesteps", "checkpoint_every", "n_demos", "eval_episodes"):
+            if getattr(self, name) < 1:
+                raise InvalidDataError(f"DemonstratorConfig.{name} must be >= 1, got {getattr(self, name)}")
+        if self.baseline not in ("zero", "random"):
+            raise InvalidDataError(f"baseline must be 'zero' or 'random', got {self.baseline!r}")
+        if not 0.0 < self.target_fraction <= 1.0:
+            raise InvalidDataError(f"target_fraction must be in (0, 1], got {self.target_fraction}")
+
+
+@dataclass(frozen=True)
+class DemoReport:
+    """What was chosen and what it achieved: ``fraction`` = (demo return - baseline) / (best -
+    baseline), with the mean demo return."""
+
+    checkpoint: str
+    checkpoint_step: int
+    checkpoint_returns: dict[str, float]
+    best_return: float
+    baseline_return: float
+    target_fraction: float
+    demo_returns: list[float]
+    fraction: float
+
+
+class _SaveEvery(BaseCallback):
+    """Save the model every ``every`` steps as ``step_<n>.zip`` (SB3's own format)."""
+
+    def __init__(self, directory: Path, every: int) -> None:
+        super().__init__()
+        self.directory, self.every, self.next_save = directory, every, every
+
+    def _on_step(self) -> bool:
+        if self.num_timesteps >= self.next_save:
+            self.model.save(self.directory / f"step_{self.num_timesteps:09d}.zip")
+            self.next_save += self.every
+        return True
+
+
+def train_demonstrator(make_venv: VenvFactory, config: DemonstratorConfig, out_dir: str | os.PathLike[str],
+                       algorithms: dict[str, type[BaseAlgorithm]]) -> list[Path]:
+    """Train on the true reward, saving a checkpoint every ``checkpoint_every`` steps; returns them."""
+    directory = Path(out_dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    venv = make_venv(config.seed)
+    try:
+        model = algorithms[config.algo]("MlpPolicy", venv, seed=config.seed, device="cpu", verbose=0,
+                                        **dict(config.kwargs))
+        model.learn(config.total_timesteps, callback=_SaveEvery(directory, config.checkpoint_every))
+    finally:
+        venv.close()
+    return demonstrator_checkpoints(directory)
+
+
+def demonstrator_checkpoints(directory: str | os.PathLike[str]) -> list[Path]:
+    """The saved ``step_*.zip`` files in step order."""
+    return sorted(Path(directory).glob("step_*.zip"))
+
+
+def checkpoint_step(path: Path) -> int:
+    try:
+        return int(path.stem.removeprefix("step_"))
+    except ValueError:
+        raise FileFormatError(f"{path}: not a demonstrator checkpoint (step_<n>.zip)") from None
+
+
+def suboptimal_demos(make_venv: VenvFactory, checkpoints: list[Path], config: DemonstratorConfig,
+                     algorithms: dict[str, type[BaseAlgorithm]], rng: np.random.Generator,
+                     ) -> tuple[list[Trajectory], DemoReport]:
+    """Score every checkpoint (deterministic episodes), pick the one nearest ``target_fraction``
+    of the best score, and roll out ``n_demos`` deterministic demos from it."""
+    if not checkpoints:
+        raise InvalidDataError("checkpoints is empty: train a demonstrator first")
+    venv = make_venv(config.seed + 1)
+    try:
+        scores = {}
+        for k, path in enumerate(checkpoints):
+            model = _load(algorithms[config.algo], path)
+            episodes = demos_from_policy(venv, model, config.eval_episodes, rng, seed=config.seed + 100 + k)
+            scores[path.name] = float(np.mean([t.ret for t in episodes]))
+        best = max(scores.values())
+        base = 0.0
+        if config.baseline == "random":
+            randoms = collect_trajectories(venv, None, rng, n_episodes=config.eval_episodes,
+                                           seed=config.seed + 99)[: config.eval_episodes]
+            base = float(np.mean([t.ret for t in randoms]))
+        if best <= base:
+            raise InvalidDataError(
+                f"the demonstrator's best checkpoint return {best:.4g} is not above the baseline "
+                f"({config.baseline}: {base:.4g}), so a fraction of it is undefined (train longer, "
+                "or use baseline='random' for an env with negative returns)"
+            )
+        target = base + config.target_fraction * (best - base)
+        name = min(scores, key=lambda n: abs(scores[n] - target))
+        path = next(p for p in checkpoints if p.name == name)
+        demos = demos_from_policy(venv, _load(algorithms[config.algo], path), config.n_demos, rng,
+                                  seed=config.seed + 1000)
+    finally:
+        venv.close()
+    returns = [float(t.ret) for t in demos]
+    report = DemoReport(
+        checkpoint=name, checkpoint_step=checkpoint_step(path), checkpoint_returns=scores,
+        best_return=best, baseline_return=base, target_fraction=config.target_fraction,
+        demo_returns=returns, fraction=(float(np.mean(returns)) - base) / (best - base),
+    )
+    return demos, report
+
+
+def save_demo_set(demos: list[Trajectory], report: DemoReport, out_dir: str | os.PathLike[str]) -> Path:
+    """``demos.npz`` + ``demos.json`` (the report) in ``out_dir``; returns the npz path."""
+    directory = Path(out_dir)
+    path = save_demos(demos, directory / "demos.npz")
+    atomic_write_json(directory / "demos.json", asdict(report))
+    return path
+
+
+def read_demo_report(out_dir: str | os.PathLike[str]) -> DemoReport:
+    path = Path(out_dir) / "demos.json"
+    try:
+        return DemoReport(**json.loads(path.read_text()))
+    except (OSError, ValueError, TypeError) as error:
+        raise FileFormatError(f"{path}: not a demo report ({error})") from None
+
+
+def _load(algo: type[BaseAlgorithm], path: Path) -> BaseAlgorithm:
+    try:
+        return algo.load(path, device="cpu")
+    except Exception as error:  # zipfile, torch and SB3 each raise their own kinds
+        raise FileFormatError(f"{path}: cannot be loaded ({error})") from None

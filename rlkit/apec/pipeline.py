@@ -1,0 +1,308 @@
+"""``rlkit apec``: demos -> AIL with checkpoints -> rollouts -> pairs -> reward models -> policies
+-> evaluation, for APEC and its baselines on the same demos, AIL run and held-out set.
+
+Every stage writes its outputs under the run directory and is skipped when they are already
+there, so a killed run started again with the same ``--run-dir`` goes on where it stopped (the AIL
+stage resumes from its last checkpoint). Layout::
+
+    demos/        demos.npz, demos.json, demonstrator/step_*.zip
+    ail/          round_*/ (generator, discriminator, diagnostics), resume/
+    rollouts/     store.npz, index.npz (checkpoint index and OT distance per trajectory)
+    datasets/     <method>.npz/.json      rewards/ <method>/ (safetensors + JSON)
+    heldout/      store.npz, sources.npz  metrics.json (per method)  policies/<method>.zip
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from stable_baselines3.common.env_util import make_vec_env
+
+from envs.fixed_horizon import make_fixed_horizon
+from rlkit.ail import AILConfig, AILTrainer, CheckpointStore, DiscriminatorConfig, load_demos, save_demos
+from rlkit.apec.config import ApecConfig, ApecEnvConfig, DemosSettings
+from rlkit.apec.demonstrator import (
+    DemonstratorConfig,
+    VenvFactory,
+    checkpoint_step,
+    demonstrator_checkpoints,
+    save_demo_set,
+    suboptimal_demos,
+    train_demonstrator,
+)
+from rlkit.apec.drex import DrexConfig, drex_pairs, noisy_rollouts, train_bc
+from rlkit.apec.evaluation import heldout_metrics, heldout_store, true_return_pairs
+from rlkit.apec.pairs import PairConfig, demo_ot_distances, ot_only_pairs, select_pairs
+from rlkit.apec.rollouts import RolloutConfig, policy_rollouts
+from rlkit.data import Trajectory, TrajectoryStore
+from rlkit.data.store import load_npz
+from rlkit.errors import InvalidDataError
+from rlkit.feedback import PreferenceDataset
+from rlkit.io import atomic_write_bytes, atomic_write_json
+from rlkit.logging import Logger
+from rlkit.pipeline.agent import EpisodeLog, EpisodeLogCallback
+from rlkit.pipeline.steps import ALGORITHMS, make_agent, trainer_config
+from rlkit.reward import RewardNet, RewardTrainer, build_reward_net, load_reward_model, save_reward_model
+from rlkit.reward.nets import TorchRewardFn
+from rlkit.reward.normalize import NormalizedReward, RunningNorm
+from rlkit.wrappers import RewardVecEnvWrapper
+
+
+def venv_factory(env: ApecEnvConfig) -> VenvFactory:
+    """Fixed-horizon (absorbing state) envs when ``horizon`` is set, as APEC uses."""
+    def one() -> gym.Env[Any, Any]:
+        if env.horizon is None:
+            return gym.make(env.id, **env.kwargs)
+        return make_fixed_horizon(env.id, env.horizon, **env.kwargs)
+
+    return lambda seed: make_vec_env(one, n_envs=env.n_envs, seed=seed)
+
+
+def demonstrator_config(settings: DemosSettings, seed: int) -> DemonstratorConfig:
+    return DemonstratorConfig(
+        algo=settings.algo, total_timesteps=settings.total_timesteps,
+        checkpoint_every=settings.checkpoint_every, target_fraction=settings.target_fraction,
+        n_demos=settings.n_demos, eval_episodes=settings.eval_episodes, seed=seed, baseline=settings.baseline,
+        kwargs=tuple(settings.kwargs.items()),
+    )
+
+
+def run_demos(env: ApecEnvConfig, settings: DemosSettings, seed: int, out_dir: Path,
+              logger: Logger | None = None) -> list[Trajectory]:
+    """The demos stage (``rlkit demos``): given demos are checked and copied, else trained for."""
+    make_venv = venv_factory(env)
+    if (out_dir / "demos.npz").is_file():
+        return load_demos(out_dir / "demos.npz")
+    if settings.path is not None:
+        demos = load_demos(settings.path)
+        save_demos(demos, out_dir / "demos.npz")
+        return demos
+    config = demonstrator_config(settings, seed)
+    checkpoints = demonstrator_checkpoints(out_dir / "demonstrator")
+    trained = bool(checkpoints) and (
+        checkpoint_step(checkpoints[-1]) + settings.checkpoint_every > settings.total_timesteps)
+    if not trained:  # never started, or killed part way: train again from scratch
+        checkpoints = train_demonstrator(make_venv, config, out_dir / "demonstrator", ALGORITHMS)
+    demos, report = suboptimal_demos(make_venv, checkpoints, config, ALGORITHMS,
+                                     np.random.default_rng(seed))
+    save_demo_set(demos, report, out_dir)
+    if logger is not None:
+        logger.log({"demos/return": float(np.mean(report.demo_returns)), "demos/fraction": report.fraction,
+                    "demos/best_return": report.best_return}, step=0)
+    return demos
+
+
+def run_apec(config: ApecConfig, run_dir: Path, logger: Logger | None = None) -> dict[str, Any]:
+    """Every stage in order; returns (and writes to ``metrics.json``) the per-method results."""
+    make_venv = venv_factory(config.env)
+    demos = run_demos(config.env, config.demos, config.seed, run_dir / "demos", logger)
+    checkpoints = run_ail(config, make_venv, demos, run_dir / "ail", logger)
+    store, index, distances = run_rollouts(config, make_venv, checkpoints, demos, run_dir / "rollouts")
+    space_venv = make_venv(config.seed)
+    observation_space, action_space = space_venv.observation_space, space_venv.action_space
+    space_venv.close()
+
+    rewards: dict[str, Any] = {}
+    training: dict[str, Any] = {}
+    for method in config.methods:
+        if method == "raw_ail":
+            rewards[method] = checkpoints.load(checkpoints.rounds()[-1]).discriminator.reward_net
+            continue
+        dataset = _cached_dataset(run_dir / "datasets" / method, lambda m=method: build_dataset(
+            m, config, make_venv, demos, store, index, distances))
+        rewards[method], training[method] = _cached_reward(
+            run_dir / "rewards" / method, config, dataset, observation_space, action_space)
+
+    heldout, heldout_pairs, labels = run_heldout(config, make_venv, checkpoints, run_dir)
+    results: dict[str, Any] = {"methods": {}, "demos": _demo_summary(run_dir / "demos", demos)}
+    for method, reward in rewards.items():
+        metrics = heldout_metrics(reward, heldout, heldout_pairs, labels)
+        metrics |= training.get(method, {})
+        results["methods"][method] = metrics
+        if logger is not None:
+            logger.log({f"heldout/{method}/{k}": v for k, v in metrics.items()
+                        if isinstance(v, float)}, step=0)
+    for method in config.policy.methods:
+        if method in rewards:
+            results["methods"][method]["policy"] = run_policy(
+                config, make_venv, rewards[method], run_dir / "policies" / method, logger)
+    atomic_write_json(run_dir / "metrics.json", results)
+    return results
+
+
+def run_ail(config: ApecConfig, make_venv: VenvFactory, demos: list[Trajectory], out_dir: Path,
+            logger: Logger | None) -> CheckpointStore:
+    settings = config.ail
+    checkpoints = CheckpointStore(out_dir, every=settings.checkpoint_every)
+    disc = DiscriminatorConfig(
+        loss=settings.loss, state_only=settings.state_only, hidden=settings.hidden, lr=settings.lr,
+        weight_decay=settings.weight_decay, reward_clip=settings.reward_clip,
+        grad_penalty=settings.grad_penalty, batch_size=settings.batch_size,
+        updates_per_round=settings.updates_per_round,
+    )
+    ail_config = AILConfig(rounds=settings.rounds, steps_per_round=settings.steps_per_round,
+                           discriminator=disc, agent_buffer=settings.agent_buffer, seed=config.seed)
+
+    def log(record: Any, _: AILTrainer) -> None:
+        if logger is not None:
+            logger.log({"ail/" + k: v for k, v in record.to_dict().items() if isinstance(v, float)}
+                       | {f"ail/disc_{k}": v for k, v in record.disc.items()}, step=record.timesteps)
+
+    venv = make_venv(config.seed + 1)
+    try:
+        trainer = AILTrainer(ail_config, venv, demos, settings.generator, settings.generator_kwargs,
+                             checkpoints=checkpoints, callbacks=[log])
+        trainer.resume()
+        trainer.train()
+    finally:
+        venv.close()
+    return checkpoints
+
+
+def run_rollouts(config: ApecConfig, make_venv: VenvFactory, checkpoints: CheckpointStore,
+                 demos: list[Trajectory], out_dir: Path) -> tuple[TrajectoryStore, np.ndarray, np.ndarray]:
+    """Rollouts of the first ``max_checkpoints`` checkpoints and their OT distances to the demos."""
+    if (out_dir / "index.npz").is_file():
+        arrays = load_npz(out_dir / "index.npz")
+        return TrajectoryStore.load(out_dir / "store.npz"), arrays["checkpoint"], arrays["ot_distance"]
+    rounds = checkpoints.rounds()[: config.rollouts.max_checkpoints]
+    if len(rounds) < 2:
+        raise InvalidDataError(f"{checkpoints.root}: {len(rounds)} checkpoint(s); pairs need at least 2")
+    venv = make_venv(config.seed + 2)
+    try:
+        store, index = policy_rollouts(
+            _generators(checkpoints, rounds), venv, np.random.default_rng(config.seed + 2),
+            RolloutConfig(per_checkpoint=config.rollouts.per_checkpoint, seed=config.seed + 2))
+    finally:
+        venv.close()
+    distances = demo_ot_distances(store, demos, config.pairs.ot_reg)
+    store.save(out_dir / "store.npz")
+    _save_arrays(out_dir / "index.npz", checkpoint=index, ot_distance=distances)
+    return store, index, distances
+
+
+def build_dataset(method: str, config: ApecConfig, make_venv: VenvFactory, demos: list[Trajectory],
+                  store: TrajectoryStore, index: np.ndarray, distances: np.ndarray) -> PreferenceDataset:
+    """The preference dataset of one method; all share the seed, so they differ only by method."""
+    rng = np.random.default_rng(config.seed + 3)
+    p = config.pairs
+    pair_config = PairConfig(n_pairs=p.n_pairs, gap=p.gap, ot_threshold=p.ot_threshold, ot_reg=p.ot_reg,
+                             segment_length=p.segment_length, labels=p.labels)
+    if method == "apec":
+        return select_pairs(store, index, rng, pair_config, ot_distances=distances)
+    if method == "gap_only":
+        no_ot = PairConfig(**{**pair_config.__dict__, "ot_threshold": None})
+        return select_pairs(store, index, rng, no_ot)
+    if method == "ot_only":
+        return ot_only_pairs(store, index, distances, rng, pair_config)
+    if method == "drex":
+        d = config.drex
+        drex_config = DrexConfig(
+            noise_levels=tuple(np.round(np.arange(0.0, 1.0, d.noise_step), 4)),
+            rollouts_per_level=d.rollouts_per_level, min_gap=d.min_gap, n_pairs=p.n_pairs,
+            segment_length=p.segment_length, bc_epochs=d.bc_epochs, seed=config.seed,
+        )
+        venv = make_venv(config.seed + 4)
+        try:
+            policy = train_bc(demos, venv.action_space, drex_config)
+            noisy, noise = noisy_rollouts(policy, venv, rng, drex_config)
+        finally:
+            venv.close()
+        return drex_pairs(noisy, noise, rng, drex_config)
+    raise InvalidDataError(f"method: unknown {method!r}")
+
+
+def run_heldout(config: ApecConfig, make_venv: VenvFactory, checkpoints: CheckpointStore,
+                run_dir: Path) -> tuple[TrajectoryStore, Any, np.ndarray]:
+    """The held-out store (cached) and its true-return pairs (rebuilt from the seed)."""
+    out_dir, settings = run_dir / "heldout", config.heldout
+    if not (out_dir / "store.npz").is_file():
+        rounds = checkpoints.rounds()
+        ail_rounds = rounds[:: max(1, len(rounds) // 10)]
+        demo_ckpts = demonstrator_checkpoints(run_dir / "demos" / "demonstrator")
+        algo = ALGORITHMS[config.demos.algo]
+        venv = make_venv(config.seed + 5)
+        try:
+            store, sources = heldout_store(
+                venv, np.random.default_rng(config.seed + 5), _generators(checkpoints, ail_rounds),
+                ((k, algo.load(path, device="cpu")) for k, path in enumerate(demo_ckpts)),
+                settings.episodes_per_policy, settings.random_episodes, seed=config.seed + 5)
+        finally:
+            venv.close()
+        store.save(out_dir / "store.npz")
+        _save_arrays(out_dir / "sources.npz", source=sources)
+    store = TrajectoryStore.load(out_dir / "store.npz")
+    pairs, labels = true_return_pairs(store, settings.n_pairs, settings.segment_length,
+                                      np.random.default_rng(config.seed + 6))
+    return store, pairs, labels
+
+
+def run_policy(config: ApecConfig, make_venv: VenvFactory, reward: Any, out_dir: Path,
+               logger: Logger | None) -> dict[str, Any]:
+    """A fresh agent on the (normalised) learned reward; its TRUE return during and after training."""
+    settings = config.policy.agent
+    reward_fn = TorchRewardFn(reward)
+    if settings.normalize_reward:
+        reward_fn = NormalizedReward(reward_fn, RunningNorm())
+    venv = RewardVecEnvWrapper(make_venv(config.seed + 7), reward_fn)
+    agent = make_agent(settings, venv, config.seed)
+    log = EpisodeLog()
+    agent.learn(settings.total_timesteps, callback=EpisodeLogCallback(log, logger))
+    venv.close()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    agent.save(out_dir / "agent.zip")
+    eval_venv = make_venv(config.seed + 10_000)
+    try:
+        finals, _ = policy_rollouts([(0, agent)], eval_venv, np.random.default_rng(config.seed),
+                                    RolloutConfig(per_checkpoint=settings.eval_episodes, deterministic=True))
+    finally:
+        eval_venv.close()
+    returns = [float(t.ret) for t in finals]
+    return {"final_true_return": float(np.mean(returns)), "final_true_return_std": float(np.std(returns)),
+            "curve_timesteps": log.timesteps, "curve_true_returns": log.true_returns}
+
+
+def _generators(checkpoints: CheckpointStore, rounds: list[int]) -> Iterator[tuple[int, Any]]:
+    return ((r, checkpoints.load(r).generator) for r in rounds)
+
+
+def _cached_dataset(path: Path, build: Callable[[], PreferenceDataset]) -> PreferenceDataset:
+    if path.with_suffix(".json").is_file():
+        return PreferenceDataset.load(path)
+    dataset = build()
+    dataset.save(path)
+    return dataset
+
+
+def _cached_reward(directory: Path, config: ApecConfig, dataset: PreferenceDataset,
+                   observation_space: Any, action_space: Any) -> tuple[Any, dict[str, Any]]:
+    if (directory / "training.json").is_file():
+        return load_reward_model(directory).model, json.loads((directory / "training.json").read_text())
+    model: RewardNet = build_reward_net(observation_space, action_space, inputs=config.reward.inputs,
+                                        hidden=config.reward.hidden, seed=config.seed)
+    report = RewardTrainer(model, trainer_config(config.reward.trainer, config.seed)).fit(
+        dataset, rng=np.random.default_rng(config.seed))
+    save_reward_model(model, directory)
+    summary = {"train_pairs": report.n_train, "val_accuracy": float(report.val_accuracy[report.best_epoch]),
+               "train_seconds": report.seconds}
+    atomic_write_json(directory / "training.json", summary)
+    return model, summary
+
+
+def _demo_summary(out_dir: Path, demos: list[Trajectory]) -> dict[str, Any]:
+    summary: dict[str, Any] = {"n": len(demos), "returns": [float(t.ret) for t in demos]}
+    report = out_dir / "demos.json"
+    if report.is_file():
+        data = json.loads(report.read_text())
+        summary |= {"fraction": data["fraction"], "best_return": data["best_return"]}
+    return summary
+
+
+def _save_arrays(path: Path, **arrays: np.ndarray) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(path, lambda handle: np.savez(handle, **arrays))

@@ -1,0 +1,99 @@
+"""``rlkit demos`` and ``rlkit apec`` end to end on Pendulum at a tiny budget, and resuming a run."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from rlkit.apec.config import ApecConfig
+from rlkit.apec.demonstrator import read_demo_report
+from rlkit.apec.pipeline import run_apec
+from rlkit.cli import main
+from rlkit.data import TrajectoryStore
+from rlkit.data.store import load_npz
+from rlkit.feedback import PreferenceDataset
+from tests.tiny_envs import POINT_ID
+
+TINY = [
+    f"env.id={POINT_ID}", "env.horizon=20", "env.n_envs=2",
+    "demos.algo=ppo", "demos.total_timesteps=2048", "demos.checkpoint_every=512",
+    "demos.baseline=random", "demos.eval_episodes=4",
+    "demos.kwargs={n_steps: 64, batch_size: 64, learning_rate: 0.001}",
+    "ail.rounds=4", "ail.steps_per_round=256", "ail.generator=ppo", "ail.hidden=[16]",
+    "ail.batch_size=64", "ail.agent_buffer=256",
+    "rollouts.per_checkpoint=2", "pairs.n_pairs=24", "pairs.gap=1", "pairs.ot_threshold=0",
+    "drex.noise_step=0.25", "drex.rollouts_per_level=2", "drex.bc_epochs=5",
+    "reward.hidden=[16]", "reward.trainer.max_epochs=3",
+    "heldout.episodes_per_policy=1", "heldout.random_episodes=2", "heldout.n_pairs=64",
+    "heldout.segment_length=10",
+    "policy.methods=[apec]", "policy.agent.algo=ppo", "policy.agent.total_timesteps=256",
+    "policy.agent.eval_episodes=2", "policy.agent.kwargs={n_steps: 64, batch_size: 64}",
+]
+
+
+@pytest.mark.slow
+def test_rlkit_apec_runs_every_method_end_to_end_and_a_rerun_reuses_every_stage(tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    assert main(["apec", "--run-dir", str(run_dir), "--logger", "jsonl", *TINY]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    assert [line["method"] for line in lines] == ["apec", "gap_only", "ot_only", "drex", "raw_ail"]
+    metrics = json.loads((run_dir / "metrics.json").read_text())["methods"]
+    for method, values in metrics.items():
+        assert 0.0 <= values["accuracy"] <= 1.0, method
+        assert -1.0 <= values["trajectory_pearson"] <= 1.0, method
+    assert np.isfinite(metrics["apec"]["policy"]["final_true_return"])
+    assert "policy" not in metrics["drex"]
+
+    report = read_demo_report(run_dir / "demos")
+    assert report.baseline_return < report.best_return and report.demo_returns
+    apec = PreferenceDataset.load(run_dir / "datasets" / "apec")
+    later = np.where(apec.labels > 0.5, apec.meta["checkpoint_left"], apec.meta["checkpoint_right"])
+    earlier = np.where(apec.labels > 0.5, apec.meta["checkpoint_right"], apec.meta["checkpoint_left"])
+    assert len(apec) == 24 and np.all(later > earlier + 1)
+    drex = PreferenceDataset.load(run_dir / "datasets" / "drex")
+    assert set(drex.sources) == {"drex"}
+    index = load_npz(run_dir / "rollouts" / "index.npz")
+    assert sorted(set(index["checkpoint"].tolist())) == [0, 1, 2, 3]
+    heldout = TrajectoryStore.load(run_dir / "heldout" / "store.npz")
+    sources = load_npz(run_dir / "heldout" / "sources.npz")["source"]
+    assert set(sources.tolist()) == {0, 1, 2} and len(sources) == len(heldout)
+
+    # Everything is on disk: the same command again trains nothing and reports the same numbers.
+    stamps = {p: p.stat().st_mtime_ns for p in (run_dir / "rewards").rglob("*.safetensors")}
+    config = ApecConfig.model_validate(json.loads(json.dumps(_resolved(run_dir))))
+    again = run_apec(config.model_copy(update={"policy": config.policy.model_copy(update={"methods": []})}),
+                     run_dir)
+    assert {p: p.stat().st_mtime_ns for p in stamps} == stamps
+    for method in metrics:
+        assert again["methods"][method]["accuracy"] == metrics[method]["accuracy"]
+
+
+def test_rlkit_demos_records_the_achieved_fraction(tmp_path, capsys):
+    run_dir = tmp_path / "demos"
+    argv = ["demos", "--run-dir", str(run_dir), "--logger", "jsonl", f"env.id={POINT_ID}",
+            "env.horizon=20", "demos.algo=ppo", "demos.total_timesteps=2048", "demos.checkpoint_every=512",
+            "demos.baseline=random", "demos.eval_episodes=4", "demos.n_demos=2",
+            "demos.kwargs={n_steps: 64, batch_size: 64, learning_rate: 0.001}"]
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    report = read_demo_report(run_dir)
+    assert out["n"] == 2 and out["fraction"] == pytest.approx(report.fraction)
+    demos = TrajectoryStore.load(run_dir / "demos.npz")
+    assert len(demos) == 2 and demos.obs_shape == (2,)  # the point's x and the absorbing flag
+    expected = (np.mean(report.demo_returns) - report.baseline_return) / (
+        report.best_return - report.baseline_return)
+    assert report.fraction == pytest.approx(expected)
+    assert report.checkpoint in report.checkpoint_returns
+
+
+def test_apec_config_errors_name_the_field(tmp_path, capsys):
+    assert main(["apec", "--run-dir", str(tmp_path), "pairs.n_pairs=0"]) == 2
+    assert "n_pairs" in capsys.readouterr().err
+
+
+def _resolved(run_dir):
+    import yaml
+
+    return yaml.safe_load((run_dir / "config.yaml").read_text())
