@@ -8,5 +8,9 @@ from rlkit.human.store import (
     Query,
     UnknownQueryError,
 )
+from rlkit.human.teacher import HumanTeacher, HumanTeacherConfig, WaitReport
 
-__all__ = ["LabelConflictError", "LabelRecord", "LabelStore", "Progress", "Query", "UnknownQueryError"]
+__all__ = [
+    "HumanTeacher", "HumanTeacherConfig", "LabelConflictError", "LabelRecord", "LabelStore", "Progress",
+    "Query", "UnknownQueryError", "WaitReport",
+]
