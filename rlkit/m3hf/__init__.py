@@ -7,12 +7,17 @@
 - ``parser_llm``: ``LLMParser`` (any OpenAI-compatible server; validated, repaired once, retried,
   falls back to the ``RuleParser``, every decision logged and recorded); ``make_parser`` picks one.
 - ``prompt``: the LLM's instructions built from the scene and the template catalogue.
+- ``weights``: ``WeightRule`` (alpha, beta), ``RewardPool`` per agent, ``TeamPools`` (save/load JSON).
+- ``shaping``: ``PoolShaper`` (a ``TeamRewardShaper`` for ``rlkit.marl``) and ``pool_reward_fns``
+  (per-agent ``RewardFn`` for ``PettingZooRewardWrapper(mode="add")``).
 """
 
 from rlkit.m3hf.parser_llm import LLMConfig, LLMParser, ParseDecision, make_parser
 from rlkit.m3hf.parser_rule import RuleParser
+from rlkit.m3hf.shaping import PoolRewardFn, PoolShaper, pool_reward_fns
 from rlkit.m3hf.specs import TEMPLATE_PARAMS, FeedbackParser, RewardSpec, Scene, validate_specs
 from rlkit.m3hf.templates import compile_term
+from rlkit.m3hf.weights import PoolEntry, RewardPool, TeamPools, WeightRule
 
 __all__ = [
     "TEMPLATE_PARAMS",
@@ -20,10 +25,17 @@ __all__ = [
     "LLMConfig",
     "LLMParser",
     "ParseDecision",
+    "PoolEntry",
+    "PoolRewardFn",
+    "PoolShaper",
+    "RewardPool",
     "RewardSpec",
     "RuleParser",
     "Scene",
+    "TeamPools",
+    "WeightRule",
     "compile_term",
     "make_parser",
+    "pool_reward_fns",
     "validate_specs",
 ]

@@ -1,0 +1,87 @@
+"""Pools as rewards: the trainer's ``TeamRewardShaper`` and per-agent ``RewardFn``s for the wrapper.
+
+``PoolShaper(pools, scene)`` compiles every pool entry once and returns, for each agent i,
+``sum_m w_{i,m} f_{i,m}(state, a_i)`` from agent i's own pool only, vectorised over games; the env
+reward is not added here (the trainer or the wrapper adds it exactly once). Two ways to train on it:
+
+    shaper = PoolShaper(pools, Scene.from_env(venv))
+    OvercookedRows(venv, shaper)                 # rlkit.marl: terms (G, n_agents) per step
+
+    env = oc.parallel_env(...)
+    wrapped = PettingZooRewardWrapper(env, pool_reward_fns(shaper, env), mode="add")
+
+The ``RewardFn`` path reads the env's ``features()`` after each step (so the wrapped env must be
+the one whose features it reads) and sees the action the agent sent; with macro actions the
+trainer's path, which passes the macro in effect, is the exact one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+import numpy as np
+
+from rlkit.errors import InvalidDataError
+from rlkit.m3hf.specs import Scene
+from rlkit.m3hf.templates import Term, compile_term
+from rlkit.m3hf.weights import TeamPools
+
+
+class PoolShaper:
+    """Each agent's weighted pool terms: a ``rlkit.types.TeamRewardShaper``."""
+
+    def __init__(self, pools: TeamPools, scene: Scene) -> None:
+        if pools.n_agents != scene.n_agents:
+            raise ValueError(f"pools hold {pools.n_agents} agents, the scene {scene.n_agents}")
+        self.pools = pools
+        self.scene = scene
+        # (weight, term) per agent; zero weights are dropped, they cannot change the sum
+        self._terms: list[list[tuple[float, Term]]] = [
+            [
+                (entry.weight, compile_term(entry.spec.params, scene))
+                for entry in pool.entries
+                if entry.weight > 0
+            ]
+            for pool in pools.pools
+        ]
+
+    def agent_terms(self, state: Mapping[str, np.ndarray], actions: np.ndarray, agent: int) -> np.ndarray:
+        """Agent ``agent``'s shaping term per game, from its own pool; ``actions`` (G,) are its own."""
+        total = np.zeros(len(actions), dtype=np.float64)
+        for weight, term in self._terms[agent]:
+            total += weight * term(state, actions, agent)
+        return total
+
+    def __call__(self, state: Mapping[str, np.ndarray], actions: np.ndarray) -> np.ndarray:
+        actions = np.asarray(actions)
+        if actions.ndim != 2 or actions.shape[1] != self.pools.n_agents:
+            raise InvalidDataError(f"actions must have shape (G, {self.pools.n_agents}), got {actions.shape}")
+        return np.stack([self.agent_terms(state, actions[:, i], i) for i in range(actions.shape[1])], axis=1)
+
+
+class PoolRewardFn:
+    """One agent's pool as a ``RewardFn`` (batch of one) reading ``features()`` of a live env."""
+
+    def __init__(
+        self, shaper: PoolShaper, agent: int, features: Callable[[], Mapping[str, np.ndarray]]
+    ) -> None:
+        self.shaper, self.agent, self._features = shaper, agent, features
+
+    def __call__(
+        self, obs: np.ndarray, acts: np.ndarray, next_obs: np.ndarray, dones: np.ndarray
+    ) -> np.ndarray:
+        actions = np.asarray(acts).reshape(len(obs), -1)[:, 0]
+        if len(actions) != 1:
+            raise InvalidDataError(
+                f"PoolRewardFn reads the live env state: one transition at a time, got {len(actions)}"
+            )
+        state = {key: np.asarray(value)[None] for key, value in self._features().items()}
+        return self.shaper.agent_terms(state, actions, self.agent)
+
+
+def pool_reward_fns(shaper: PoolShaper, env: object) -> dict[str, PoolRewardFn]:
+    """``{agent_name: RewardFn}`` for ``PettingZooRewardWrapper(env, ..., mode="add")``."""
+    features = getattr(env, "features", None)
+    if not callable(features):
+        raise TypeError(f"{type(env).__name__} has no features(): the pools need the env's state arrays")
+    return {name: PoolRewardFn(shaper, i, features) for i, name in enumerate(shaper.scene.agent_names)}

@@ -1,0 +1,208 @@
+"""Per-agent reward pools and the paper's weight rule; saved and loaded with the run as JSON.
+
+Every agent owns a ``RewardPool`` of ``PoolEntry(spec, weight, generation)``; ``TeamPools`` holds
+one pool per agent (never one pool shared by reference) and hands each parsed spec to the agents
+it names. At each phase (generation G) every agent's weights are updated by ``WeightRule``
+(alpha = 0.9, beta = 0.1 by default), in the paper's order:
+
+1. each new function enters with weight 1 / (|pool| + 1) (|pool| counted as it grows);
+2. every function decays by alpha^(G - g), g its generation: weights are stored, so an old one
+   keeps shrinking phase after phase (this phase's additions, G - g = 0, do not);
+3. the functions under test — the agent's most recent ones before this phase, the ones trained
+   with since the last phase — gain beta if the ORIGINAL env return improved since the last
+   phase, else lose beta (floor 0); ``improved=None`` (nothing to compare yet) skips the step;
+4. the weights are normalised to sum to 1 (a pool whose weights all reached 0 stays at 0 and
+   shapes nothing until new feedback arrives).
+
+The pool is the only place weights live, so weights and functions cannot fall out of step. The
+env reward is not in the pool: the trainer adds it once (``shaping.PoolShaper``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import ValidationError
+
+from rlkit.errors import FileFormatError
+from rlkit.io import atomic_write_json
+from rlkit.m3hf.specs import RewardSpec
+
+FORMAT = "rlkit.m3hf.pools/1"
+
+
+@dataclass(frozen=True)
+class WeightRule:
+    """The paper's schedule: decay ``alpha`` per generation of age, performance step ``beta``."""
+
+    alpha: float = 0.9
+    beta: float = 0.1
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.alpha <= 1.0:
+            raise ValueError(f"alpha must be in (0, 1], got {self.alpha!r}")
+        if not 0.0 <= self.beta < 1.0:
+            raise ValueError(f"beta must be in [0, 1), got {self.beta!r}")
+
+    def reweight(
+        self, weights: np.ndarray, generations: np.ndarray, generation: int, improved: bool | None
+    ) -> np.ndarray:
+        """Steps 2-4 on weights whose new entries (generation == ``generation``) are already in."""
+        weights = weights * self.alpha ** (generation - generations)
+        earlier = generations[generations < generation]
+        if improved is not None and len(earlier):
+            under_test = generations == earlier.max()
+            step = self.beta if improved else -self.beta
+            weights = np.where(under_test, np.maximum(weights + step, 0.0), weights)
+        total = weights.sum()
+        return weights / total if total > 0 else weights
+
+
+@dataclass(frozen=True)
+class PoolEntry:
+    """One reward function of an agent's pool."""
+
+    spec: RewardSpec
+    weight: float
+    generation: int
+
+
+@dataclass(frozen=True)
+class RewardPool:
+    """One agent's functions and weights (immutable: updates return a new pool)."""
+
+    agent: int
+    entries: tuple[PoolEntry, ...] = ()
+
+    @property
+    def weights(self) -> np.ndarray:
+        return np.array([entry.weight for entry in self.entries], dtype=np.float64)
+
+    def updated(
+        self, new_specs: Sequence[RewardSpec], generation: int, improved: bool | None, rule: WeightRule
+    ) -> RewardPool:
+        """The pool after one phase: add ``new_specs``, decay, the performance step, normalise."""
+        if self.entries and generation <= max(entry.generation for entry in self.entries):
+            raise ValueError(
+                f"generation {generation} must be later than the pool's newest "
+                f"({max(entry.generation for entry in self.entries)}) for agent {self.agent}"
+            )
+        entries = list(self.entries)
+        for spec in new_specs:
+            entries.append(PoolEntry(spec, 1.0 / (len(entries) + 1), generation))
+        if not entries:
+            return self
+        generations = np.array([entry.generation for entry in entries])
+        weights = rule.reweight(np.array([e.weight for e in entries]), generations, generation, improved)
+        return replace(
+            self, entries=tuple(replace(e, weight=float(w)) for e, w in zip(entries, weights, strict=True))
+        )
+
+
+@dataclass(frozen=True)
+class TeamPools:
+    """One ``RewardPool`` per agent, the generation last applied, and the rule."""
+
+    pools: tuple[RewardPool, ...]
+    generation: int = 0
+    rule: WeightRule = field(default_factory=WeightRule)
+
+    def __post_init__(self) -> None:
+        agents = [pool.agent for pool in self.pools]
+        if agents != list(range(len(self.pools))):
+            raise ValueError(f"pools must be agents 0..{len(self.pools) - 1} in order, got {agents}")
+
+    @classmethod
+    def empty(cls, n_agents: int, rule: WeightRule | None = None) -> TeamPools:
+        """Generation 0: every agent trains on the env reward alone."""
+        return cls(tuple(RewardPool(agent) for agent in range(n_agents)), 0, rule or WeightRule())
+
+    @property
+    def n_agents(self) -> int:
+        return len(self.pools)
+
+    def update(self, specs: Sequence[RewardSpec], improved: bool | None) -> TeamPools:
+        """Next generation: each spec joins the pools of the agents it names; every pool reweights."""
+        generation = self.generation + 1
+        for spec in specs:
+            if spec.agents != "all" and max(spec.agents) >= self.n_agents:
+                raise ValueError(f"spec agents {spec.agents} out of range for {self.n_agents} agents")
+        pools = tuple(
+            pool.updated(
+                [spec for spec in specs if pool.agent in spec.agent_indices(self.n_agents)],
+                generation,
+                improved,
+                self.rule,
+            )
+            for pool in self.pools
+        )
+        return replace(self, pools=pools, generation=generation)
+
+    # ------------------------------------------------------------------ persistence
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "generation": self.generation,
+            "rule": {"alpha": self.rule.alpha, "beta": self.rule.beta},
+            "pools": [
+                {
+                    "agent": pool.agent,
+                    "entries": [
+                        {
+                            "spec": e.spec.model_dump(mode="json"),
+                            "weight": e.weight,
+                            "generation": e.generation,
+                        }
+                        for e in pool.entries
+                    ],
+                }
+                for pool in self.pools
+            ],
+        }
+
+    @classmethod
+    def from_json(cls, data: Any, source: str = "pools") -> TeamPools:
+        """Rebuild from ``to_json``; damaged data raises ``FileFormatError`` naming the field."""
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            found = data.get("format") if isinstance(data, dict) else type(data).__name__
+            raise FileFormatError(f"{source}: format must be {FORMAT!r}, found {found!r}")
+        try:
+            pools = []
+            for k, pool in enumerate(data["pools"]):
+                entries = []
+                for j, entry in enumerate(pool["entries"]):
+                    where = f"{source}: pools.{k}.entries.{j}"
+                    weight, generation = float(entry["weight"]), int(entry["generation"])
+                    if not math.isfinite(weight) or weight < 0:
+                        raise FileFormatError(f"{where}.weight must be finite and >= 0, got {weight!r}")
+                    if not 0 < generation <= int(data["generation"]):
+                        raise FileFormatError(
+                            f"{where}.generation {generation} outside 1..{data['generation']}"
+                        )
+                    entries.append(PoolEntry(RewardSpec.model_validate(entry["spec"]), weight, generation))
+                pools.append(RewardPool(int(pool["agent"]), tuple(entries)))
+            rule = WeightRule(**data["rule"])
+            return cls(tuple(pools), int(data["generation"]), rule)
+        except (KeyError, TypeError, ValidationError, ValueError) as error:
+            if isinstance(error, FileFormatError):
+                raise
+            raise FileFormatError(f"{source}: damaged pools file: {type(error).__name__}: {error}") from error
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write atomically: a crash leaves the previous file whole."""
+        atomic_write_json(path, self.to_json())
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> TeamPools:
+        try:
+            data = json.loads(Path(path).read_text())
+        except json.JSONDecodeError as error:
+            raise FileFormatError(f"{path}: not JSON: {error}") from error
+        return cls.from_json(data, str(path))
