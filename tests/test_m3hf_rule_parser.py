@@ -91,3 +91,8 @@ def test_is_a_feedback_parser_and_deterministic(scene: Scene) -> None:
     assert isinstance(parser, FeedbackParser)
     text = "Green: chop the tomato, then put it on the plate. Rose, faster!"
     assert parser.parse(text, scene) == parser.parse(text, scene)
+
+
+def test_the_same_request_twice_gives_one_spec(scene: Scene) -> None:
+    specs = RuleParser().parse("Agent 1 should chop the tomato. Agent 1, chop the tomato!", scene)
+    assert summary(specs) == [("status", (1,), {"entity": "tomato", "status": "chopped", "value": 1.0})]

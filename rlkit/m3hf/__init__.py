@@ -10,18 +10,31 @@
 - ``weights``: ``WeightRule`` (alpha, beta), ``RewardPool`` per agent, ``TeamPools`` (save/load JSON).
 - ``shaping``: ``PoolShaper`` (a ``TeamRewardShaper`` for ``rlkit.marl``) and ``pool_reward_fns``
   (per-agent ``RewardFn`` for ``PettingZooRewardWrapper(mode="add")``).
+- ``sources``: ``FeedbackSource`` — ``TerminalSource``, ``ScriptedSource`` (YAML), ``SimulatedTeacher``
+  (correct / irrelevant / wrong feedback at set rates from the env's true state).
 """
 
 from rlkit.m3hf.parser_llm import LLMConfig, LLMParser, ParseDecision, make_parser
 from rlkit.m3hf.parser_rule import RuleParser
 from rlkit.m3hf.shaping import PoolRewardFn, PoolShaper, pool_reward_fns
+from rlkit.m3hf.sources import (
+    Feedback,
+    FeedbackRequest,
+    FeedbackSource,
+    ScriptedSource,
+    SimulatedTeacher,
+    TerminalSource,
+)
 from rlkit.m3hf.specs import TEMPLATE_PARAMS, FeedbackParser, RewardSpec, Scene, validate_specs
 from rlkit.m3hf.templates import compile_term
 from rlkit.m3hf.weights import PoolEntry, RewardPool, TeamPools, WeightRule
 
 __all__ = [
     "TEMPLATE_PARAMS",
+    "Feedback",
     "FeedbackParser",
+    "FeedbackRequest",
+    "FeedbackSource",
     "LLMConfig",
     "LLMParser",
     "ParseDecision",
@@ -32,7 +45,10 @@ __all__ = [
     "RewardSpec",
     "RuleParser",
     "Scene",
+    "ScriptedSource",
+    "SimulatedTeacher",
     "TeamPools",
+    "TerminalSource",
     "WeightRule",
     "compile_term",
     "make_parser",

@@ -96,7 +96,7 @@ class RuleParser:
             referent: str | None = None
             for clause in _CLAUSES.split(sentence):
                 clause_specs, referent = _clause_specs(clause, sentence, subject, mentions, referent, scene)
-                specs += clause_specs
+                specs += [spec for spec in clause_specs if not _repeats(spec, specs)]
         dumped = [spec.model_dump(mode="json") for spec in specs]
         log.info("rule parser: %d spec(s) from %r: %s", len(specs), text, dumped)
         return specs
@@ -219,3 +219,8 @@ def _params(rule: str, entity: str | None, sign: float, scene: Scene) -> tuple[s
     if rule in ("goto", "hold", "plate"):
         return "distance", {"b": entity, "scale": 1.0}
     return None
+
+
+def _repeats(spec: RewardSpec, specs: Sequence[RewardSpec]) -> bool:
+    """The same function for the same agents again (its words may differ)."""
+    return any((s.template, s.agents, s.params) == (spec.template, spec.agents, spec.params) for s in specs)
