@@ -9,12 +9,9 @@ import numpy as np
 import pytest
 
 import envs.overcooked as oc
-from rlkit.m3hf import RuleParser, Scene
+from rlkit.m3hf import Feedback, FeedbackRequest, FeedbackSource, RuleParser, Scene
 from rlkit.m3hf.sources import (
     IRRELEVANT,
-    Feedback,
-    FeedbackRequest,
-    FeedbackSource,
     ScriptedSource,
     SimulatedTeacher,
     TerminalSource,

@@ -44,10 +44,14 @@ _NEGATION = re.compile(r"\b(stop|don'?t|do not|never|avoid|no more|quit|shouldn'
 _COLOUR_ALIASES = {"pink": "rose", "red": "rose"}
 _ORDINALS = {"first": 0, "second": 1, "third": 2, "1st": 0, "2nd": 1, "3rd": 2}
 
+
+def _compiled(table: tuple[tuple[str, str], ...]) -> tuple[tuple[re.Pattern[str], str], ...]:
+    return tuple((re.compile(pattern), name) for pattern, name in table)
+
+
 # (pattern, rule) in priority order; the first rule whose words occur in a clause decides it.
-_RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
-    (re.compile(pattern), rule)
-    for pattern, rule in (
+_RULES = _compiled(
+    (
         (r"\b(faster|hurry|too slow|slowly|speed up|quicker|quickly)\b", "faster"),
         (r"\b(stay|keep|move|get|go) away from\b|\bavoid\b", "avoid"),
         (r"\b(stay|wait|remain|stand|keep)\b.*\b(near|close to|next to|by|at|beside|around)\b|guard", "near"),
@@ -60,9 +64,8 @@ _RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"\b(go|goes|going|mov\w*|head\w*|walk\w*|approach\w*|closer|come)\b", "goto"),
     )
 )
-_ENTITY_WORDS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
-    (re.compile(pattern), name)
-    for pattern, name in (
+_ENTITY_WORDS = _compiled(
+    (
         (r"\btomato(es)?\b", "tomato"),
         (r"\blettuces?\b", "lettuce"),
         (r"\bonions?\b", "onion"),
