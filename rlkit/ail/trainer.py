@@ -1,10 +1,10 @@
 """The adversarial loop: the generator (SB3 PPO or SAC) trains on the discriminator's reward,
 then the discriminator learns to tell its recent experience from the demonstrations.
 
-One round = ``steps_per_round`` generator env steps (rewards relabelled in one batched forward per
-vectorised step by ``RewardVecEnvWrapper``), then ``updates_per_round`` discriminator steps on the
-last ``agent_buffer`` agent transitions, then (off-policy) the replay buffer relabelled, then the
-round callbacks and, every N rounds, a checkpoint.
+One round = ``steps_per_round`` generator env steps (rewards from the discriminator: for PPO in
+one batched call per rollout, for SAC one per vectorised step), then ``updates_per_round``
+discriminator steps on the last ``agent_buffer`` agent transitions, then (off-policy) the replay
+buffer relabelled, then the round callbacks and, every N rounds, a checkpoint.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from rlkit.data import Trajectory
 from rlkit.errors import InvalidDataError
 from rlkit.reward.nets import action_shape
 from rlkit.wrappers import RewardVecEnvWrapper
+from rlkit.wrappers.relabel import RolloutRewardRelabeller, per_rollout_reward
 
 
 @dataclass(frozen=True)
@@ -111,8 +112,15 @@ class AILTrainer:
             act_shape, np.dtype(np.int64) if n_actions is not None else np.dtype(np.float32),
             np.dtype(venv.observation_space.dtype),
         )
-        self.venv = RewardVecEnvWrapper(venv, self.discriminator.generator_reward,
-                                        observers=[self.agent])
+        # PPO's rewards matter only at the end of a rollout, under one fixed discriminator: one
+        # batched reward call per rollout there is exact and saves a forward per env step.
+        self.relabeller: RolloutRewardRelabeller | None = None
+        if isinstance(generator, str) and generator.upper() == "PPO":
+            self.venv, self.relabeller = per_rollout_reward(
+                venv, self.discriminator.generator_reward, observers=[self.agent])
+        else:
+            self.venv = RewardVecEnvWrapper(venv, self.discriminator.generator_reward,
+                                            observers=[self.agent])
         self.generator: Generator = (
             make_generator(generator, self.venv, config.steps_per_round, config.seed,
                            config.device, generator_kwargs)
@@ -131,7 +139,7 @@ class AILTrainer:
 
     def run_round(self) -> RoundRecord:
         self.generator.learn(self.config.steps_per_round, reset_num_timesteps=False,
-                             progress_bar=False)
+                             progress_bar=False, callback=self.relabeller)
         agent = self.agent.transitions()
         disc_metrics = self.update_discriminator(agent)
         relabel_generator_buffer(self.generator, self.discriminator.generator_reward)

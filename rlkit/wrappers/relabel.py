@@ -11,6 +11,7 @@ learned rewards are added, not written over it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -22,7 +23,7 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from rlkit.types import RewardFn
 from rlkit.wrappers.gym_wrapper import checked_rewards
-from rlkit.wrappers.vec_wrapper import RewardVecEnvWrapper
+from rlkit.wrappers.vec_wrapper import RewardVecEnvWrapper, StepObserver
 
 
 def _no_reward(obs: np.ndarray, acts: np.ndarray, next_obs: np.ndarray,
@@ -77,12 +78,13 @@ class RolloutRewardRelabeller(BaseCallback):
         self._steps.clear()
 
 
-def per_rollout_reward(venv: VecEnv, reward_fn: RewardFn) -> tuple[RewardVecEnvWrapper,
-                                                                     RolloutRewardRelabeller]:
+def per_rollout_reward(venv: VecEnv, reward_fn: RewardFn, observers: Sequence[StepObserver] = (),
+                       ) -> tuple[RewardVecEnvWrapper, RolloutRewardRelabeller]:
     """The env to train on and the callback to pass to ``learn``: the agent sees ``reward_fn``,
-    evaluated per rollout; ``info["original_reward"]`` and SB3's ``ep_rew_mean`` stay true."""
+    evaluated per rollout; ``info["original_reward"]`` and SB3's ``ep_rew_mean`` stay true.
+    ``observers`` see every step too (e.g. AIL's buffer of recent agent transitions)."""
     relabeller = RolloutRewardRelabeller(reward_fn)
-    return RewardVecEnvWrapper(venv, _no_reward, observers=[relabeller]), relabeller
+    return RewardVecEnvWrapper(venv, _no_reward, observers=[relabeller, *observers]), relabeller
 
 
 def relabel_replay_buffer(agent: OffPolicyAlgorithm, reward_fn: RewardFn,
