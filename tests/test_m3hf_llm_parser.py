@@ -185,3 +185,20 @@ def test_without_a_key_or_a_server_the_default_parser_is_the_rule_parser(
     assert isinstance(make_parser(LLMConfig(base_url="http://127.0.0.1:9/v1")), LLMParser)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     assert isinstance(make_parser(), LLMParser)
+
+
+class BrokenParser:
+    def parse(self, text: str, scene: Scene) -> list:
+        raise RuntimeError("broken on purpose")
+
+
+@pytest.mark.server
+def test_even_a_failing_fallback_leaves_training_running(
+    scene: Scene, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING), ScriptedChatServer([status(503)]) as server:
+        config = LLMConfig(base_url=server.base_url, api_key="test", api_retries=0, timeout_s=2.0)
+        parser = LLMParser(config, fallback=BrokenParser())
+        assert parser.parse(TEXT, scene) == []
+    assert "fallback parser BrokenParser failed" in caplog.text
+    assert parser.decisions[-1].attempts[-1].detail.startswith("fallback failed: RuntimeError")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 
+import numpy as np
 import pytest
 
 import envs.overcooked as oc
@@ -96,3 +97,17 @@ def test_is_a_feedback_parser_and_deterministic(scene: Scene) -> None:
 def test_the_same_request_twice_gives_one_spec(scene: Scene) -> None:
     specs = RuleParser().parse("Agent 1 should chop the tomato. Agent 1, chop the tomato!", scene)
     assert summary(specs) == [("status", (1,), {"entity": "tomato", "status": "chopped", "value": 1.0})]
+
+
+def test_random_word_salad_never_raises_and_every_spec_fits_the_scene() -> None:
+    words = (
+        "agent 0 1 2 3 agent_1 green blue rose first third everyone team it they stop don't go to move near "
+        "stay away from pick up grab chop put on plate 2 knife delivery tomato lettuce onion serve faster "
+        "wander idle standing still and then but , . the should"
+    ).split()
+    rng = np.random.default_rng(0)
+    parser = RuleParser()
+    for scene in (Scene.from_env(oc.parallel_env(layout=lay, n_agents=n)) for lay, n in (("A", 2), ("B", 3))):
+        for _ in range(300):
+            for spec in parser.parse(" ".join(rng.choice(words, size=rng.integers(1, 15))), scene):
+                scene.check(spec)

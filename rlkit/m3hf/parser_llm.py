@@ -187,7 +187,16 @@ class LLMParser:
 
     def _fall_back(self, decision: ParseDecision, scene: Scene, reason: str) -> ParseDecision:
         decision.parser, decision.reason = "fallback", reason
-        decision.specs = self.fallback.parse(decision.text, scene)
+        try:
+            decision.specs = self.fallback.parse(decision.text, scene)
+        except Exception as error:  # noqa: BLE001 - a parser must never stop training
+            decision.attempts.append(
+                Attempt("invalid_spec", f"fallback failed: {type(error).__name__}: {error}")
+            )
+            log.error(
+                "fallback parser %s failed on %r: %s", type(self.fallback).__name__, decision.text, error
+            )
+            decision.specs = []
         log.warning(
             "LLM parser fell back to %s for %r (%s): %d spec(s)",
             type(self.fallback).__name__,

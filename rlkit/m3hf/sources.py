@@ -151,20 +151,15 @@ class SimulatedTeacher:
     def feedback(self, request: FeedbackRequest) -> list[Feedback]:
         if not request.states:
             raise ValueError("SimulatedTeacher needs the rollout's states (FeedbackRequest.states)")
+        correct = correct_advice(request.scene, request.states)[0]  # the most useful thing to say
+        wrong = wrong_advice(request.scene, request.states)
         out = []
         for _ in range(self.per_phase):
             quality: Quality = QUALITIES[int(self.rng.choice(len(QUALITIES), p=self._probabilities))]
             if quality == "irrelevant":
                 text = str(self.rng.choice(IRRELEVANT))
             else:
-                candidates = (correct_advice if quality == "correct" else wrong_advice)(
-                    request.scene, request.states
-                )
-                text = (
-                    candidates[int(self.rng.integers(len(candidates)))]
-                    if quality == "wrong"
-                    else candidates[0]
-                )
+                text = correct if quality == "correct" else wrong[int(self.rng.integers(len(wrong)))]
             out.append(Feedback(text, quality))
         return out
 
