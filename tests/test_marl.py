@@ -16,6 +16,7 @@ from rlkit.marl import (
     load_checkpoint,
     save_checkpoint,
 )
+from rlkit.marl.stacked import StackedMlp, stackable
 from rlkit.wrappers.pettingzoo_wrapper import PettingZooRewardWrapper
 
 N_CUES = 3
@@ -226,3 +227,17 @@ def test_checkpoint_refuses_another_env_and_is_replaced_whole(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt"]
     with pytest.raises(IncompatibleModelError, match="agent_names"):
         load_checkpoint(path, ParallelEnvRows(lambda: CueGame(3), 2))
+
+
+def test_stacked_rollout_heads_equal_each_sb3_policy():
+    trainer = MultiAgentPPO(ParallelEnvRows(lambda: AgentTaggedGame(3), 2), MarlConfig(**FAST))
+    trainer.learn(64)  # weights moved away from their initialisation
+    stacked = StackedMlp(trainer.policies)
+    obs = torch.as_tensor(np.random.default_rng(0).random((3, 5, N_CUES + 1), dtype=np.float32))
+    logits, values = stacked(obs)
+    for agent, policy in enumerate(trainer.policies):
+        distribution = policy.get_distribution(obs[agent])
+        # torch's Categorical keeps normalised logits (log-probabilities)
+        torch.testing.assert_close(logits[agent].log_softmax(-1), distribution.distribution.logits)
+        torch.testing.assert_close(values[agent], policy.predict_values(obs[agent]).squeeze(-1))
+    assert not stackable(trainer.policies[:1])  # one policy: nothing to stack

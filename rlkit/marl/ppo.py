@@ -4,7 +4,8 @@ Each policy is a Stable-Baselines3 ``PPO`` object used for its parts only: its
 ``ActorCriticPolicy``, its ``RolloutBuffer`` and its ``train()`` (SB3's clipped loss, unchanged).
 This module owns what SB3 cannot do for several agents: stepping all agents of a game together
 and handing each policy only its own rows. IPPO policy ``i`` sees rows ``i::n_agents``; the shared
-policy sees every row with the agent's one-hot id appended to its observation.
+policy sees every row with the agent's one-hot id appended to its observation. During rollouts
+IPPO's plain MLP policies run stacked, one batched matmul per layer for all agents (``stacked``).
 
 SB3 samples actions from torch's global RNG and shuffles minibatches with numpy's; the trainer
 keeps private copies of both states and swaps them in around its own work, so a run is fixed by
@@ -27,6 +28,7 @@ from stable_baselines3.common.logger import configure
 
 from rlkit.logging import Logger
 from rlkit.marl.rows import AgentRows
+from rlkit.marl.stacked import StackedMlp, stackable
 
 
 class MarlConfig(BaseModel):
@@ -79,6 +81,7 @@ class MultiAgentPPO:
             self.models = [self._make_model(obs_space, rows_per_group) for _ in self.groups]
             self._torch_rng = torch.get_rng_state()
         self._numpy_rng = np.random.RandomState(self.config.seed).get_state()
+        self._stacked = StackedMlp(self.policies) if stackable(self.policies) else None
         self._episode_original: deque[float] = deque(maxlen=100)
         self._episode_shaped: deque[np.ndarray] = deque(maxlen=100)
         self._episode_length: deque[int] = deque(maxlen=100)
@@ -128,6 +131,8 @@ class MultiAgentPPO:
         self, obs: np.ndarray, deterministic: bool
     ) -> tuple[np.ndarray, list[torch.Tensor], list[torch.Tensor]]:
         """Actions for every row; values and log-probs per group (for the rollout buffers)."""
+        if self._stacked is not None and not deterministic:
+            return self._act_stacked(obs)
         actions = np.empty(len(obs), dtype=np.int64)
         values, log_probs = [], []
         with torch.no_grad():
@@ -141,6 +146,17 @@ class MultiAgentPPO:
                     log_probs.append(log_prob)
                 actions[rows] = act.numpy()
         return actions, values, log_probs
+
+    def _act_stacked(self, obs: np.ndarray) -> tuple[np.ndarray, list[torch.Tensor], list[torch.Tensor]]:
+        """``_act`` for IPPO in one pass: agents on the leading axis, (n_agents, games, obs)."""
+        assert self._stacked is not None
+        n_agents = self.env.n_agents
+        by_agent = torch.as_tensor(obs.reshape(-1, n_agents, obs.shape[1]).swapaxes(0, 1))
+        logits, values = self._stacked(by_agent)
+        distribution = torch.distributions.Categorical(logits=logits)
+        actions = distribution.sample()
+        log_probs = distribution.log_prob(actions)
+        return actions.T.reshape(-1).numpy(), list(values), list(log_probs)
 
     def predict(self, obs: np.ndarray, deterministic: bool = False) -> np.ndarray:
         """Actions for rows laid out like the env's (``num_games * n_agents`` of them)."""
@@ -173,6 +189,8 @@ class MultiAgentPPO:
     ) -> tuple[np.ndarray, np.ndarray]:
         for model in self.models:
             model.rollout_buffer.reset()
+        if self._stacked is not None:
+            self._stacked.refresh()
         for _ in range(self.config.n_steps):
             actions, values, log_probs = self._act(obs, deterministic=False)
             step = self.env.step(actions)
