@@ -91,3 +91,11 @@ def test_bad_shapes_are_refused(scene: Scene) -> None:
         shaper(oc.OvercookedVecEnv(1).features(), np.zeros(3, dtype=int))
     with pytest.raises(ValueError, match="pools hold 2 agents, the scene 3"):
         PoolShaper(TeamPools.empty(2), scene)
+
+
+def test_pools_from_another_map_are_checked_against_this_env(scene: Scene) -> None:
+    map_b = Scene.from_env(oc.parallel_env(layout="B", n_agents=3))
+    pools = TeamPools.empty(3).update([spec("action", [0], action="go to counter")], None)
+    PoolShaper(pools, map_b)
+    with pytest.raises(ValueError, match="params.action: unknown action 'go to counter'"):
+        PoolShaper(pools, scene)  # map A has no middle counter

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from pydantic import ValidationError
@@ -180,3 +182,26 @@ def test_templates_read_the_real_env_features_with_a_game_axis(scene: Scene) -> 
     env.reset()
     single = {key: value[None] for key, value in env.features().items()}
     np.testing.assert_allclose(term(single, np.zeros(1, dtype=int), 0), [-4 / 14])
+
+
+def test_a_template_needs_the_features_it_reads(scene: Scene) -> None:
+    blind = replace(scene, features=("positions", "holding"))
+    blind.check(spec("distance", b="tomato"))
+    with pytest.raises(ValueError, match=r"template: 'success' reads \['delivered'\]"):
+        blind.check(spec("success"))
+    parts = [
+        {"template": "status", "params": {"entity": "tomato", "status": "chopped"}},
+        {"template": "success"},
+    ]
+    with pytest.raises(ValueError, match=r"reads \['chops', 'delivered'\]"):
+        blind.check(spec("composite", parts=parts))
+
+
+def test_a_spec_reads_as_one_line() -> None:
+    assert spec("proximity", [0, 2], b="knife_1", radius=2).summary() == (
+        "agent 0, agent 2: proximity(a='self', b='knife_1', radius=2, bonus=1.0)"
+    )
+    parts = [{"template": "success", "weight": 0.5}, {"template": "time_penalty", "params": {"rate": 0.2}}]
+    assert spec("composite", parts=parts).summary() == (
+        "all agents: composite(0.5 * success(bonus=10.0) + 1 * time_penalty(rate=0.2))"
+    )

@@ -33,6 +33,9 @@ class PoolShaper:
     def __init__(self, pools: TeamPools, scene: Scene) -> None:
         if pools.n_agents != scene.n_agents:
             raise ValueError(f"pools hold {pools.n_agents} agents, the scene {scene.n_agents}")
+        for pool in pools.pools:  # pools may come from a file or another env: names must exist here
+            for entry in pool.entries:
+                scene.check(entry.spec)
         self.pools = pools
         self.scene = scene
         # (weight, term) per agent; zero weights are dropped, they cannot change the sum

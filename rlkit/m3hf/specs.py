@@ -20,12 +20,14 @@ JSON in and out: ``spec.model_dump(mode="json")`` / ``RewardSpec.model_validate(
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal, Protocol, runtime_checkable
+from dataclasses import dataclass, field, replace
+from typing import Annotated, Any, ClassVar, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 SELF = "self"  # the agent the spec is evaluated for
+# What Overcooked's features() provides; a scene built from an env lists that env's keys.
+FEATURES = ("positions", "holding", "chops", "plate_contents", "delivered")
 ANY_ITEM = "any"
 
 SimpleTemplate = Literal[
@@ -38,6 +40,10 @@ Value = Annotated[float, Field(ge=-10.0, le=10.0, description="reward per step w
 
 class _Params(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+    READS: ClassVar[tuple[str, ...]] = ()  # the features() arrays the template reads
+
+    def reads(self) -> frozenset[str]:
+        return frozenset(self.READS)
 
     def names(self) -> dict[str, tuple[str, str]]:
         """Fields holding names to check against a scene: field -> (name, kind of name)."""
@@ -46,6 +52,8 @@ class _Params(BaseModel):
 
 class DistanceParams(_Params):
     """-scale * grid distance between ``a`` and ``b`` / (height + width): pulls ``a`` towards ``b``."""
+
+    READS = ("positions",)
 
     a: str = Field(SELF, min_length=1, max_length=40, description="entity name or 'self'")
     b: str = Field(min_length=1, max_length=40, description="entity name or 'self'")
@@ -57,6 +65,8 @@ class DistanceParams(_Params):
 
 class ProximityParams(_Params):
     """``bonus`` per step while ``a`` is within ``radius`` cells (grid distance) of ``b``."""
+
+    READS = ("positions",)
 
     a: str = Field(SELF, min_length=1, max_length=40, description="entity name or 'self'")
     b: str = Field(min_length=1, max_length=40, description="entity name or 'self'")
@@ -88,9 +98,14 @@ class StatusParams(_Params):
     def names(self) -> dict[str, tuple[str, str]]:
         return {"entity": (self.entity, "item")}
 
+    def reads(self) -> frozenset[str]:
+        return frozenset({"chopped": ("chops",), "held": ("holding",)}.get(self.status, ("plate_contents",)))
+
 
 class HoldingParams(_Params):
     """``value`` per step while the agent holds ``item`` ('any': holds anything)."""
+
+    READS = ("holding",)
 
     item: str = Field(ANY_ITEM, min_length=1, max_length=40, description="ingredient or plate name, or 'any'")
     value: Value = 1.0
@@ -107,6 +122,8 @@ class TimePenaltyParams(_Params):
 
 class SuccessParams(_Params):
     """``bonus`` on the step the dish is delivered."""
+
+    READS = ("delivered",)
 
     bonus: float = Field(10.0, gt=0.0, le=100.0)
 
@@ -143,6 +160,9 @@ class CompositeParams(_Params):
             for k, part in enumerate(self.parts)
             for name, ref in part.params.names().items()
         }
+
+    def reads(self) -> frozenset[str]:
+        return frozenset().union(*(part.params.reads() for part in self.parts))
 
 
 TEMPLATE_PARAMS: dict[str, type[_Params]] = {
@@ -213,6 +233,11 @@ class RewardSpec(BaseModel):
             scene.check(self)
         return self
 
+    def summary(self) -> str:
+        """One line for people (logs, the web page): who, which template, which parameters."""
+        who = "all agents" if self.agents == "all" else ", ".join(f"agent {a}" for a in self.agents)
+        return f"{who}: {_call(self.template, self.params)}"
+
     def agent_indices(self, n_agents: int) -> tuple[int, ...]:
         """The agents this spec is for, with ``"all"`` resolved."""
         return tuple(range(n_agents)) if self.agents == "all" else self.agents
@@ -239,6 +264,7 @@ class Scene:
     width: int
     idle_action: str = "stay"
     chops_needed: int = 3
+    features: tuple[str, ...] = FEATURES  # the keys of the env's features() the templates may read
     entity_index: Mapping[str, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -257,7 +283,8 @@ class Scene:
     def from_env(cls, env: Any) -> Scene:
         """Read an Overcooked parallel env (``describe()``) or batched env (``describe(0)``)."""
         description = env.describe() if hasattr(env, "possible_agents") else env.describe(0)
-        return cls.from_description(description, tuple(env.action_names))
+        scene = cls.from_description(description, tuple(env.action_names))
+        return replace(scene, features=tuple(env.features()))
 
     @classmethod
     def from_description(cls, description: Mapping[str, Any], action_names: Sequence[str]) -> Scene:
@@ -285,6 +312,9 @@ class Scene:
             bad = [a for a in spec.agents if a >= self.n_agents]
             if bad:
                 raise ValueError(f"agents: {bad} out of range 0..{self.n_agents - 1}")
+        missing = sorted(spec.params.reads() - set(self.features))
+        if missing:
+            raise ValueError(f"template: {spec.template!r} reads {missing}, which the env's features() lack")
         known = {
             "entity": (SELF, *self.entity_names),
             "item": self.item_names,
@@ -320,3 +350,11 @@ class FeedbackParser(Protocol):
     """
 
     def parse(self, text: str, scene: Scene) -> list[RewardSpec]: ...
+
+
+def _call(template: str, params: _Params) -> str:
+    if isinstance(params, CompositeParams):
+        inner = " + ".join(f"{part.weight:g} * {_call(part.template, part.params)}" for part in params.parts)
+        return f"composite({inner})"
+    values = ", ".join(f"{key}={value!r}" for key, value in params.model_dump().items())
+    return f"{template}({values})"
