@@ -10,6 +10,9 @@ reward is not added here (the trainer or the wrapper adds it exactly once). Two 
     env = oc.parallel_env(...)
     wrapped = PettingZooRewardWrapper(env, pool_reward_fns(shaper, env), mode="add")
 
+Pools are immutable: after ``TeamPools.update`` build a new ``PoolShaper`` (and, on the wrapper
+path, ``wrapped.set_reward_fns(pool_reward_fns(new_shaper, env))``).
+
 The ``RewardFn`` path reads the env's ``features()`` after each step (so the wrapped env must be
 the one whose features it reads) and sees the action the agent sent; with macro actions the
 trainer's path, which passes the macro in effect, is the exact one.
