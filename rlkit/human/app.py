@@ -6,13 +6,11 @@
 
 from __future__ import annotations
 
-import secrets
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from fastapi import FastAPI, HTTPException, Request, Response
-from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
@@ -36,8 +34,8 @@ def create_app(
     from rlkit.human import routes_dashboard, routes_label
 
     config = config or ServeConfig()
-    if config.scale is not None:
-        store.set_scale(OrdinalScale.get(config.scale))
+    # Fix the scale in the database now, so the store can keep it in memory from here on.
+    store.set_scale(OrdinalScale.get(config.scale) if config.scale is not None else store.scale)
     secret = store.setting("secret")
     if secret is None:
         secret = security.new_secret()
@@ -60,42 +58,13 @@ def create_app(
             raise HTTPException(404, f"no media file {name!r}")
         return FileResponse(path)
 
-    @app.middleware("http")
-    async def guard(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        return await _guard(app, request, call_next)
-
+    app.add_middleware(security.GuardMiddleware, token=config.token)
     app.add_middleware(security.BodyLimitMiddleware, max_bytes=config.max_body_bytes)
     return app
 
 
 def _default_media_dir(config: ServeConfig) -> Path:
     return Path(config.run_dir or ".") / "media"
-
-
-async def _guard(
-    app: FastAPI, request: Request, call_next: Callable[[Request], Awaitable[Response]]
-) -> Response:
-    """Token check, a visitor cookie for CSRF tokens, and security headers on every response."""
-    token = app.state.config.token
-    if token is not None:
-        given = request.query_params.get("token")
-        if security.token_matches(token, given):
-            redirect = RedirectResponse(request.url.remove_query_params("token"), status_code=303)
-            redirect.set_cookie(security.TOKEN_COOKIE, token, httponly=True, samesite="strict")
-            return redirect
-        presented = request.headers.get(security.TOKEN_HEADER) or request.cookies.get(security.TOKEN_COOKIE)
-        if not security.token_matches(token, presented):
-            return JSONResponse({"detail": "access token required"}, status_code=401)
-    visitor = request.cookies.get(security.VISITOR_COOKIE)
-    new_visitor = visitor is None or len(visitor) != 32
-    if new_visitor:
-        visitor = secrets.token_hex(16)
-    request.state.visitor = visitor
-    response = await call_next(request)
-    if new_visitor:
-        response.set_cookie(security.VISITOR_COOKIE, visitor, httponly=True, samesite="strict")
-    response.headers.update(security.SECURITY_HEADERS)
-    return response
 
 
 def page(request: Request, name: str, **context: Any) -> HTMLResponse:

@@ -48,6 +48,7 @@ queries = Table(
     Column("right_start", Integer, nullable=False),
     Column("length", Integer, nullable=False),
     Column("redundancy", Integer, nullable=False, default=1),
+    Column("n_given", Integer, nullable=False, default=0),  # live, not skipped labels (kept by submit/undo)
     Column("left_media", String(255), nullable=False, default=""),
     Column("right_media", String(255), nullable=False, default=""),
     Column("created_at", Float, nullable=False),

@@ -18,6 +18,8 @@ import ipaddress
 import secrets
 from pathlib import Path
 
+from starlette.requests import Request
+from starlette.responses import JSONResponse, RedirectResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from rlkit.errors import RlkitError
@@ -34,6 +36,8 @@ SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; media-src 'self'; "
                                "style-src 'self'; script-src 'self'; frame-ancestors 'none'",
 }
+
+_HEADER_BYTES = [(k.lower().encode(), v.encode()) for k, v in SECURITY_HEADERS.items()]
 
 
 class UnsafeBindError(RlkitError):
@@ -95,6 +99,49 @@ def safe_media_path(root: Path, name: str) -> Path | None:
     if not candidate.is_relative_to(root) or not candidate.is_file():
         return None
     return candidate
+
+
+class GuardMiddleware:
+    """Token check, the visitor cookie behind CSRF tokens, and security headers on every response.
+
+    Plain ASGI (not ``BaseHTTPMiddleware``): it adds no task hop to each request.
+    """
+
+    def __init__(self, app: ASGIApp, token: str | None) -> None:
+        self.app = app
+        self.token = token
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope)
+        if self.token is not None:
+            if token_matches(self.token, request.query_params.get("token")):
+                redirect = RedirectResponse(request.url.remove_query_params("token"), status_code=303)
+                redirect.set_cookie(TOKEN_COOKIE, self.token, httponly=True, samesite="strict")
+                await redirect(scope, receive, send)
+                return
+            presented = request.headers.get(TOKEN_HEADER) or request.cookies.get(TOKEN_COOKIE)
+            if not token_matches(self.token, presented):
+                await JSONResponse({"detail": "access token required"}, status_code=401)(scope, receive, send)
+                return
+        visitor = request.cookies.get(VISITOR_COOKIE)
+        new_visitor = visitor is None or len(visitor) != 32
+        if new_visitor:
+            visitor = secrets.token_hex(16)
+        scope.setdefault("state", {})["visitor"] = visitor
+        cookie = f"{VISITOR_COOKIE}={visitor}; HttpOnly; Path=/; SameSite=strict".encode()
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", [])) + _HEADER_BYTES
+                if new_visitor:
+                    headers.append((b"set-cookie", cookie))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
 
 
 class BodyLimitMiddleware:

@@ -32,3 +32,37 @@ def serve(config: ServeConfig, parser: Any | None = None) -> None:
         uvicorn.run(app, host=config.host, port=config.port, log_level="warning", access_log=False)
     finally:
         store.close()
+
+
+def start_server_process(config: ServeConfig, timeout_s: float = 60.0) -> Any:
+    """``serve(config)`` in a forked child process, returned once it answers (benchmarks, crash tests).
+
+    Forking reuses this process's imports, so a restart costs milliseconds, not a fresh
+    interpreter's import of the whole stack. The child opens its own database connections.
+    """
+    import multiprocessing
+    import time
+
+    import httpx
+
+    process = multiprocessing.get_context("fork").Process(target=serve, args=(config,), daemon=True)
+    process.start()
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if not process.is_alive():
+            raise RuntimeError(f"the server exited with code {process.exitcode}")
+        try:
+            httpx.get(f"http://{config.host}:{config.port}/api/scale", timeout=1.0)
+            return process
+        except httpx.TransportError:
+            time.sleep(0.02)
+    process.kill()
+    raise TimeoutError(f"the server on port {config.port} did not answer within {timeout_s} s")
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])

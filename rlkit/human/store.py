@@ -99,6 +99,7 @@ class LabelStore:
 
     def __init__(self, location: str | os.PathLike[str], *, synchronous: str = "NORMAL") -> None:
         self.url = database_url(location)
+        self._scale: OrdinalScale | None = None
         self.engine = _make_engine(self.url, synchronous)
         with self._write() as connection:
             schema.migrate(connection)
@@ -129,16 +130,30 @@ class LabelStore:
 
     @property
     def scale(self) -> OrdinalScale:
-        """The scale labels are checked against (``five`` unless a teacher or server set another)."""
-        spec = self.setting("scale", {"name": "five"})
-        if "levels" in spec:
-            return OrdinalScale(spec["name"], tuple(spec["levels"]), tuple(spec["names"]))
-        return OrdinalScale.get(spec["name"])
+        """The scale labels are checked against (``five`` until a teacher or server sets one).
+
+        Once set it is fixed (see ``set_scale``), so it is read from the database only once.
+        """
+        if self._scale is not None:
+            return self._scale
+        spec = self.setting("scale")
+        if spec is None:
+            return OrdinalScale.get("five")
+        self._scale = OrdinalScale(spec["name"], tuple(spec["levels"]), tuple(spec["names"]))
+        return self._scale
 
     def set_scale(self, scale: OrdinalScale) -> None:
+        """Choose the scale; refused once labels exist on another scale (they would mean other things)."""
         if scale.is_continuous:
             raise InvalidLabelError("people label on a discrete scale; 'oracle' has no levels")
+        current = self.setting("scale")
+        if current is not None and current["levels"] != list(scale.levels) and self.live_labels():
+            raise InvalidLabelError(
+                f"this store already holds labels on the {current['name']!r} scale; it cannot "
+                f"switch to {scale.name!r}"
+            )
         self.set_setting("scale", {"name": scale.name, "levels": scale.levels, "names": scale.names})
+        self._scale = scale
 
     # -- queries ----------------------------------------------------------------------------
     def add_queries(
@@ -185,29 +200,25 @@ class LabelStore:
         with self.engine.connect() as c:
             return int(c.execute(select(func.count()).select_from(queries)).scalar() or 0)
 
-    def _open_to(self, annotator: str) -> Any:
-        """The condition 'this annotator has not answered it and it still needs labels'."""
-        mine = exists().where(labels.c.query_id == queries.c.id, labels.c.annotator == annotator,
-                              labels.c.retracted_at.is_(None))
-        given = (select(func.count()).where(labels.c.query_id == queries.c.id,
-                                            labels.c.retracted_at.is_(None), labels.c.value.is_not(None))
-                 .scalar_subquery())
-        return and_(~mine, given < queries.c.redundancy)
-
     def next_query(self, annotator: str) -> Query | None:
         """The oldest pair this annotator has not answered that still needs labels."""
+        mine = exists().where(labels.c.query_id == queries.c.id, labels.c.annotator == annotator,
+                              labels.c.retracted_at.is_(None))
         with self.engine.connect() as c:
-            row = c.execute(select(queries).where(self._open_to(annotator)).order_by(queries.c.id)
-                            .limit(1)).first()
+            row = c.execute(select(queries).where(queries.c.n_given < queries.c.redundancy, ~mine)
+                            .order_by(queries.c.id).limit(1)).first()
         return None if row is None else _query(row)
 
     def progress(self, annotator: str) -> Progress:
+        """Answers given, and open pairs (needing labels) this annotator has not answered."""
+        open_pairs = queries.c.n_given < queries.c.redundancy
+        mine = and_(labels.c.annotator == annotator, labels.c.retracted_at.is_(None))
         with self.engine.connect() as c:
-            done = c.execute(select(func.count()).select_from(labels).where(
-                labels.c.annotator == annotator, labels.c.retracted_at.is_(None))).scalar()
-            remaining = c.execute(select(func.count()).select_from(queries)
-                                  .where(self._open_to(annotator))).scalar()
-        return Progress(done=int(done or 0), remaining=int(remaining or 0))
+            done = c.execute(select(func.count()).select_from(labels).where(mine)).scalar() or 0
+            n_open = c.execute(select(func.count()).select_from(queries).where(open_pairs)).scalar() or 0
+            answered_open = c.execute(select(func.count()).select_from(labels.join(queries))
+                                      .where(mine, open_pairs)).scalar() or 0
+        return Progress(done=int(done), remaining=int(n_open - answered_open))
 
     # -- labels -----------------------------------------------------------------------------
     def submit(
@@ -222,7 +233,10 @@ class LabelStore:
         now = time.time()
         try:
             with self._write() as c:
-                if c.execute(select(queries.c.id).where(queries.c.id == query_id)).first() is None:
+                # One statement both finds the pair and counts the label (a skip adds 0).
+                found = c.execute(update(queries).where(queries.c.id == query_id)
+                                  .values(n_given=queries.c.n_given + (0 if skipped else 1)))
+                if found.rowcount == 0:
                     raise UnknownQueryError(f"no query with id {query_id}")
                 label_id = c.execute(insert(labels).values(
                     query_id=query_id, annotator=annotator, value=None if skipped else float(value),
@@ -244,6 +258,9 @@ class LabelStore:
             if row is None:
                 return None
             c.execute(update(labels).where(labels.c.id == row.id).values(retracted_at=time.time()))
+            if row.value is not None:
+                c.execute(update(queries).where(queries.c.id == row.query_id)
+                          .values(n_given=queries.c.n_given - 1))
         return _label(row)
 
     def live_labels(self, query_ids: np.ndarray | None = None) -> list[LabelRecord]:
