@@ -13,6 +13,7 @@ from rlkit.marl import (
     MultiAgentPPO,
     OvercookedRows,
     ParallelEnvRows,
+    evaluate,
     load_checkpoint,
     save_checkpoint,
 )
@@ -207,11 +208,14 @@ def test_resume_from_checkpoint_continues_with_identical_actions(tmp_path):
     trainer = MultiAgentPPO(cue_rows(2), config)
     trainer.learn(64)
     save_checkpoint(trainer, tmp_path / "ckpt")
+    stats_at_save = trainer.episode_stats()
     trainer.learn(128)
 
     resumed = load_checkpoint(tmp_path / "ckpt", cue_rows(2))
     assert resumed.num_timesteps == 64 and resumed.config == config
+    assert resumed.episode_stats() == stats_at_save
     resumed.learn(128)
+    assert resumed.episode_stats() == trainer.episode_stats()
     for model, again in zip(trainer.models, resumed.models, strict=True):
         assert np.array_equal(model.rollout_buffer.actions, again.rollout_buffer.actions)
         for a, b in zip(model.policy.state_dict().values(), again.policy.state_dict().values(), strict=True):
@@ -241,3 +245,14 @@ def test_stacked_rollout_heads_equal_each_sb3_policy():
         torch.testing.assert_close(logits[agent].log_softmax(-1), distribution.distribution.logits)
         torch.testing.assert_close(values[agent], policy.predict_values(obs[agent]).squeeze(-1))
     assert not stackable(trainer.policies[:1])  # one policy: nothing to stack
+
+
+def test_evaluate_reports_original_and_shaped_returns_of_one_episode_per_game():
+    venv = oc.OvercookedVecEnv(3, layout="A", recipe="tomato", n_agents=3, max_steps=12, keep_features=True)
+    rows = OvercookedRows(venv, ConstantShaper([1.0, 2.0, 0.0]))
+    trainer = MultiAgentPPO(rows, MarlConfig(n_steps=8, batch_size=8, n_epochs=1))
+    result = evaluate(trainer, rows)
+    assert result["eval/episode_length"] == 12  # nobody delivers a salad by chance in 12 steps
+    # shaping adds 1 + 2 + 0 per step over 3 agents: 1 per agent on average, for 12 steps
+    assert result["eval/shaped_return"] == pytest.approx(result["eval/original_return"] + 12, abs=1e-4)
+    assert result["eval/original_return"] <= -1.2  # the step penalty, at least

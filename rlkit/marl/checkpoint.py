@@ -20,7 +20,8 @@ import torch
 from rlkit.errors import FileFormatError, IncompatibleModelError
 from rlkit.io import atomic_open, atomic_write_json
 from rlkit.logging import Logger
-from rlkit.marl.ppo import MarlConfig, MultiAgentPPO
+from rlkit.marl.config import MarlConfig
+from rlkit.marl.ppo import MultiAgentPPO
 from rlkit.marl.rows import AgentRows
 
 FORMAT = "rlkit.marl.checkpoint/1"
@@ -47,6 +48,11 @@ def save_checkpoint(trainer: MultiAgentPPO, path: str | Path) -> Path:
                 "num_timesteps": trainer.num_timesteps,
                 "n_updates": [model._n_updates for model in trainer.models],
                 "numpy_rng": [name, np.asarray(keys).tolist(), int(pos), int(has_gauss), float(cached)],
+                "episodes": {  # the recent-episode statistics, so logged means continue unchanged
+                    "original": list(trainer._episode_original),
+                    "shaped": [r.tolist() for r in trainer._episode_shaped],
+                    "length": list(trainer._episode_length),
+                },
                 "agent_names": list(trainer.env.agent_names),
                 "observation_shape": list(trainer.env.observation_space.shape),
                 "n_actions": int(trainer.env.action_space.n),
@@ -82,6 +88,10 @@ def load_checkpoint(path: str | Path, env: AgentRows, logger: Logger | None = No
         model.policy.optimizer.load_state_dict(tensors[f"optimizer_{index}"])
         model._n_updates = int(meta["n_updates"][index])
     trainer.num_timesteps = int(meta["num_timesteps"])
+    episodes = meta["episodes"]
+    trainer._episode_original.extend(episodes["original"])
+    trainer._episode_shaped.extend(np.asarray(r) for r in episodes["shaped"])
+    trainer._episode_length.extend(episodes["length"])
     trainer._torch_rng = tensors["torch_rng"]
     name, keys, pos, has_gauss, cached = meta["numpy_rng"]
     trainer._numpy_rng = (name, np.asarray(keys, dtype=np.uint32), pos, has_gauss, cached)

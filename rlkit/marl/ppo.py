@@ -17,41 +17,17 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Literal
 
 import numpy as np
 import torch
 from gymnasium import spaces
-from pydantic import BaseModel, ConfigDict, Field
 from stable_baselines3 import PPO
 from stable_baselines3.common.logger import configure
 
 from rlkit.logging import Logger
+from rlkit.marl.config import MarlConfig
 from rlkit.marl.rows import AgentRows
 from rlkit.marl.stacked import StackedMlp, stackable
-
-
-class MarlConfig(BaseModel):
-    """PPO settings shared by every policy; ``batch_size`` counts samples of one policy."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    sharing: Literal["independent", "shared"] = Field(
-        "independent",
-        description="independent: one policy per agent (IPPO); shared: one policy, agent id in obs",
-    )
-    n_steps: int = Field(128, ge=1, description="steps per game between updates")
-    batch_size: int = Field(256, ge=2)
-    n_epochs: int = Field(4, ge=1)
-    learning_rate: float = Field(3e-4, gt=0)
-    gamma: float = Field(0.99, gt=0, le=1)
-    gae_lambda: float = Field(0.95, ge=0, le=1)
-    clip_range: float = Field(0.2, gt=0)
-    ent_coef: float = Field(0.01, ge=0)
-    vf_coef: float = Field(0.5, ge=0)
-    max_grad_norm: float = Field(0.5, gt=0)
-    net_arch: tuple[int, ...] = (64, 64)
-    seed: int = 0
 
 
 class MultiAgentPPO:

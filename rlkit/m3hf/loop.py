@@ -1,0 +1,249 @@
+"""The M3HF phase loop: train, pause, show a rollout, take feedback, reshape each agent's reward.
+
+Generation 0 trains IPPO on the env reward. Each phase k = 1..``phases`` then: rolls out the
+current policies in one game and renders it to a video (logged), asks a ``FeedbackSource`` for
+texts, parses them into ``RewardSpec``s, updates every agent's pool (the paper's weight rule, told
+whether the ORIGINAL return improved over the last phase), and resumes training with the pools as
+a ``PoolShaper`` on the env reward. Every generation is evaluated on the original return, and
+the best generation's policies are kept in ``checkpoints/best``.
+
+The run directory is the run's memory. A phase's artefacts (checkpoint, pools, feedback, video)
+are written first and ``state.json`` last, atomically, so a run killed at any point restarts at
+the last completed generation with its pools and RNG states, and continues as if never stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from envs.overcooked.parallel import OvercookedParallelEnv
+from envs.overcooked.vector import OvercookedVecEnv
+from envs.overcooked.video import record_episode
+from rlkit.errors import FileFormatError, InvalidDataError
+from rlkit.io import atomic_open, atomic_write_json
+from rlkit.logging import Logger
+from rlkit.m3hf.parser_llm import LLMParser, make_parser
+from rlkit.m3hf.parser_rule import RuleParser
+from rlkit.m3hf.run_config import M3HFConfig
+from rlkit.m3hf.shaping import PoolShaper
+from rlkit.m3hf.sources import (
+    Feedback,
+    FeedbackRequest,
+    FeedbackSource,
+    ScriptedSource,
+    SimulatedTeacher,
+    TerminalSource,
+)
+from rlkit.m3hf.specs import FeedbackParser, RewardSpec, Scene
+from rlkit.m3hf.weights import TeamPools, WeightRule
+from rlkit.marl import MultiAgentPPO, OvercookedRows, load_checkpoint, save_checkpoint
+from rlkit.marl.evaluate import evaluate
+
+log = logging.getLogger(__name__)
+STATE_FORMAT = "rlkit.m3hf.run/1"
+
+
+def make_source(config: M3HFConfig, phase: int) -> FeedbackSource | None:
+    """The configured source; a simulated teacher's RNG is fixed by (seed, phase), so resumes agree."""
+    settings = config.feedback
+    if settings.source == "none":
+        return None
+    if settings.source == "terminal":
+        return TerminalSource()
+    if settings.source == "simulated":
+        rng = np.random.default_rng([config.seed, phase])
+        return SimulatedTeacher(dict(settings.rates), settings.per_phase, rng)
+    if settings.script is not None:
+        return ScriptedSource.from_yaml(settings.script)
+    return ScriptedSource(settings.texts)
+
+
+def make_feedback_parser(config: M3HFConfig) -> FeedbackParser:
+    if config.parser == "rule":
+        return RuleParser()
+    return LLMParser(config.llm) if config.parser == "llm" else make_parser(config.llm)
+
+
+class M3HFRun:
+    """A run directory and the loop over its phases; ``run()`` starts or resumes it."""
+
+    def __init__(
+        self,
+        config: M3HFConfig,
+        run_dir: str | Path,
+        logger: Logger | None = None,
+        source: FeedbackSource | None = None,
+        parser: FeedbackParser | None = None,
+    ) -> None:
+        """``source``/``parser`` override the configured ones (tests, a custom interface)."""
+        self.config, self.run_dir, self.logger = config, Path(run_dir), logger
+        self._source, self.parser = source, parser or make_feedback_parser(config)
+        env = config.env.model_dump()
+        self.venv = OvercookedVecEnv(config.num_games, keep_features=True, **env)
+        self.rows = OvercookedRows(self.venv)
+        self.eval_rows = OvercookedRows(OvercookedVecEnv(config.eval_games, keep_features=True, **env))
+        self.scene = Scene.from_env(self.venv)
+        self.marl = config.marl.model_copy(update={"seed": config.seed})
+
+    # ------------------------------------------------------------------ paths
+    def _checkpoint(self, generation: int) -> Path:
+        return self.run_dir / "checkpoints" / f"gen_{generation:03d}"
+
+    def _pools(self, generation: int) -> Path:
+        return self.run_dir / "pools" / f"gen_{generation:03d}.json"
+
+    # ------------------------------------------------------------------ the loop
+    def run(self) -> dict[str, Any]:
+        """Run (or resume) every phase; returns the final state (history of every generation)."""
+        state = self._load_state()
+        if state is None:
+            trainer = MultiAgentPPO(self.rows, self.marl, self.logger)
+            pools = TeamPools.empty(self.venv.n_agents, WeightRule(self.config.alpha, self.config.beta))
+            state = {
+                "format": STATE_FORMAT,
+                "config": self.config.model_dump(mode="json", exclude={"llm": {"api_key"}}),
+                "completed": -1,
+                "history": [],
+                "best": None,
+            }
+            self._train_generation(trainer, pools, state, [])
+        else:
+            trainer = load_checkpoint(self._checkpoint(state["completed"]), self.rows, self.logger)
+            pools = TeamPools.load(self._pools(state["completed"]))
+            log.info("resuming %s after generation %d", self.run_dir, state["completed"])
+        for phase in range(state["completed"] + 1, self.config.phases + 1):
+            feedback = self._ask(trainer, phase, state)
+            specs = self._parse(feedback, phase)
+            returns = [row["original_return"] for row in state["history"]]
+            improved = None if len(returns) < 2 else bool(returns[-1] > returns[-2])
+            pools = pools.update(specs, improved)
+            self._train_generation(trainer, pools, state, feedback, improved)
+        return state
+
+    def _train_generation(
+        self,
+        trainer: MultiAgentPPO,
+        pools: TeamPools,
+        state: dict[str, Any],
+        feedback: list[Feedback],
+        improved: bool | None = None,
+    ) -> None:
+        generation = pools.generation
+        shaper = PoolShaper(pools, self.scene) if any(pool.entries for pool in pools.pools) else None
+        self.rows.shaper = self.eval_rows.shaper = shaper
+        trainer.learn(self.config.generation_steps)
+        metrics = evaluate(trainer, self.eval_rows, seed=self.config.seed)
+        row = {
+            "generation": generation,
+            "env_steps": trainer.num_timesteps,
+            "original_return": metrics["eval/original_return"],
+            "shaped_return": metrics["eval/shaped_return"],
+            "episode_length": metrics["eval/episode_length"],
+            "train_original_return": trainer.episode_stats().get("rollout/original_return"),
+            "feedback": len(feedback),
+            "feedback_quality": dict(Counter(item.quality for item in feedback)),
+            "improved": improved,
+            "pool_sizes": [len(pool.entries) for pool in pools.pools],
+            "weights": [pool.weights.round(4).tolist() for pool in pools.pools],
+        }
+        save_checkpoint(trainer, self._checkpoint(generation))
+        pools.save(self._pools(generation))
+        best = state["best"]
+        if best is None or row["original_return"] > best["original_return"]:
+            save_checkpoint(trainer, self.run_dir / "checkpoints" / "best")
+            state["best"] = {"generation": generation, "original_return": row["original_return"]}
+        state["history"].append(row)
+        state["completed"] = generation
+        with atomic_open(self.run_dir / "generations.jsonl", "w") as handle:
+            handle.writelines(json.dumps(r) + "\n" for r in state["history"])
+        atomic_write_json(self.run_dir / "state.json", state)  # last: the generation is now complete
+        if self.logger is not None:
+            scalars = {key: float(value) for key, value in row.items() if isinstance(value, int | float)}
+            self.logger.log({f"m3hf/{key}": value for key, value in scalars.items()}, trainer.num_timesteps)
+        log.info("generation %d: original return %.2f", generation, row["original_return"])
+
+    def _ask(self, trainer: MultiAgentPPO, phase: int, state: dict[str, Any]) -> list[Feedback]:
+        """Pause: roll out one game, render it, and collect the source's feedback."""
+        source = self._source or make_source(self.config, phase)
+        if source is None:
+            return []
+        states: list[dict[str, np.ndarray]] = []
+        env = OvercookedParallelEnv(**self.config.env.model_dump(), cell_px=self.config.video_cell_px)
+        agents = env.possible_agents
+
+        def policy(obs: dict[str, np.ndarray], infos: dict[str, Any]) -> dict[str, int]:
+            states.append(env.features())
+            actions = trainer.predict(np.stack([obs[a] for a in agents]))
+            return {a: int(action) for a, action in zip(agents, actions, strict=True) if a in obs}
+
+        video_path = None
+        if self.config.video == "none":
+            _play(env, policy)
+        else:
+            video_path = self.run_dir / "videos" / f"phase_{phase:03d}.{self.config.video}"
+            video_path.parent.mkdir(parents=True, exist_ok=True)
+            record_episode(env, policy, video_path, self.config.video_fps)
+            if self.logger is not None:
+                fps = int(self.config.video_fps)
+                self.logger.log_video("m3hf/rollout", video_path, trainer.num_timesteps, fps)
+        states.append(env.features())
+        last_return = state["history"][-1]["original_return"]
+        request = FeedbackRequest(phase, self.scene, video_path, states, last_return)
+        return source.feedback(request)
+
+    def _parse(self, feedback: list[Feedback], phase: int) -> list[RewardSpec]:
+        """Every text through the parser; what each became is written to ``feedback/``."""
+        records, specs = [], []
+        for item in feedback:
+            parsed = self.parser.parse(item.text, self.scene)
+            specs += parsed
+            records.append(
+                {
+                    "text": item.text,
+                    "quality": item.quality,
+                    "specs": [spec.model_dump(mode="json") for spec in parsed],
+                }
+            )
+            log.info("phase %d feedback %r (%s) -> %d spec(s)", phase, item.text, item.quality, len(parsed))
+        atomic_write_json(self.run_dir / "feedback" / f"phase_{phase:03d}.json", records)
+        return specs
+
+    def _load_state(self) -> dict[str, Any] | None:
+        path = self.run_dir / "state.json"
+        if not path.is_file():
+            return None
+        state = json.loads(path.read_text())
+        if state.get("format") != STATE_FORMAT:
+            raise FileFormatError(f"{path}: format {state.get('format')!r}, expected {STATE_FORMAT!r}")
+        # more phases may be added to a finished run; anything else would mix two experiments
+        now = self.config.model_dump(mode="json", exclude={"llm": {"api_key"}})
+        changed = sorted(k for k in now if k != "phases" and now[k] != state["config"].get(k))
+        if changed:
+            raise InvalidDataError(
+                f"{self.run_dir} was run with other settings for {changed}; resume with the same "
+                "config (only 'phases' may grow) or use a new run directory"
+            )
+        return state
+
+
+def _play(env: OvercookedParallelEnv, policy: Any) -> None:
+    obs, infos = env.reset()
+    while env.agents:
+        obs, _, _, _, infos = env.step(policy(obs, infos))
+
+
+def run_m3hf(
+    config: M3HFConfig,
+    run_dir: str | Path,
+    logger: Logger | None = None,
+    source: FeedbackSource | None = None,
+    parser: FeedbackParser | None = None,
+) -> dict[str, Any]:
+    """Start or resume the run in ``run_dir``; see ``M3HFRun``."""
+    return M3HFRun(config, run_dir, logger, source, parser).run()

@@ -1,0 +1,59 @@
+"""The typed config of an M3HF run (``rlkit m3hf``, ``experiments/m3hf.py``); pydantic only."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from rlkit.m3hf.parser_llm import LLMConfig
+from rlkit.marl.config import MarlConfig
+
+
+class EnvSettings(BaseModel):
+    """The Overcooked game (the paper: map A, lettuce-tomato salad, 3 agents, radius 2, 200 steps)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    layout: str = "A"
+    recipe: str = "lettuce-tomato"
+    n_agents: int = Field(3, ge=2, le=3)
+    max_steps: int = Field(200, ge=1)
+    obs_radius: int = Field(2, ge=0)
+    macro_actions: bool = True
+
+
+class FeedbackSettings(BaseModel):
+    """Where feedback comes from: nobody (plain IPPO), a script, a simulated teacher, a terminal."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    source: Literal["none", "scripted", "simulated", "terminal"] = "scripted"
+    script: str | None = Field(None, description="YAML of texts per phase (scripted)")
+    texts: dict[int, list[str]] = Field(default_factory=dict, description="texts per phase (scripted)")
+    rates: dict[Literal["correct", "irrelevant", "wrong"], float] = Field(
+        default_factory=lambda: {"correct": 1.0}, description="quality mix (simulated)"
+    )
+    per_phase: int = Field(1, ge=1, description="texts per phase (simulated)")
+
+
+class M3HFConfig(BaseModel):
+    """One M3HF run; ``seed`` replaces ``marl.seed``. Budget = (phases + 1) * generation_steps."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    seed: int = 0
+    env: EnvSettings = EnvSettings()
+    num_games: int = Field(16, ge=1, description="games trained in parallel")
+    generation_steps: int = Field(20_000, ge=1, description="env steps (of all games) per generation")
+    phases: int = Field(4, ge=0, description="feedback phases after generation 0")
+    marl: MarlConfig = MarlConfig()
+    feedback: FeedbackSettings = FeedbackSettings()
+    parser: Literal["auto", "rule", "llm"] = Field("auto", description="auto: LLM if a key/server is set")
+    llm: LLMConfig = LLMConfig()
+    alpha: float = Field(0.9, gt=0, le=1)
+    beta: float = Field(0.1, ge=0, lt=1)
+    eval_games: int = Field(16, ge=1, description="games (one episode each, sampled actions) per evaluation")
+    video: Literal["gif", "mp4", "none"] = "gif"
+    video_fps: float = Field(5.0, gt=0)
+    video_cell_px: int = Field(40, ge=4)

@@ -1,0 +1,30 @@
+"""PPO settings of ``rlkit.marl`` (pydantic only, so configs load without torch)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class MarlConfig(BaseModel):
+    """PPO settings shared by every policy; ``batch_size`` counts samples of one policy."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    sharing: Literal["independent", "shared"] = Field(
+        "independent",
+        description="independent: one policy per agent (IPPO); shared: one policy, agent id in obs",
+    )
+    n_steps: int = Field(128, ge=1, description="steps per game between updates")
+    batch_size: int = Field(256, ge=2)
+    n_epochs: int = Field(4, ge=1)
+    learning_rate: float = Field(3e-4, gt=0)
+    gamma: float = Field(0.99, gt=0, le=1)
+    gae_lambda: float = Field(0.95, ge=0, le=1)
+    clip_range: float = Field(0.2, gt=0)
+    ent_coef: float = Field(0.01, ge=0)
+    vf_coef: float = Field(0.5, ge=0)
+    max_grad_norm: float = Field(0.5, gt=0)
+    net_arch: tuple[int, ...] = (64, 64)
+    seed: int = 0

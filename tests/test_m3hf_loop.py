@@ -1,0 +1,144 @@
+"""The M3HF phase loop end to end on a tiny budget, and resuming a run that was stopped."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from rlkit.errors import InvalidDataError
+from rlkit.m3hf import ScriptedSource, TeamPools
+from rlkit.m3hf.loop import M3HFRun, run_m3hf
+from rlkit.m3hf.run_config import M3HFConfig
+from rlkit.marl import load_checkpoint
+
+SCRIPT = {
+    1: ["Agent 0 should pick up the tomato and chop it."],
+    2: ["Be faster!"],
+}
+
+
+def tiny_config(**changes) -> M3HFConfig:
+    base = {
+        "env": {"recipe": "tomato", "max_steps": 20},
+        "num_games": 2,
+        "generation_steps": 64,
+        "phases": 2,
+        "marl": {"n_steps": 16, "batch_size": 32, "n_epochs": 1},
+        "feedback": {"source": "scripted", "texts": SCRIPT},
+        "parser": "rule",
+        "eval_games": 2,
+        "video_cell_px": 8,
+    }
+    return M3HFConfig.model_validate(base | changes)
+
+
+class RecordingLogger:
+    def __init__(self):
+        self.metrics, self.videos = [], []
+
+    def log(self, metrics, step):
+        self.metrics.append((step, metrics))
+
+    def log_video(self, name, path_or_frames, step, fps=30):
+        self.videos.append((name, path_or_frames, step))
+
+    def log_config(self, config):
+        pass
+
+    def log_image(self, name, path, step):
+        pass
+
+    def close(self):
+        pass
+
+
+def test_phase_loop_end_to_end_with_scripted_feedback(tmp_path):
+    logger = RecordingLogger()
+    state = run_m3hf(tiny_config(), tmp_path, logger)
+
+    assert state["completed"] == 2
+    history = state["history"]
+    assert [row["generation"] for row in history] == [0, 1, 2]
+    assert [row["env_steps"] for row in history] == [64, 128, 192]
+    # generation 0 trains on the env reward alone: nothing to shape with
+    assert history[0]["shaped_return"] == history[0]["original_return"]
+    # phase 2's "be faster" is a time penalty for everyone: shaped falls below the env's return
+    assert history[2]["shaped_return"] < history[2]["original_return"]
+
+    pools1 = TeamPools.load(tmp_path / "pools" / "gen_001.json")
+    assert [len(pool.entries) for pool in pools1.pools] == [2, 0, 0]  # only agent 0 was addressed
+    assert {e.spec.template for e in pools1.pools[0].entries} == {"holding", "status"}
+    pools2 = TeamPools.load(tmp_path / "pools" / "gen_002.json")
+    assert [len(pool.entries) for pool in pools2.pools] == [3, 1, 1]
+    assert all(abs(pool.weights.sum() - 1) < 1e-9 for pool in pools2.pools)
+    assert history[2]["pool_sizes"] == [3, 1, 1]
+
+    records = json.loads((tmp_path / "feedback" / "phase_001.json").read_text())
+    assert records[0]["text"] == SCRIPT[1][0] and len(records[0]["specs"]) == 2
+    videos = sorted(p.name for p in (tmp_path / "videos").iterdir())
+    assert videos == ["phase_001.gif", "phase_002.gif"]
+    assert [(name, str(path)) for name, path, _ in logger.videos] == [
+        ("m3hf/rollout", str(tmp_path / "videos" / v)) for v in videos
+    ]
+    logged = [m for _, m in logger.metrics if "m3hf/original_return" in m]
+    assert [m["m3hf/generation"] for m in logged] == [0.0, 1.0, 2.0]
+
+    returns = [row["original_return"] for row in history]
+    assert state["best"] == {"generation": int(np.argmax(returns)), "original_return": max(returns)}
+    lines = (tmp_path / "generations.jsonl").read_text().splitlines()
+    assert [json.loads(line)["generation"] for line in lines] == [0, 1, 2]
+
+
+class StopAt:
+    """A scripted source that is 'killed' when asked for a given phase."""
+
+    def __init__(self, phase: int) -> None:
+        self.phase, self.inner = phase, ScriptedSource(SCRIPT)
+
+    def feedback(self, request):
+        if request.generation == self.phase:
+            raise KeyboardInterrupt
+        return self.inner.feedback(request)
+
+
+def test_a_stopped_run_resumes_at_its_last_phase_and_ends_as_an_unbroken_run(tmp_path):
+    config = tiny_config(video="none")
+    unbroken = run_m3hf(config, tmp_path / "unbroken")
+
+    stopped = tmp_path / "stopped"
+    with pytest.raises(KeyboardInterrupt):
+        run_m3hf(config, stopped, source=StopAt(2))
+    state = json.loads((stopped / "state.json").read_text())
+    assert state["completed"] == 1
+    assert not (stopped / "pools" / "gen_002.json").exists()
+
+    resumed = M3HFRun(config, stopped).run()
+    assert resumed["history"] == unbroken["history"]
+    assert (stopped / "pools" / "gen_002.json").read_text() == (
+        tmp_path / "unbroken" / "pools" / "gen_002.json"
+    ).read_text()
+    rows = M3HFRun(config, tmp_path / "probe").rows
+    a = load_checkpoint(tmp_path / "unbroken" / "checkpoints" / "gen_002", rows)
+    b = load_checkpoint(stopped / "checkpoints" / "gen_002", rows)
+    for pa, pb in zip(a.policies, b.policies, strict=True):
+        assert torch.equal(torch.nn.utils.parameters_to_vector(pa.parameters()),
+                           torch.nn.utils.parameters_to_vector(pb.parameters()))
+
+
+def test_resume_refuses_a_changed_config_but_may_add_phases(tmp_path):
+    run_m3hf(tiny_config(video="none", phases=1), tmp_path)
+    with pytest.raises(InvalidDataError, match="generation_steps"):
+        run_m3hf(tiny_config(video="none", phases=1, generation_steps=32), tmp_path)
+    state = run_m3hf(tiny_config(video="none", phases=2), tmp_path)
+    assert [row["generation"] for row in state["history"]] == [0, 1, 2]
+
+
+def test_simulated_teacher_feedback_is_recorded_with_its_quality(tmp_path):
+    config = tiny_config(
+        video="none", phases=1, feedback={"source": "simulated", "rates": {"wrong": 1.0}, "per_phase": 2}
+    )
+    state = run_m3hf(config, tmp_path)
+    records = json.loads((tmp_path / "feedback" / "phase_001.json").read_text())
+    assert [r["quality"] for r in records] == ["wrong", "wrong"]
+    assert state["history"][1]["feedback_quality"] == {"wrong": 2}
