@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test install bench lint clean
+.PHONY: demo test install browser-deps bench lint clean
 
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -19,7 +19,14 @@ install: $(STAMP)
 demo: $(STAMP)
 	WANDB_MODE=offline $(BIN)/rlkit demo
 
-test: $(STAMP)
+# Debian's headless Chromium for the Playwright tests (a `playwright install` download is not used).
+browser-deps:
+	@if [ -x /usr/bin/chromium ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; \
+	else echo "no /usr/bin/chromium and not root with apt-get: the browser tests will be skipped"; fi
+
+test: $(STAMP) browser-deps
 	WANDB_MODE=offline $(BIN)/python -m pytest -q
 
 bench: $(STAMP)

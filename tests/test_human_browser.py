@@ -1,0 +1,126 @@
+"""A person in headless Chromium (Debian's, driven by Playwright) labels pairs by clicks and keys,
+survives a SIGKILL of the server, and reads the dashboard. Screenshots go to ``RLKIT_SCREENSHOTS``
+when it is set (that is how ``docs/screenshots`` was made)."""
+
+import os
+import shutil
+import signal
+from itertools import combinations
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rlkit.data import SegmentPairs
+from rlkit.human import LabelStore
+from rlkit.human.media import render_pairs
+from rlkit.human.server import free_port, start_server_process
+from rlkit.human.settings import ServeConfig
+from tests.test_human_store import make_trajectories
+
+pytestmark = [pytest.mark.browser, pytest.mark.server]
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+KEY_VALUES = {"1": 1.0, "2": 0.8, "3": 0.5, "4": 0.2, "5": 0.0, "s": None}
+
+
+@pytest.fixture
+def browser():
+    sync_api = pytest.importorskip("playwright.sync_api")
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"{CHROMIUM} is missing: `make browser-deps` installs Debian's chromium")
+    with sync_api.sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+def screenshot(page, tmp_path: Path, name: str) -> None:
+    path = tmp_path / name
+    page.screenshot(path=str(path), full_page=True)
+    if target := os.environ.get("RLKIT_SCREENSHOTS"):
+        Path(target).mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, Path(target) / name)
+
+
+def twenty_pairs_of_eight_segments(tmp_path: Path) -> tuple[LabelStore, np.ndarray]:
+    trajectories = make_trajectories()
+    segments = [(t, 0, 10) for t in range(6)] + [(0, 15, 10), (1, 15, 10)]
+    left, right = zip(*list(combinations(segments, 2))[:20], strict=True)
+    pairs = SegmentPairs(trajectories, np.array(left), np.array(right))
+    store = LabelStore(tmp_path)
+    return store, store.add_queries(pairs, media=render_pairs(pairs, tmp_path / "media"))
+
+
+def current_pair(page) -> int:
+    return int(page.get_attribute("body", "data-query-id"))
+
+
+def wait_for_status(page, text: str) -> None:
+    page.wait_for_function(f"() => document.getElementById('status').textContent === '{text}'")
+
+
+def label_by(page, how: str) -> tuple[int, float | None]:
+    """Answer the shown pair by a key (``"3"``, ``"s"``) or a click (``"click:3"``, ``"click:skip"``)."""
+    pair = current_pair(page)
+    key = how.removeprefix("click:")
+    if not how.startswith("click:"):
+        page.keyboard.press(key)
+    elif key == "skip":
+        page.click("#skip")
+    else:
+        page.click(f'button.level[data-key="{key}"]')
+    wait_for_status(page, f"{'skipped' if key in ('s', 'skip') else 'saved'} pair {pair}")
+    return pair, KEY_VALUES["s" if key == "skip" else key]
+
+
+def test_a_person_labels_20_pairs_by_clicks_and_keys_across_a_server_sigkill(tmp_path, browser):
+    store, ids = twenty_pairs_of_eight_segments(tmp_path)
+    port = free_port()
+    config = ServeConfig(run_dir=str(tmp_path), port=port)
+    server = start_server_process(config)
+    page = browser.new_page(viewport={"width": 1000, "height": 700})
+    try:
+        page.goto(f"http://127.0.0.1:{port}/")
+        page.fill("#annotator", "alice")
+        page.press("#annotator", "Enter")
+        page.wait_for_selector("#annotator-name")
+        page.wait_for_function("() => document.body.dataset.queryId")
+        assert current_pair(page) == ids[0]
+        # Both segment videos load, loop and play.
+        page.wait_for_function("() => [...document.querySelectorAll('.media video')]"
+                               ".every(v => v.readyState >= 2 && !v.paused && v.loop)")
+        assert page.inner_text("button.level >> nth=0") == "1 A much better"
+        screenshot(page, tmp_path, "label_queue.png")
+        given = dict(label_by(page, how) for how in ("click:1", "5", "3", "click:skip"))
+        undone_pair, _ = label_by(page, "2")
+        page.keyboard.press("u")
+        wait_for_status(page, f"undid pair {undone_pair}")
+        assert current_pair(page) == undone_pair
+        given.update(label_by(page, how) for how in ("click:4", "1", "4", "s", "2", "3"))
+        assert page.inner_text("#progress") == "10 labelled · 10 to go"
+
+        os.kill(server.pid, signal.SIGKILL)
+        server.join()
+        shown = current_pair(page)
+        page.keyboard.press("1")  # the server is gone: the page says so and keeps the pair
+        page.wait_for_function("() => document.getElementById('status').textContent.startsWith('error')")
+        assert current_pair(page) == shown
+        server = start_server_process(config)
+        page.reload()
+        page.wait_for_function("() => document.body.dataset.queryId")
+        assert current_pair(page) == shown and page.inner_text("#progress") == "10 labelled · 10 to go"
+        given.update(label_by(page, how) for how in ("1", "2", "3", "4", "5", "click:5", "s", "3", "2", "1"))
+        page.wait_for_selector("#done", state="visible")
+        assert page.inner_text("#progress") == "20 labelled · 0 to go"
+
+        page.goto(f"http://127.0.0.1:{port}/dashboard")
+        row = page.inner_text("#annotators tr >> nth=1")
+        assert row.split("\t")[:3] == ["alice", "17", "3"]
+        screenshot(page, tmp_path, "dashboard.png")
+    finally:
+        server.kill()
+        server.join()
+    labels = {r.query_id: (None if np.isnan(r.value) else r.value) for r in store.live_labels()}
+    assert labels == given and sorted(labels) == list(ids)
