@@ -52,6 +52,10 @@ def build_parser() -> argparse.ArgumentParser:
                                   "and more threads thrash when other processes share the cores)")
         command.add_argument("--print-config", action="store_true",
                              help="print the resolved config as YAML and exit")
+        if name == "label":
+            command.add_argument("--human", action="store_true",
+                                 help="label the pairs yourself in this terminal (rich prompts, same "
+                                      "store and keys as `rlkit serve`)")
     return parser
 
 
@@ -142,6 +146,14 @@ def _run_collect(config: configs.CollectConfig, args: argparse.Namespace) -> int
 
 def _run_label(config: configs.LabelConfig, args: argparse.Namespace) -> int:
     import numpy as np
+
+    if args.human:
+        from rlkit.human.terminal import label_in_terminal
+
+        run_dir, logger = _session("label", config, args)
+        logger.close()
+        print(json.dumps(label_in_terminal(config, run_dir)))
+        return 0
 
     from rlkit.data import TrajectoryStore
     from rlkit.pipeline.steps import label_pairs

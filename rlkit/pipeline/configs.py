@@ -51,6 +51,8 @@ class LabelConfig(StrictModel):
     segment_length: int = Field(50, ge=1)
     teacher: TeacherSettings = TeacherSettings()
     seed: int = 0
+    annotator: str | None = Field(None, description="with --human: your annotator id")
+    database: str | None = Field(None, description="with --human: label store (dir or URL); default run dir")
 
 
 class RewardModelConfig(StrictModel):
