@@ -51,8 +51,8 @@ def task_config(config: ApecExperimentConfig, task: TaskSettings, seed: int) -> 
     return ApecConfig.model_validate(apply_overrides(base, list(task.overrides)))
 
 
-def run_task(config: ApecExperimentConfig, task: TaskSettings, out: Path) -> list[dict[str, Any]]:
-    rows = []
+def run_task(config: ApecExperimentConfig, task: TaskSettings, out: Path) -> None:
+    """Every seed of one task; a seed's rows land in its run dir, so seeds can run in parallel."""
     first = out / task.id / f"seed{config.seeds[0]}"
     for seed in config.seeds:
         run_dir = out / task.id / f"seed{seed}"
@@ -67,6 +67,7 @@ def run_task(config: ApecExperimentConfig, task: TaskSettings, out: Path) -> lis
             results = run_apec(pipeline, run_dir, logger)
         finally:
             logger.close()
+        rows = []
         for method, metrics in results["methods"].items():
             policy = metrics.get("policy", {})
             rows.append({"task": task.id, "seed": seed, "method": method,
@@ -74,10 +75,13 @@ def run_task(config: ApecExperimentConfig, task: TaskSettings, out: Path) -> lis
                          "policy_return": policy.get("final_true_return", float("nan")),
                          "demo_return": float(np.mean(results["demos"]["returns"])),
                          "demo_fraction": results["demos"].get("fraction", float("nan"))})
-        with open(out / "rows.jsonl", "a", encoding="utf-8") as handle:
-            for row in rows[-len(results["methods"]):]:
-                handle.write(json.dumps(row) + "\n")
-    return rows
+        (run_dir / "rows.json").write_text(json.dumps(rows, indent=1))
+
+
+def collect_rows(config: ApecExperimentConfig, out: Path) -> list[dict[str, Any]]:
+    """The rows of every finished (task, seed) of the config, in config order."""
+    paths = [out / task.id / f"seed{seed}" / "rows.json" for task in config.tasks for seed in config.seeds]
+    return [row for path in paths if path.is_file() for row in json.loads(path.read_text())]
 
 
 def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -133,18 +137,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("overrides", nargs="*", metavar="key=value")
     parser.add_argument("--config", default=Path(__file__).parent / "configs/apec.yaml")
     parser.add_argument("--report-only", action="store_true",
-                        help="rebuild summary, table and plots from out_dir/rows.jsonl; no training")
+                        help="rebuild summary, table and plots from the finished runs; no training")
     args = parser.parse_args(argv)
     config = load_config(ApecExperimentConfig, args.config, args.overrides)
     torch.set_num_threads(1)  # small nets: one thread is fastest and leaves a core for the envs
     out = Path(config.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     if not args.report_only:
-        save_config(config, out / "config.yaml")
-        (out / "rows.jsonl").unlink(missing_ok=True)
         for task in config.tasks:
             run_task(config, task, out)
-    rows = [json.loads(line) for line in (out / "rows.jsonl").read_text().splitlines()]
+    rows = collect_rows(config, out)
+    if not rows:
+        print(f"no finished runs under {out}", file=sys.stderr)
+        return 1
     table = summarise(rows)
     (out / "summary.json").write_text(json.dumps(table, indent=2))
     (out / "table.md").write_text(markdown_table(table))
