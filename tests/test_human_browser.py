@@ -1,6 +1,6 @@
 """A person in headless Chromium (Debian's, driven by Playwright) labels pairs by clicks and keys,
-survives a SIGKILL of the server, and reads the dashboard. Screenshots go to ``RLKIT_SCREENSHOTS``
-when it is set (that is how ``docs/screenshots`` was made)."""
+survives a SIGKILL of the server, reads the dashboard, and corrects an M3HF parse before sending it.
+Screenshots go to ``RLKIT_SCREENSHOTS`` when it is set (that is how ``docs/screenshots`` was made)."""
 
 import os
 import shutil
@@ -13,9 +13,13 @@ import pytest
 
 from rlkit.data import SegmentPairs
 from rlkit.human import LabelStore
+from rlkit.human.m3hf_source import ConfirmedSpecsParser
 from rlkit.human.media import render_pairs
 from rlkit.human.server import free_port, start_server_process
 from rlkit.human.settings import ServeConfig
+from rlkit.m3hf import RuleParser
+from tests.test_human_m3hf import TEXT as M3HF_TEXT
+from tests.test_human_m3hf import open_phase
 from tests.test_human_store import make_trajectories
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
@@ -124,3 +128,36 @@ def test_a_person_labels_20_pairs_by_clicks_and_keys_across_a_server_sigkill(tmp
         server.join()
     labels = {r.query_id: (None if np.isnan(r.value) else r.value) for r in store.live_labels()}
     assert labels == given and sorted(labels) == list(ids)
+
+
+def test_the_m3hf_page_previews_a_parse_takes_a_correction_and_commits_it(tmp_path, browser):
+    source, request = open_phase(tmp_path)
+    port = free_port()
+    server = start_server_process(ServeConfig(run_dir=str(tmp_path), port=port))
+    page = browser.new_page(viewport={"width": 1000, "height": 900})
+    try:
+        page.goto(f"http://127.0.0.1:{port}/m3hf")
+        page.fill("#annotator", "bob")
+        page.press("#annotator", "Enter")
+        page.wait_for_selector("#phase")
+        page.wait_for_function("() => document.querySelector('#rollout img').naturalWidth > 0")
+        page.fill("#feedback-text", M3HF_TEXT)
+        page.click("#preview")
+        page.wait_for_selector("#review:not(.hidden)")
+        assert page.locator(".agent-preview").all_inner_texts() == [
+            "agent_0: agent 0: holding(item='tomato', value=1.0)",
+            "agent_1: agent 1: action(action='stay', value=-1.0)",
+        ]
+        page.fill("#specs .spec >> nth=0 >> .params", '{"item": "onion", "value": 2.0}')
+        page.uncheck("#specs .spec >> nth=1 >> .keep")
+        screenshot(page, tmp_path, "m3hf_feedback.png")
+        page.click("#confirm")
+        page.wait_for_function("() => document.getElementById('m3hf-status').textContent.startsWith('sent')")
+        assert page.inner_text("#m3hf-status").endswith("with 1 spec(s)")
+    finally:
+        server.kill()
+        server.join()
+    assert [f.text for f in source.feedback(request)] == [M3HF_TEXT]
+    [spec] = ConfirmedSpecsParser(source, RuleParser()).parse(M3HF_TEXT, request.scene)
+    assert (spec.template, spec.agents) == ("holding", (0,))
+    assert (spec.params.item, spec.params.value) == ("onion", 2.0)

@@ -30,8 +30,9 @@ def create_app(
     media_dir: str | Path | None = None,
     parser: Any | None = None,
 ) -> FastAPI:
-    """The app over one store. ``parser`` (an M3HF ``FeedbackParser``) enables the feedback page."""
-    from rlkit.human import routes_dashboard, routes_label
+    """The app over one store; the M3HF page previews with ``parser`` (default: the offline RuleParser)."""
+    from rlkit.human import routes_dashboard, routes_label, routes_m3hf
+    from rlkit.m3hf.parser_rule import RuleParser
 
     config = config or ServeConfig()
     # Fix the scale in the database now, so the store can keep it in memory from here on.
@@ -46,8 +47,9 @@ def create_app(
     app.state.config = config
     app.state.signer = Signer(secret)
     app.state.media_dir = Path(media_dir) if media_dir else _default_media_dir(config)
-    app.state.parser = parser
+    app.state.parser = parser if parser is not None else RuleParser()
     app.include_router(routes_label.router)
+    app.include_router(routes_m3hf.router)
     app.include_router(routes_dashboard.router)
     app.mount("/static", StaticFiles(directory=str(PACKAGE_DIR / "static")), name="static")
 

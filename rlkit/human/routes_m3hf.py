@@ -1,0 +1,99 @@
+"""The M3HF page: the phase's rollout video, a text box, the parser's preview per agent, and the
+person's corrections, confirmed into the store for the M3HF loop's ``WebFeedbackSource``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi.responses import HTMLResponse
+from pydantic import BaseModel, Field, ValidationError
+
+from rlkit.human.app import page, require_annotator, require_csrf
+from rlkit.human.m3hf_source import scene_from_json
+from rlkit.human.store import UnknownQueryError
+from rlkit.m3hf.specs import TEMPLATE_PARAMS, RewardSpec, Scene, validate_specs
+
+router = APIRouter()
+MAX_SPECS = 20
+
+
+class TextIn(BaseModel):
+    text: str = Field(min_length=1)
+
+
+class SpecOut(BaseModel):
+    spec: dict[str, Any]
+    summary: str
+
+
+class PreviewOut(BaseModel):
+    phase: int
+    specs: list[SpecOut]
+    per_agent: dict[str, list[str]]  # agent name -> summaries of the specs that concern it
+
+
+class CommitIn(BaseModel):
+    phase: int = Field(ge=0, le=10**6)
+    text: str = Field(min_length=1)
+    specs: list[dict[str, Any]] = Field(max_length=MAX_SPECS)
+
+
+class CommitOut(BaseModel):
+    id: int
+    specs: list[SpecOut]
+
+
+def _phase(request: Request) -> tuple[dict[str, Any], Scene]:
+    phase = request.app.state.store.latest_phase()
+    if phase is None or "scene" not in phase["context"]:
+        raise HTTPException(404, "no M3HF phase is waiting for feedback")
+    return phase, scene_from_json(phase["context"]["scene"])
+
+
+def _check_text(request: Request, text: str) -> str:
+    limit = request.app.state.config.max_text_chars
+    if len(text) > limit:
+        raise HTTPException(422, f"text: {len(text)} characters, the limit is {limit}")
+    return text
+
+
+def _spec_out(spec: RewardSpec) -> SpecOut:
+    return SpecOut(spec=spec.model_dump(mode="json"), summary=spec.summary())
+
+
+@router.get("/m3hf", response_class=HTMLResponse, include_in_schema=False)
+def m3hf_page(request: Request) -> HTMLResponse:
+    phase = request.app.state.store.latest_phase()
+    has_scene = phase is not None and "scene" in phase["context"]
+    scene = scene_from_json(phase["context"]["scene"]) if has_scene else None
+    return page(request, "m3hf.html", phase=phase, scene=scene, templates=sorted(TEMPLATE_PARAMS))
+
+
+@router.post("/api/m3hf/preview", response_model=PreviewOut, dependencies=[Depends(require_csrf)])
+def preview(body: TextIn, request: Request) -> PreviewOut:
+    """What the parser understands from the text, per agent; nothing is stored."""
+    phase, scene = _phase(request)
+    specs = request.app.state.parser.parse(_check_text(request, body.text), scene)
+    per_agent = {name: [s.summary() for s in specs if i in s.agent_indices(scene.n_agents)]
+                 for i, name in enumerate(scene.agent_names)}
+    return PreviewOut(phase=phase["phase"], specs=[_spec_out(s) for s in specs], per_agent=per_agent)
+
+
+@router.post("/api/m3hf/commit", response_model=CommitOut, dependencies=[Depends(require_csrf)])
+def commit(body: CommitIn, request: Request, annotator: str = Depends(require_annotator)) -> CommitOut:
+    """Store the text with the specs the person confirmed (as corrected), checked against the scene."""
+    phase, scene = _phase(request)
+    if body.phase != phase["phase"]:
+        raise HTTPException(409, f"phase {body.phase} is closed; feedback now goes to phase {phase['phase']}")
+    try:
+        specs = validate_specs(body.specs, scene)
+    except (ValidationError, ValueError) as error:
+        raise HTTPException(422, f"specs: {error}") from None
+    try:
+        feedback_id = request.app.state.store.add_feedback(
+            body.phase, annotator, _check_text(request, body.text),
+            [s.model_dump(mode="json") for s in specs])
+    except UnknownQueryError as error:
+        raise HTTPException(404, str(error)) from None
+    return CommitOut(id=feedback_id, specs=[_spec_out(s) for s in specs])

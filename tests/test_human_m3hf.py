@@ -1,0 +1,82 @@
+"""The M3HF page's API and the web feedback source: preview, correct, confirm, hand to the loop."""
+
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+import envs.overcooked as oc
+from envs.overcooked.video import record_episode
+from rlkit.human import LabelStore
+from rlkit.human.app import create_app
+from rlkit.human.m3hf_source import ConfirmedSpecsParser, WebFeedbackSource, scene_from_json, scene_to_json
+from rlkit.human.settings import ServeConfig
+from rlkit.m3hf import FeedbackRequest, FeedbackSource, RuleParser, Scene
+from tests.test_human_app import login
+
+pytestmark = pytest.mark.server
+TEXT = "Agent 0 should pick up the tomato. Agent 1 should not stand still."
+
+
+def open_phase(run_dir: Path, phase: int = 3) -> tuple[WebFeedbackSource, FeedbackRequest]:
+    """A phase as the M3HF loop opens it: a recorded rollout (GIF) and the env's scene."""
+    env = oc.parallel_env(layout="A", n_agents=2, max_steps=6)
+    video = record_episode(env, lambda obs, infos: {a: 0 for a in obs}, run_dir / "rollout.gif")["path"]
+    request = FeedbackRequest(phase, Scene.from_env(env), video, original_return=-1.5)
+    source = WebFeedbackSource(LabelStore(run_dir), run_dir / "media", timeout_s=0.2, poll_s=0.02)
+    source.publish(request)
+    return source, request
+
+
+def test_scenes_survive_the_trip_through_json():
+    scene = Scene.from_env(oc.parallel_env(layout="B", n_agents=3))
+    assert scene_from_json(scene_to_json(scene)) == scene
+
+
+def test_preview_correct_and_confirm_reach_the_loop_as_confirmed_specs(tmp_path):
+    source, request = open_phase(tmp_path)
+    assert isinstance(source, FeedbackSource)
+    client = TestClient(create_app(source.store, ServeConfig(run_dir=str(tmp_path))))
+    headers = login(client, "ann")
+    html = client.get("/m3hf").text
+    assert "Phase 3" in html and "the <b>green</b> chef" in html and 'data-media="m3hf_phase_003.gif"' in html
+    assert client.get("/media/m3hf_phase_003.gif").content[:6] == b"GIF89a"
+
+    preview = client.post("/api/m3hf/preview", json={"text": TEXT}, headers=headers).json()
+    assert preview["per_agent"] == {"agent_0": ["agent 0: holding(item='tomato', value=1.0)"],
+                                    "agent_1": ["agent 1: action(action='stay', value=-1.0)"]}
+    specs = [s["spec"] for s in preview["specs"]]
+    specs[0]["params"]["item"] = "onion"  # the person corrects the parse: onion, not tomato
+    committed = client.post("/api/m3hf/commit", json={"phase": 3, "text": TEXT, "specs": specs},
+                            headers=headers)
+    assert committed.status_code == 200, committed.text
+    assert [s["summary"] for s in committed.json()["specs"]][0] == "agent 0: holding(item='onion', value=1.0)"
+
+    feedback = source.feedback(request)
+    assert [f.text for f in feedback] == [TEXT]
+    parser = ConfirmedSpecsParser(source, RuleParser())
+    assert parser.parse(TEXT, request.scene)[0].params.item == "onion"  # the correction, not a re-parse
+    assert parser.parse("Agent 1 should go to the onion.", request.scene)[0].template == "distance"
+    assert source.feedback(request) == []  # each confirmed text reaches the loop once (after a timeout)
+
+
+def test_bad_feedback_is_refused_with_the_reason(tmp_path):
+    source, _ = open_phase(tmp_path)
+    client = TestClient(create_app(source.store, ServeConfig(run_dir=str(tmp_path), max_text_chars=100)))
+    headers = login(client, "ann")
+    bad_entity = {"template": "holding", "agents": [0], "params": {"item": "pizza", "value": 1.0}}
+    response = client.post("/api/m3hf/commit", json={"phase": 3, "text": "x", "specs": [bad_entity]},
+                           headers=headers)
+    assert response.status_code == 422 and "pizza" in response.json()["detail"]
+    stale = client.post("/api/m3hf/commit", json={"phase": 2, "text": "x", "specs": []}, headers=headers)
+    assert stale.status_code == 409 and "phase 3" in stale.json()["detail"]
+    long = client.post("/api/m3hf/preview", json={"text": "go " * 50}, headers=headers)
+    assert long.status_code == 422 and "limit is 100" in long.json()["detail"]
+    assert source.store.take_feedback(3) == []
+
+
+def test_the_page_says_when_no_phase_is_open(tmp_path):
+    client = TestClient(create_app(LabelStore(tmp_path)))
+    headers = login(client, "ann")
+    assert 'id="no-phase"' in client.get("/m3hf").text
+    assert client.post("/api/m3hf/preview", json={"text": "hi"}, headers=headers).status_code == 404
