@@ -13,6 +13,7 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
+from pydantic import BaseModel
 
 from rlkit.feedback.scale import OrdinalScale
 from rlkit.human import security
@@ -21,6 +22,21 @@ from rlkit.human.settings import ServeConfig
 from rlkit.human.store import LabelStore
 
 PACKAGE_DIR = Path(__file__).parent
+
+
+class Problem(BaseModel):
+    """Every error: a sentence naming the field and value, or pydantic's list of field errors."""
+
+    detail: str | list[dict[str, Any]]
+
+
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    code: {"model": Problem, "description": what} for code, what in (
+        (401, "no access token or no annotator session"), (403, "missing or wrong CSRF token"),
+        (404, "no such pair, phase or file"), (409, "already labelled, or the phase closed"),
+        (413, "request body too large"), (422, "invalid input (named in the detail)"),
+    )
+}
 templates = Jinja2Templates(directory=str(PACKAGE_DIR / "templates"))
 
 

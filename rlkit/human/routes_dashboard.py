@@ -8,10 +8,10 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 from pydantic import BaseModel
 
-from rlkit.human.app import page
+from rlkit.human.app import ERROR_RESPONSES, page
 from rlkit.human.dashboard import dashboard_stats, polyline
 
-router = APIRouter()
+router = APIRouter(responses=ERROR_RESPONSES)
 
 
 class AgreementOut(BaseModel):

@@ -10,9 +10,9 @@ from pydantic import BaseModel, Field
 
 from rlkit.errors import InvalidLabelError
 from rlkit.human import security
-from rlkit.human.app import current_annotator, page, require_annotator, require_csrf
+from rlkit.human.app import ERROR_RESPONSES, current_annotator, page, require_annotator, require_csrf
 from rlkit.human.store import (
-    MAX_ANNOTATOR_CHARS,
+    ANNOTATOR_PATTERN,
     LabelConflictError,
     LabelRecord,
     LabelStore,
@@ -22,11 +22,11 @@ from rlkit.human.store import (
     check_annotator,
 )
 
-router = APIRouter()
+router = APIRouter(responses=ERROR_RESPONSES)
 
 
 class SessionIn(BaseModel):
-    annotator: str = Field(min_length=1, max_length=MAX_ANNOTATOR_CHARS)
+    annotator: str = Field(pattern=ANNOTATOR_PATTERN, description="letters, digits, _.@- (up to 64)")
 
 
 class SessionOut(BaseModel):
@@ -122,7 +122,7 @@ def get_session(request: Request) -> SessionOut:
 def start_session(body: SessionIn, request: Request, response: Response) -> SessionOut:
     """Label as ``annotator`` from now on (a signed cookie; the id cannot be edited in the browser)."""
     try:
-        annotator = check_annotator(body.annotator.strip())
+        annotator = check_annotator(body.annotator)
     except InvalidLabelError as error:
         raise HTTPException(422, str(error)) from None
     signer = request.app.state.signer

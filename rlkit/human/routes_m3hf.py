@@ -9,12 +9,12 @@ from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import HTMLResponse
 from pydantic import BaseModel, Field, ValidationError
 
-from rlkit.human.app import page, require_annotator, require_csrf
+from rlkit.human.app import ERROR_RESPONSES, page, require_annotator, require_csrf
 from rlkit.human.m3hf_source import scene_from_json
 from rlkit.human.store import UnknownQueryError
 from rlkit.m3hf.specs import TEMPLATE_PARAMS, RewardSpec, Scene, validate_specs
 
-router = APIRouter()
+router = APIRouter(responses=ERROR_RESPONSES)
 MAX_SPECS = 20
 
 

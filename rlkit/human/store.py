@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -30,6 +31,8 @@ from rlkit.human.schema import labels, queries
 
 DB_NAME = "labels.sqlite"
 MAX_ANNOTATOR_CHARS = 64
+# Ids travel in cookies, file names and logs: letters, digits and a few separators only.
+ANNOTATOR_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$"
 
 
 class LabelConflictError(RlkitError):
@@ -87,9 +90,10 @@ def database_url(location: str | os.PathLike[str]) -> str:
 
 
 def check_annotator(annotator: str) -> str:
-    if not annotator or len(annotator) > MAX_ANNOTATOR_CHARS or not annotator.isprintable():
+    if re.fullmatch(ANNOTATOR_PATTERN, annotator) is None:
         raise InvalidLabelError(
-            f"annotator id must be 1-{MAX_ANNOTATOR_CHARS} printable characters, got {annotator!r}"
+            f"annotator id must be 1-{MAX_ANNOTATOR_CHARS} letters, digits or _.@- (starting with a "
+            f"letter or digit), got {annotator!r}"
         )
     return annotator
 
