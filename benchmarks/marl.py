@@ -113,7 +113,7 @@ def main() -> None:
                 "rows": args.games * 3,
                 "n_steps": args.n_steps,
                 "batch_rows": args.batch,
-                "unit": "game steps per CPU second over a whole training iteration (rollout + update); x3 for rows",
+                "unit": "game steps per CPU second of a training iteration (rollout + update); x3 for rows",
                 "best": {k: round(v, 1) for k, v in best.items()},
                 "median": {k: round(v, 1) for k, v in median.items()},
                 "ratio_to_sb3": {

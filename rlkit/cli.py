@@ -16,6 +16,7 @@ from rlkit.apec.config import ApecConfig, DemosConfig
 from rlkit.config import load_config
 from rlkit.errors import RlkitError
 from rlkit.human.settings import ServeConfig
+from rlkit.m3hf.run_config import M3HFConfig
 from rlkit.pipeline import configs
 
 COMMANDS: dict[str, tuple[type[BaseModel], str]] = {
@@ -28,6 +29,7 @@ COMMANDS: dict[str, tuple[type[BaseModel], str]] = {
     "demos": (DemosConfig, "train a demonstrator and save suboptimal demos at a return fraction"),
     "apec": (ApecConfig, "APEC end to end: demos, AIL, checkpoint pairs, reward models, policies"),
     "serve": (ServeConfig, "serve the labelling web app (label queue, M3HF feedback, dashboard)"),
+    "m3hf": (M3HFConfig, "M3HF: IPPO on Overcooked reshaped by free-text feedback each phase (resumable)"),
 }
 
 
@@ -295,6 +297,21 @@ def _run_apec(config: ApecConfig, args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_m3hf(config: M3HFConfig, args: argparse.Namespace) -> int:
+    from rlkit.m3hf.loop import run_m3hf
+
+    run_dir, logger = _session("m3hf", config, args)
+    try:
+        state = run_m3hf(config, run_dir, logger)  # an existing --run-dir resumes
+    finally:
+        logger.close()
+    for row in state["history"]:
+        print(json.dumps({key: row[key] for key in ("generation", "env_steps", "original_return",
+                                                   "shaped_return", "feedback", "pool_sizes")}))
+    print(json.dumps({"best": state["best"], "run_dir": str(run_dir)}))
+    return 0
+
+
 RUNNERS: dict[str, Callable[[Any, argparse.Namespace], int]] = {
     "demo": _run_demo,
     "collect": _run_collect,
@@ -305,6 +322,7 @@ RUNNERS: dict[str, Callable[[Any, argparse.Namespace], int]] = {
     "demos": _run_demos,
     "apec": _run_apec,
     "serve": _run_serve,
+    "m3hf": _run_m3hf,
 }
 
 if __name__ == "__main__":

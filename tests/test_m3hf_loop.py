@@ -1,6 +1,10 @@
 """The M3HF phase loop end to end on a tiny budget, and resuming a run that was stopped."""
 
 import json
+import os
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
@@ -142,3 +146,34 @@ def test_simulated_teacher_feedback_is_recorded_with_its_quality(tmp_path):
     records = json.loads((tmp_path / "feedback" / "phase_001.json").read_text())
     assert [r["quality"] for r in records] == ["wrong", "wrong"]
     assert state["history"][1]["feedback_quality"] == {"wrong": 2}
+
+
+def test_rlkit_m3hf_killed_mid_run_resumes_at_the_last_completed_phase(tmp_path):
+    run_dir = tmp_path / "run"
+    command = [
+        sys.executable, "-m", "rlkit.cli", "m3hf", "--run-dir", str(run_dir), "--logger", "jsonl",
+        "env.recipe=tomato", "env.max_steps=20", "num_games=2", "generation_steps=384", "phases=4",
+        "marl.n_steps=16", "marl.batch_size=32", "marl.n_epochs=1", "parser=rule", "video=none",
+        "eval_games=2", "feedback.source=simulated", "feedback.per_phase=2",
+    ]  # fmt: skip
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "WANDB_MODE": "offline"}
+    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    state_path = run_dir / "state.json"
+    deadline = time.monotonic() + 240
+    while not (state_path.is_file() and json.loads(state_path.read_text())["completed"] >= 1):
+        assert process.poll() is None, process.stderr.read().decode()
+        assert time.monotonic() < deadline, "generation 1 never completed"
+        time.sleep(0.05)
+    process.kill()  # SIGKILL: no cleanup runs
+    process.wait()
+    killed_at = json.loads(state_path.read_text())["completed"]
+    assert killed_at < 4
+
+    finished = subprocess.run(command, env=env, capture_output=True, text=True, timeout=240)
+    assert finished.returncode == 0, finished.stderr
+    state = json.loads(state_path.read_text())
+    assert [row["generation"] for row in state["history"]] == [0, 1, 2, 3, 4]  # each generation once
+    pools = TeamPools.load(run_dir / "pools" / "gen_004.json")
+    assert pools.generation == 4 and sum(len(pool.entries) for pool in pools.pools) > 0
+    last = json.loads(finished.stdout.strip().splitlines()[-1])
+    assert last["best"] == state["best"]

@@ -60,8 +60,8 @@ def make_source(config: M3HFConfig, phase: int) -> FeedbackSource | None:
         rng = np.random.default_rng([config.seed, phase])
         return SimulatedTeacher(dict(settings.rates), settings.per_phase, rng)
     if settings.script is not None:
-        return ScriptedSource.from_yaml(settings.script)
-    return ScriptedSource(settings.texts)
+        return ScriptedSource.from_yaml(settings.script, settings.script_quality)
+    return ScriptedSource(settings.texts, settings.script_quality)
 
 
 def make_feedback_parser(config: M3HFConfig) -> FeedbackParser:

@@ -28,11 +28,16 @@ class FeedbackSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    source: Literal["none", "scripted", "simulated", "terminal"] = "scripted"
+    source: Literal["none", "scripted", "simulated", "terminal"] = Field(
+        "terminal", description="terminal: a person watches each phase's video and types"
+    )
     script: str | None = Field(None, description="YAML of texts per phase (scripted)")
-    texts: dict[int, list[str]] = Field(default_factory=dict, description="texts per phase (scripted)")
+    script_quality: Literal["correct", "irrelevant", "wrong", "unknown"] = Field(
+        "unknown", description="what the scripted texts are known to be, for reports (scripted)"
+    )
+    texts: dict[int, list[str]] = Field({}, description="texts per phase (scripted)")
     rates: dict[Literal["correct", "irrelevant", "wrong"], float] = Field(
-        default_factory=lambda: {"correct": 1.0}, description="quality mix (simulated)"
+        {"correct": 1.0}, description="quality mix (simulated)"
     )
     per_phase: int = Field(1, ge=1, description="texts per phase (simulated)")
 
