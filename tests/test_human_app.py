@@ -41,9 +41,10 @@ def test_label_submit_skip_undo_and_progress(run):
     assert first["query"]["id"] == ids[0] and first["query"]["left_media"] == "l0.gif"
     assert first["progress"] == {"done": 0, "remaining": 4, "total": 4}
     done = client.post("/api/labels", json={"query_id": int(ids[0]), "value": 1.0}, headers=headers)
-    assert done.status_code == 200 and done.json()["label"]["annotator"] == "ann"
+    assert done.status_code == 200 and done.json()["annotator"] == "ann"
     skip = client.post("/api/labels", json={"query_id": int(ids[1]), "value": None}, headers=headers)
-    assert skip.json()["label"]["value"] is None and skip.json()["progress"]["done"] == 2
+    assert skip.json()["value"] is None
+    assert client.get("/api/queue/next").json()["progress"] == {"done": 2, "remaining": 2, "total": 4}
     again = client.post("/api/labels", json={"query_id": int(ids[0]), "value": 0.0}, headers=headers)
     assert again.status_code == 409 and "undo it" in again.json()["detail"]
     off_scale = client.post("/api/labels", json={"query_id": int(ids[2]), "value": 0.3}, headers=headers)

@@ -72,11 +72,6 @@ class LabelOut(BaseModel):
     created_at: float
 
 
-class SubmitOut(BaseModel):
-    label: LabelOut
-    progress: ProgressOut
-
-
 class UndoOut(BaseModel):
     undone: LabelOut | None
     query: QueryOut | None
@@ -145,19 +140,18 @@ def next_pair(request: Request, annotator: str = Depends(require_annotator)) -> 
                    progress=_progress_out(store.progress(annotator)))
 
 
-@router.post("/api/labels", response_model=SubmitOut, dependencies=[Depends(require_csrf)])
-def submit_label(body: LabelIn, request: Request, annotator: str = Depends(require_annotator)) -> SubmitOut:
+@router.post("/api/labels", response_model=LabelOut, dependencies=[Depends(require_csrf)])
+def submit_label(body: LabelIn, request: Request, annotator: str = Depends(require_annotator)) -> LabelOut:
     """Commit a label (or a skip) for the session's annotator; it is on disk when this returns."""
-    store = _store(request)
     try:
-        label = store.submit(body.query_id, annotator, body.value, interface="web")
+        label = _store(request).submit(body.query_id, annotator, body.value, interface="web")
     except UnknownQueryError as error:
         raise HTTPException(404, str(error)) from None
     except LabelConflictError as error:
         raise HTTPException(409, str(error)) from None
     except InvalidLabelError as error:
         raise HTTPException(422, str(error)) from None
-    return SubmitOut(label=_label_out(label), progress=_progress_out(store.progress(annotator)))
+    return _label_out(label)
 
 
 @router.post("/api/labels/undo", response_model=UndoOut, dependencies=[Depends(require_csrf)])

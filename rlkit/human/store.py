@@ -18,7 +18,19 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Connection, Engine, and_, create_engine, event, exists, func, insert, select, update
+from sqlalchemy import (
+    Connection,
+    Engine,
+    and_,
+    bindparam,
+    create_engine,
+    event,
+    exists,
+    func,
+    insert,
+    select,
+    update,
+)
 from sqlalchemy.exc import IntegrityError
 
 from rlkit.data.segments import SegmentPairs
@@ -206,22 +218,14 @@ class LabelStore:
 
     def next_query(self, annotator: str) -> Query | None:
         """The oldest pair this annotator has not answered that still needs labels."""
-        mine = exists().where(labels.c.query_id == queries.c.id, labels.c.annotator == annotator,
-                              labels.c.retracted_at.is_(None))
         with self.engine.connect() as c:
-            row = c.execute(select(queries).where(queries.c.n_given < queries.c.redundancy, ~mine)
-                            .order_by(queries.c.id).limit(1)).first()
+            row = c.execute(_NEXT_QUERY, {"annotator": annotator}).first()
         return None if row is None else _query(row)
 
     def progress(self, annotator: str) -> Progress:
         """Answers given, and open pairs (needing labels) this annotator has not answered."""
-        open_pairs = queries.c.n_given < queries.c.redundancy
-        mine = and_(labels.c.annotator == annotator, labels.c.retracted_at.is_(None))
         with self.engine.connect() as c:
-            done = c.execute(select(func.count()).select_from(labels).where(mine)).scalar() or 0
-            n_open = c.execute(select(func.count()).select_from(queries).where(open_pairs)).scalar() or 0
-            answered_open = c.execute(select(func.count()).select_from(labels.join(queries))
-                                      .where(mine, open_pairs)).scalar() or 0
+            done, n_open, answered_open = c.execute(_PROGRESS, {"annotator": annotator}).one()
         return Progress(done=int(done), remaining=int(n_open - answered_open))
 
     # -- labels -----------------------------------------------------------------------------
@@ -238,14 +242,13 @@ class LabelStore:
         try:
             with self._write() as c:
                 # One statement both finds the pair and counts the label (a skip adds 0).
-                found = c.execute(update(queries).where(queries.c.id == query_id)
-                                  .values(n_given=queries.c.n_given + (0 if skipped else 1)))
+                found = c.execute(_COUNT_LABEL, {"qid": query_id, "added": 0 if skipped else 1})
                 if found.rowcount == 0:
                     raise UnknownQueryError(f"no query with id {query_id}")
-                label_id = c.execute(insert(labels).values(
-                    query_id=query_id, annotator=annotator, value=None if skipped else float(value),
-                    interface=interface, created_at=now,
-                )).inserted_primary_key[0]
+                label_id = c.execute(_INSERT_LABEL, {
+                    "query_id": query_id, "annotator": annotator,
+                    "value": None if skipped else float(value), "interface": interface, "created_at": now,
+                }).inserted_primary_key[0]
         except IntegrityError:
             raise LabelConflictError(
                 f"annotator {annotator!r} already labelled query {query_id}; undo it to change it"
@@ -352,6 +355,22 @@ class LabelStore:
         for row in rows:
             series.setdefault(row.name, []).append((row.step, row.value))
         return series
+
+
+# The statements of the hot path (every page view and submit), built once: SQLAlchemy then only
+# binds parameters instead of rebuilding and re-keying the expression on each call.
+_MINE = and_(labels.c.annotator == bindparam("annotator"), labels.c.retracted_at.is_(None))
+_OPEN = queries.c.n_given < queries.c.redundancy
+_NEXT_QUERY = (select(queries).where(_OPEN, ~exists().where(labels.c.query_id == queries.c.id, _MINE))
+               .order_by(queries.c.id).limit(1))
+_PROGRESS = select(
+    select(func.count()).select_from(labels).where(_MINE).scalar_subquery(),
+    select(func.count()).select_from(queries).where(_OPEN).scalar_subquery(),
+    select(func.count()).select_from(labels.join(queries)).where(_MINE, _OPEN).scalar_subquery(),
+)
+_COUNT_LABEL = (update(queries).where(queries.c.id == bindparam("qid"))
+                .values(n_given=queries.c.n_given + bindparam("added")))
+_INSERT_LABEL = insert(labels)
 
 
 def _make_engine(url: str, synchronous: str) -> Engine:
