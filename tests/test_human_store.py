@@ -131,7 +131,8 @@ def test_m3hf_feedback_and_metrics_round_trip(tmp_path):
     taken = store.take_feedback(2)
     assert [(f["annotator"], f["specs"]) for f in taken] == [("ann", [{"template": "x"}])]
     assert store.take_feedback(2) == []  # read once
-    store.log_metric("reward/held_out_accuracy", 1, 0.7)
-    store.log_metric("reward/held_out_accuracy", 0, 0.6)
-    assert store.metric_series() == {"reward/held_out_accuracy": [(0, 0.6), (1, 0.7)]}
+    store.log_metrics({"reward/held_out_accuracy": 0.7, "eval/return": -3.0}, step=1)
+    store.log_metrics({"reward/held_out_accuracy": 0.6}, step=0)
+    assert store.metric_series() == {"eval/return": [(1, -3.0)],
+                                     "reward/held_out_accuracy": [(0, 0.6), (1, 0.7)]}
     assert (tmp_path / "other.db").exists()

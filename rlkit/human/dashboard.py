@@ -6,11 +6,15 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 from itertools import combinations
+from typing import Any
 
 import numpy as np
 
 from rlkit.feedback.scale import OrdinalScale
 from rlkit.human.store import LabelRecord, LabelStore
+from rlkit.logging.base import PathLike, scalar_metrics
+
+DASHBOARD_PREFIXES = ("reward/", "held_out/", "eval/", "rollout/ep_rew_mean", "m3hf/")
 
 
 @dataclass(frozen=True)
@@ -75,3 +79,30 @@ def polyline(points: list[tuple[int, float]], width: int = 320, height: int = 12
     x = (steps - steps.min()) / max(np.ptp(steps), 1e-12) * (width - 10) + 5
     y = height - 5 - (values - values.min()) / max(np.ptp(values), 1e-12) * (height - 10)
     return " ".join(f"{a:.1f},{b:.1f}" for a, b in zip(x, y, strict=True))
+
+
+class DashboardLogger:
+    """A ``Logger`` that puts a trainer's numbers on the dashboard (use it inside a ``MultiLogger``).
+
+    Only metrics under ``prefixes`` are kept: the reward model's accuracy and the training curve,
+    not every loss of every minibatch. Configs, images and videos go to the other backends.
+    """
+
+    def __init__(self, store: LabelStore, prefixes: tuple[str, ...] = DASHBOARD_PREFIXES) -> None:
+        self.store, self.prefixes = store, prefixes
+
+    def log(self, metrics: dict[str, float], step: int) -> None:
+        kept = {key: value for key, value in scalar_metrics(metrics).items() if key.startswith(self.prefixes)}
+        self.store.log_metrics(kept, step)
+
+    def log_config(self, config: dict[str, Any]) -> None:
+        """The dashboard shows numbers only."""
+
+    def log_image(self, name: str, path: PathLike, step: int) -> None:
+        """The dashboard shows numbers only."""
+
+    def log_video(self, name: str, path_or_frames: PathLike | np.ndarray, step: int, fps: int = 30) -> None:
+        """The dashboard shows numbers only."""
+
+    def close(self) -> None:
+        """The store outlives the trainer's logger; its owner closes it."""

@@ -341,11 +341,14 @@ class LabelStore:
                  "created_at": r.created_at} for r in rows]
 
     # -- metrics ----------------------------------------------------------------------------
-    def log_metric(self, name: str, step: int, value: float) -> None:
-        """A training number for the dashboard (reward held-out accuracy, agent return)."""
-        with self._write() as c:
-            c.execute(insert(schema.metrics).values(name=name, step=int(step), value=float(value),
-                                                    created_at=time.time()))
+    def log_metrics(self, metrics: Mapping[str, float], step: int) -> None:
+        """Training numbers for the dashboard (reward held-out accuracy, agent return), one commit."""
+        now = time.time()
+        rows = [{"name": name, "step": int(step), "value": float(value), "created_at": now}
+                for name, value in metrics.items()]
+        if rows:
+            with self._write() as c:
+                c.execute(insert(schema.metrics), rows)
 
     def metric_series(self) -> dict[str, list[tuple[int, float]]]:
         with self.engine.connect() as c:

@@ -1,0 +1,54 @@
+"""The dashboard: labels per annotator, the distribution over the scale, agreement, training curves."""
+
+import re
+
+import pytest
+from fastapi.testclient import TestClient
+
+from rlkit.human import LabelStore
+from rlkit.human.app import create_app
+from rlkit.human.dashboard import DashboardLogger, dashboard_stats
+from rlkit.logging import Logger
+from tests.test_human_store import make_pairs, make_trajectories
+
+pytestmark = pytest.mark.server
+
+
+@pytest.fixture
+def store(tmp_path):
+    store = LabelStore(tmp_path)
+    ids = [int(q) for q in store.add_queries(make_pairs(make_trajectories(), 4), redundancy=2)]
+    # ann and bob share all four pairs: same level on 1, same side on 2, opposite sides on 3,
+    # and bob skipped 4 (so it is not shared).
+    for query_id, ann, bob in zip(ids, (1.0, 0.8, 0.0, 0.5), (1.0, 1.0, 1.0, None), strict=True):
+        store.submit(query_id, "ann", ann)
+        store.submit(query_id, "bob", bob)
+    store.submit(ids[0], "carol", 0.2)
+    return store
+
+
+def test_counts_distribution_and_pairwise_agreement(store):
+    stats = dashboard_stats(store)
+    assert stats.annotators == {"ann": {"labels": 4, "skipped": 0}, "bob": {"labels": 3, "skipped": 1},
+                                "carol": {"labels": 1, "skipped": 0}}
+    assert stats.distribution["ann"] == [1, 0, 1, 1, 1]  # levels 0, .2, .5, .8, 1
+    assert stats.distribution["bob"] == [0, 0, 0, 0, 3]
+    rows = {(a.first, a.second): a for a in stats.agreement}
+    assert (rows["ann", "bob"].shared, rows["ann", "bob"].exact) == (3, pytest.approx(1 / 3))
+    assert rows["ann", "bob"].same_side == pytest.approx(2 / 3)
+    assert (rows["ann", "carol"].shared, rows["ann", "carol"].same_side) == (1, 0.0)
+
+
+def test_the_logger_puts_training_curves_on_the_page(store):
+    logger = DashboardLogger(store)
+    assert isinstance(logger, Logger)
+    for step, accuracy in enumerate((0.55, 0.7, 0.8)):
+        metrics = {"reward/held_out_accuracy": accuracy, "train/loss": 1.0, "eval/return": -100 + step}
+        logger.log(metrics, step)
+    assert set(store.metric_series()) == {"reward/held_out_accuracy", "eval/return"}
+    html = re.sub(r">\s+<", "><", TestClient(create_app(store)).get("/dashboard").text)
+    assert "reward/held_out_accuracy — step 2: 0.8" in html and "<polyline points=" in html
+    assert "ann · bob</td><td>3</td><td>0.33</td><td>0.67" in html
+    data = TestClient(create_app(store)).get("/api/dashboard").json()
+    assert data["series"]["eval/return"] == [[0, -100.0], [1, -99.0], [2, -98.0]]
+    assert data["scale_names"][0] == "B much better"
