@@ -159,3 +159,10 @@ def test_sessions_survive_a_server_restart(tmp_path):
     assert client.post("/api/labels", json={"query_id": int(query_id), "value": 0.8},
                        headers=headers).status_code == 200
     assert np.isclose(restarted.live_labels()[0].value, 0.8)
+
+
+def test_rlkit_serve_refuses_to_expose_the_app_without_a_token(tmp_path, capsys):
+    from rlkit.cli import main
+
+    assert main(["serve", "host=0.0.0.0", "--run-dir", str(tmp_path)]) == 2
+    assert "host='0.0.0.0' exposes the labelling app" in capsys.readouterr().err
