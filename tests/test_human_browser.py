@@ -57,6 +57,14 @@ def twenty_pairs_of_eight_segments(tmp_path: Path) -> tuple[LabelStore, np.ndarr
     return store, store.add_queries(pairs, media=render_pairs(pairs, tmp_path / "media"))
 
 
+def log_in(page, url: str, annotator: str) -> None:
+    """Open a page and type an annotator id into its login form, as a person does."""
+    page.goto(url)
+    page.fill("#annotator", annotator)
+    page.press("#annotator", "Enter")
+    page.wait_for_selector("#annotator-name")
+
+
 def current_pair(page) -> int:
     return int(page.get_attribute("body", "data-query-id"))
 
@@ -86,10 +94,7 @@ def test_a_person_labels_20_pairs_by_clicks_and_keys_across_a_server_sigkill(tmp
     server = start_server_process(config)
     page = browser.new_page(viewport={"width": 1000, "height": 700})
     try:
-        page.goto(f"http://127.0.0.1:{port}/")
-        page.fill("#annotator", "alice")
-        page.press("#annotator", "Enter")
-        page.wait_for_selector("#annotator-name")
+        log_in(page, f"http://127.0.0.1:{port}/", "alice")
         page.wait_for_function("() => document.body.dataset.queryId")
         assert current_pair(page) == ids[0]
         # Both segment videos load, loop and play.
@@ -136,9 +141,7 @@ def test_the_m3hf_page_previews_a_parse_takes_a_correction_and_commits_it(tmp_pa
     server = start_server_process(ServeConfig(run_dir=str(tmp_path), port=port))
     page = browser.new_page(viewport={"width": 1000, "height": 900})
     try:
-        page.goto(f"http://127.0.0.1:{port}/m3hf")
-        page.fill("#annotator", "bob")
-        page.press("#annotator", "Enter")
+        log_in(page, f"http://127.0.0.1:{port}/m3hf", "bob")
         page.wait_for_selector("#phase")
         page.wait_for_function("() => document.querySelector('#rollout img').naturalWidth > 0")
         page.fill("#feedback-text", M3HF_TEXT)
