@@ -93,6 +93,22 @@ def test_apec_config_errors_name_the_field(tmp_path, capsys):
     assert "n_pairs" in capsys.readouterr().err
 
 
+@pytest.mark.slow
+def test_graded_apec_labels_grow_with_the_index_gap_and_train_with_the_ordinal_loss(tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    argv = ["apec", "--run-dir", str(run_dir), "--logger", "jsonl", *TINY,
+            "methods=[apec_ordinal]", "policy.methods=[]", "ail.rounds=6"]
+    assert main(argv) == 0
+    data = PreferenceDataset.load(run_dir / "datasets" / "apec_ordinal")
+    assert data.scale.name == "five"
+    strength = np.maximum(data.labels, 1 - data.labels)
+    gap = np.abs(data.meta["checkpoint_left"] - data.meta["checkpoint_right"])
+    weak, strong = (level for level in data.scale.levels if level > 0.5)  # "slightly", "much" better
+    assert set(np.unique(strength).tolist()) <= {np.float32(weak), 1.0} and strong == 1.0
+    assert strength[gap == gap.max()].min() == 1.0 and strength[gap == gap.min()].max() < 1.0
+    assert json.loads((run_dir / "metrics.json").read_text())["methods"]["apec_ordinal"]["train_pairs"] > 0
+
+
 def _resolved(run_dir):
     import yaml
 

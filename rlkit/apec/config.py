@@ -13,8 +13,10 @@ from pydantic import Field
 from rlkit.config import StrictModel
 from rlkit.pipeline.configs import AgentConfig, TrainerSettings
 
-Method = Literal["apec", "gap_only", "ot_only", "drex", "raw_ail"]
+Method = Literal["apec", "apec_ordinal", "gap_only", "ot_only", "drex", "raw_ail"]
 METHODS: tuple[str, ...] = ("apec", "gap_only", "ot_only", "drex", "raw_ail")
+"""The default arms; ``apec_ordinal`` (APEC's pairs, labels graded by the index gap on the
+five-level scale, fitted with the ordinal cross-entropy) is an option to measure, not a default."""
 
 
 class ApecEnvConfig(StrictModel):

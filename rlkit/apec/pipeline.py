@@ -195,6 +195,9 @@ def build_dataset(method: str, config: ApecConfig, make_venv: VenvFactory, demos
                              segment_length=p.segment_length, labels=p.labels)
     if method == "apec":
         return select_pairs(store, index, rng, pair_config, ot_distances=distances)
+    if method == "apec_ordinal":
+        graded = PairConfig(**{**pair_config.__dict__, "labels": "gap", "scale": "five"})
+        return select_pairs(store, index, rng, graded, ot_distances=distances)
     if method == "gap_only":
         no_ot = PairConfig(**{**pair_config.__dict__, "ot_threshold": None})
         return select_pairs(store, index, rng, no_ot)
@@ -285,7 +288,12 @@ def _cached_reward(directory: Path, config: ApecConfig, dataset: PreferenceDatas
         return load_reward_model(directory).model, json.loads((directory / "training.json").read_text())
     model: RewardNet = build_reward_net(observation_space, action_space, inputs=config.reward.inputs,
                                         hidden=config.reward.hidden, seed=config.seed)
-    report = RewardTrainer(model, trainer_config(config.reward.trainer, config.seed)).fit(
+    settings = config.reward.trainer
+    if settings.loss == "bt" and tuple(dataset.scale.levels) != (0.0, 1.0):
+        # Bradley-Terry refuses graded labels; the ordinal cross-entropy is the same loss on
+        # binary labels and the unbiased one on graded labels.
+        settings = settings.model_copy(update={"loss": "ordinal"})
+    report = RewardTrainer(model, trainer_config(settings, config.seed)).fit(
         dataset, rng=np.random.default_rng(config.seed))
     save_reward_model(model, directory)
     summary = {"train_pairs": report.n_train, "val_accuracy": float(report.val_accuracy[report.best_epoch]),
