@@ -41,6 +41,7 @@ class TaskSettings(StrictModel):
 class ApecExperimentConfig(StrictModel):
     out_dir: str = "runs/apec"
     seeds: list[int] = [0, 1, 2]
+    demos_from_seed: int | None = None  # share this seed's demos (default: the first seed's)
     tasks: list[TaskSettings] = [TaskSettings(id="Hopper-v5")]
     pipeline: ApecConfig = ApecConfig()
 
@@ -53,11 +54,14 @@ def task_config(config: ApecExperimentConfig, task: TaskSettings, seed: int) -> 
 
 def run_task(config: ApecExperimentConfig, task: TaskSettings, out: Path) -> None:
     """Every seed of one task; a seed's rows land in its run dir, so seeds can run in parallel."""
-    first = out / task.id / f"seed{config.seeds[0]}"
+    demo_seed = config.seeds[0] if config.demos_from_seed is None else config.demos_from_seed
+    first = out / task.id / f"seed{demo_seed}"
     for seed in config.seeds:
         run_dir = out / task.id / f"seed{seed}"
         run_dir.mkdir(parents=True, exist_ok=True)
         if run_dir != first and not (run_dir / "demos").exists():
+            if not (first / "demos" / "demos.npz").is_file():
+                raise SystemExit(f"{first}/demos: run seed {demo_seed} first; the seeds share its demos")
             (run_dir / "demos").symlink_to((first / "demos").resolve(), target_is_directory=True)
         pipeline = task_config(config, task, seed)
         save_config(pipeline, run_dir / "config.yaml")
