@@ -111,7 +111,9 @@ def test_export_is_a_preference_dataset_with_annotator_time_and_interface(tmp_pa
 
 
 def test_the_database_is_sqlite_in_wal_mode_with_a_schema_version(tmp_path, trajectories):
-    LabelStore(tmp_path).close()
+    LabelStore(tmp_path / "new-run").close()  # a run directory that does not exist yet
+    assert (tmp_path / "new-run" / "labels.sqlite").is_file()
+    LabelStore(tmp_path / "labels.sqlite").close()
     with sqlite3.connect(tmp_path / "labels.sqlite") as raw:
         assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert raw.execute("SELECT max(version) FROM schema_version").fetchone()[0] == CURRENT_VERSION

@@ -7,7 +7,7 @@ from typing import Any
 
 from rlkit.human.security import check_bind
 from rlkit.human.settings import ServeConfig
-from rlkit.human.store import LabelStore
+from rlkit.human.store import DB_NAME, LabelStore
 
 
 def open_store(config: ServeConfig) -> LabelStore:
@@ -15,7 +15,8 @@ def open_store(config: ServeConfig) -> LabelStore:
         from rlkit.config import ConfigError
 
         raise ConfigError("`rlkit serve` needs run_dir=... (the run to label) or database=<URL>")
-    return LabelStore(config.database or Path(config.run_dir or "."))
+    # The run directory may not exist yet: name the file, so it is not taken for a database file.
+    return LabelStore(config.database or Path(config.run_dir or ".") / DB_NAME)
 
 
 def serve(config: ServeConfig, parser: Any | None = None) -> None:

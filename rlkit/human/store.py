@@ -90,12 +90,13 @@ class Progress:
 
 
 def database_url(location: str | os.PathLike[str]) -> str:
-    """A SQLAlchemy URL as is; a run directory or a file path as a SQLite URL."""
+    """A SQLAlchemy URL as is; a run directory (existing, or a new path without a suffix) or a
+    database file path as a SQLite URL."""
     text = str(location)
     if "://" in text:
         return text
     path = Path(text)
-    if path.is_dir():
+    if path.is_dir() or (not path.exists() and not path.suffix):  # a (future) run directory
         path = path / DB_NAME
     path.parent.mkdir(parents=True, exist_ok=True)
     return f"sqlite:///{path.resolve()}"
