@@ -3,34 +3,19 @@
 SQLite in WAL mode is the default (``labels.sqlite`` in the run directory); any SQLAlchemy URL
 (``postgresql://...``) works too. Each submit is its own committed transaction, so a server or a
 trainer killed at any moment loses nothing that was acknowledged, and both resume from the rows.
+Layers: ``database`` (engine, migrations, settings) < ``records`` (M3HF feedback, metrics) < here
+(pairs and labels).
 """
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import time
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-from sqlalchemy import (
-    Connection,
-    Engine,
-    and_,
-    bindparam,
-    create_engine,
-    event,
-    exists,
-    func,
-    insert,
-    select,
-    update,
-)
+from sqlalchemy import and_, bindparam, exists, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from rlkit.data.segments import SegmentPairs
@@ -38,21 +23,23 @@ from rlkit.data.store import TrajectoryStore
 from rlkit.errors import InvalidLabelError, RlkitError
 from rlkit.feedback.dataset import PreferenceDataset
 from rlkit.feedback.scale import OrdinalScale
-from rlkit.human import schema
+from rlkit.human.database import DB_NAME
+from rlkit.human.records import (
+    ANNOTATOR_PATTERN,
+    MAX_ANNOTATOR_CHARS,
+    RunRecords,
+    UnknownQueryError,
+    check_annotator,
+)
 from rlkit.human.schema import labels, queries
 
-DB_NAME = "labels.sqlite"
-MAX_ANNOTATOR_CHARS = 64
-# Ids travel in cookies, file names and logs: letters, digits and a few separators only.
-ANNOTATOR_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$"
-
+__all__ = [
+    "ANNOTATOR_PATTERN", "DB_NAME", "MAX_ANNOTATOR_CHARS", "LabelConflictError", "LabelRecord", "LabelStore",
+    "Progress", "Query", "UnknownQueryError", "check_annotator",
+]
 
 class LabelConflictError(RlkitError):
     """The annotator already has a live label on this pair (undo it first); nothing was overwritten."""
-
-
-class UnknownQueryError(RlkitError, LookupError):
-    """A query id that is not in the store."""
 
 
 @dataclass(frozen=True)
@@ -89,61 +76,12 @@ class Progress:
         return self.done + self.remaining
 
 
-def database_url(location: str | os.PathLike[str]) -> str:
-    """A SQLAlchemy URL as is; a run directory (existing, or a new path without a suffix) or a
-    database file path as a SQLite URL."""
-    text = str(location)
-    if "://" in text:
-        return text
-    path = Path(text)
-    if path.is_dir() or (not path.exists() and not path.suffix):  # a (future) run directory
-        path = path / DB_NAME
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return f"sqlite:///{path.resolve()}"
-
-
-def check_annotator(annotator: str) -> str:
-    if re.fullmatch(ANNOTATOR_PATTERN, annotator) is None:
-        raise InvalidLabelError(
-            f"annotator id must be 1-{MAX_ANNOTATOR_CHARS} letters, digits or _.@- (starting with a "
-            f"letter or digit), got {annotator!r}"
-        )
-    return annotator
-
-
-class LabelStore:
+class LabelStore(RunRecords):
     """Queries (segment pairs), per-annotator labels, M3HF feedback and metrics of one run."""
 
     def __init__(self, location: str | os.PathLike[str], *, synchronous: str = "NORMAL") -> None:
-        self.url = database_url(location)
+        super().__init__(location, synchronous=synchronous)
         self._scale: OrdinalScale | None = None
-        self.engine = _make_engine(self.url, synchronous)
-        with self._write() as connection:
-            schema.migrate(connection)
-
-    def close(self) -> None:
-        self.engine.dispose()
-
-    @contextmanager
-    def _write(self) -> Iterator[Connection]:
-        with self.engine.connect() as connection:
-            connection.execution_options(rlkit_write=True)
-            with connection.begin():
-                yield connection
-
-    # -- settings ---------------------------------------------------------------------------
-    def set_setting(self, key: str, value: Any) -> None:
-        text = json.dumps(value)
-        with self._write() as c:
-            if c.execute(select(schema.settings.c.key).where(schema.settings.c.key == key)).first():
-                c.execute(update(schema.settings).where(schema.settings.c.key == key).values(value=text))
-            else:
-                c.execute(insert(schema.settings).values(key=key, value=text))
-
-    def setting(self, key: str, default: Any = None) -> Any:
-        with self.engine.connect() as c:
-            row = c.execute(select(schema.settings.c.value).where(schema.settings.c.key == key)).first()
-        return default if row is None else json.loads(row[0])
 
     @property
     def scale(self) -> OrdinalScale:
@@ -300,67 +238,6 @@ class LabelStore:
             )
         return dataset
 
-    # -- M3HF feedback ----------------------------------------------------------------------
-    def add_phase(self, phase: int, video: str = "", context: Mapping[str, Any] | None = None) -> None:
-        """Open an M3HF phase for feedback (its rollout video and the parser's context)."""
-        with self._write() as c:
-            if c.execute(select(schema.phases.c.id).where(schema.phases.c.phase == phase)).first():
-                c.execute(update(schema.phases).where(schema.phases.c.phase == phase)
-                          .values(video=video, context=json.dumps(dict(context or {}))))
-            else:
-                c.execute(insert(schema.phases).values(phase=phase, video=video,
-                                                       context=json.dumps(dict(context or {})),
-                                                       created_at=time.time()))
-
-    def latest_phase(self) -> dict[str, Any] | None:
-        with self.engine.connect() as c:
-            row = c.execute(select(schema.phases).order_by(schema.phases.c.phase.desc()).limit(1)).first()
-        if row is None:
-            return None
-        return {"phase": row.phase, "video": row.video, "context": json.loads(row.context)}
-
-    def add_feedback(self, phase: int, annotator: str, text: str, specs: list[dict[str, Any]]) -> int:
-        """Commit a person's confirmed feedback: the text and the reward specs they approved."""
-        check_annotator(annotator)
-        with self._write() as c:
-            if c.execute(select(schema.phases.c.id).where(schema.phases.c.phase == phase)).first() is None:
-                raise UnknownQueryError(f"no M3HF phase {phase} is open for feedback")
-            return int(c.execute(insert(schema.feedback).values(
-                phase=phase, annotator=annotator, text=text, specs=json.dumps(specs),
-                created_at=time.time())).inserted_primary_key[0])
-
-    def take_feedback(self, phase: int) -> list[dict[str, Any]]:
-        """Feedback of a phase not yet read, oldest first, marked read in the same transaction."""
-        table = schema.feedback
-        with self._write() as c:
-            rows = c.execute(select(table).where(table.c.phase == phase, table.c.consumed_at.is_(None))
-                             .order_by(table.c.id)).all()
-            if rows:
-                c.execute(update(table).where(table.c.id.in_([r.id for r in rows]))
-                          .values(consumed_at=time.time()))
-        return [{"id": r.id, "annotator": r.annotator, "text": r.text, "specs": json.loads(r.specs),
-                 "created_at": r.created_at} for r in rows]
-
-    # -- metrics ----------------------------------------------------------------------------
-    def log_metrics(self, metrics: Mapping[str, float], step: int) -> None:
-        """Training numbers for the dashboard (reward held-out accuracy, agent return), one commit."""
-        now = time.time()
-        rows = [{"name": name, "step": int(step), "value": float(value), "created_at": now}
-                for name, value in metrics.items()]
-        if rows:
-            with self._write() as c:
-                c.execute(insert(schema.metrics), rows)
-
-    def metric_series(self) -> dict[str, list[tuple[int, float]]]:
-        with self.engine.connect() as c:
-            rows = c.execute(select(schema.metrics).order_by(schema.metrics.c.name,
-                                                             schema.metrics.c.step)).all()
-        series: dict[str, list[tuple[int, float]]] = {}
-        for row in rows:
-            series.setdefault(row.name, []).append((row.step, row.value))
-        return series
-
-
 # The statements of the hot path (every page view and submit), built once: SQLAlchemy then only
 # binds parameters instead of rebuilding and re-keying the expression on each call.
 _MINE = and_(labels.c.annotator == bindparam("annotator"), labels.c.retracted_at.is_(None))
@@ -375,34 +252,6 @@ _PROGRESS = select(
 _COUNT_LABEL = (update(queries).where(queries.c.id == bindparam("qid"))
                 .values(n_given=queries.c.n_given + bindparam("added")))
 _INSERT_LABEL = insert(labels)
-
-
-def _make_engine(url: str, synchronous: str) -> Engine:
-    if not url.startswith("sqlite"):
-        return create_engine(url, pool_pre_ping=True)
-    if synchronous not in ("NORMAL", "FULL"):
-        raise InvalidLabelError(f"synchronous must be NORMAL or FULL, got {synchronous!r}")
-    engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
-
-    @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
-        # WAL: readers never block the writer; NORMAL loses nothing when a process dies (only
-        # a power cut may lose the last commits); FULL syncs every commit for power cuts too.
-        dbapi_connection.isolation_level = None  # let SQLAlchemy's BEGIN below take over
-        cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute(f"PRAGMA synchronous={synchronous}")
-        cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.close()
-
-    @event.listens_for(engine, "begin")
-    def _on_begin(connection: Connection) -> None:
-        # Writers take the lock up front, so two of them queue on busy_timeout instead of failing
-        # on a lock upgrade; readers read a WAL snapshot and block nobody.
-        write = connection.get_execution_options().get("rlkit_write", False)
-        connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
-
-    return engine
 
 
 def _query(row: Any) -> Query:

@@ -1,0 +1,93 @@
+"""The database under the label store: engine (SQLite in WAL mode, or any SQLAlchemy URL),
+migrations on open, transactions that take the write lock up front, and key-value settings."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Connection, Engine, create_engine, event, insert, select, update
+
+from rlkit.errors import InvalidLabelError
+from rlkit.human import schema
+
+DB_NAME = "labels.sqlite"
+
+
+def database_url(location: str | os.PathLike[str]) -> str:
+    """A SQLAlchemy URL as is; a run directory (existing, or a new path without a suffix) or a
+    database file path as a SQLite URL."""
+    text = str(location)
+    if "://" in text:
+        return text
+    path = Path(text)
+    if path.is_dir() or (not path.exists() and not path.suffix):  # a (future) run directory
+        path = path / DB_NAME
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{path.resolve()}"
+
+
+class Database:
+    """One run's database; ``LabelStore`` builds on it."""
+
+    def __init__(self, location: str | os.PathLike[str], *, synchronous: str = "NORMAL") -> None:
+        self.url = database_url(location)
+        self.engine = _make_engine(self.url, synchronous)
+        with self._write() as connection:
+            schema.migrate(connection)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    @contextmanager
+    def _write(self) -> Iterator[Connection]:
+        with self.engine.connect() as connection:
+            connection.execution_options(rlkit_write=True)
+            with connection.begin():
+                yield connection
+
+    # -- settings ---------------------------------------------------------------------------
+    def set_setting(self, key: str, value: Any) -> None:
+        text = json.dumps(value)
+        with self._write() as c:
+            if c.execute(select(schema.settings.c.key).where(schema.settings.c.key == key)).first():
+                c.execute(update(schema.settings).where(schema.settings.c.key == key).values(value=text))
+            else:
+                c.execute(insert(schema.settings).values(key=key, value=text))
+
+    def setting(self, key: str, default: Any = None) -> Any:
+        with self.engine.connect() as c:
+            row = c.execute(select(schema.settings.c.value).where(schema.settings.c.key == key)).first()
+        return default if row is None else json.loads(row[0])
+
+
+def _make_engine(url: str, synchronous: str) -> Engine:
+    if not url.startswith("sqlite"):
+        return create_engine(url, pool_pre_ping=True)
+    if synchronous not in ("NORMAL", "FULL"):
+        raise InvalidLabelError(f"synchronous must be NORMAL or FULL, got {synchronous!r}")
+    engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # WAL: readers never block the writer; NORMAL loses nothing when a process dies (only
+        # a power cut may lose the last commits); FULL syncs every commit for power cuts too.
+        dbapi_connection.isolation_level = None  # let SQLAlchemy's BEGIN below take over
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute(f"PRAGMA synchronous={synchronous}")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Connection) -> None:
+        # Writers take the lock up front, so two of them queue on busy_timeout instead of failing
+        # on a lock upgrade; readers read a WAL snapshot and block nobody.
+        write = connection.get_execution_options().get("rlkit_write", False)
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+    return engine

@@ -1,0 +1,96 @@
+"""A run's records beside its labels: M3HF phases and the feedback people confirmed, and the
+training numbers the dashboard draws."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from sqlalchemy import insert, select, update
+
+from rlkit.errors import InvalidLabelError, RlkitError
+from rlkit.human import schema
+from rlkit.human.database import Database
+
+MAX_ANNOTATOR_CHARS = 64
+# Ids travel in cookies, file names and logs: letters, digits and a few separators only.
+ANNOTATOR_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$"
+
+
+class UnknownQueryError(RlkitError, LookupError):
+    """A query id (or an M3HF phase) that is not in the store."""
+
+
+def check_annotator(annotator: str) -> str:
+    if re.fullmatch(ANNOTATOR_PATTERN, annotator) is None:
+        raise InvalidLabelError(
+            f"annotator id must be 1-{MAX_ANNOTATOR_CHARS} letters, digits or _.@- (starting with a "
+            f"letter or digit), got {annotator!r}"
+        )
+    return annotator
+
+
+class RunRecords(Database):
+    """M3HF feedback and training metrics of a run."""
+
+    def add_phase(self, phase: int, video: str = "", context: Mapping[str, Any] | None = None) -> None:
+        """Open an M3HF phase for feedback (its rollout video and the parser's context)."""
+        with self._write() as c:
+            if c.execute(select(schema.phases.c.id).where(schema.phases.c.phase == phase)).first():
+                c.execute(update(schema.phases).where(schema.phases.c.phase == phase)
+                          .values(video=video, context=json.dumps(dict(context or {}))))
+            else:
+                c.execute(insert(schema.phases).values(phase=phase, video=video,
+                                                       context=json.dumps(dict(context or {})),
+                                                       created_at=time.time()))
+
+    def latest_phase(self) -> dict[str, Any] | None:
+        with self.engine.connect() as c:
+            row = c.execute(select(schema.phases).order_by(schema.phases.c.phase.desc()).limit(1)).first()
+        if row is None:
+            return None
+        return {"phase": row.phase, "video": row.video, "context": json.loads(row.context)}
+
+    def add_feedback(self, phase: int, annotator: str, text: str, specs: list[dict[str, Any]]) -> int:
+        """Commit a person's confirmed feedback: the text and the reward specs they approved."""
+        check_annotator(annotator)
+        with self._write() as c:
+            if c.execute(select(schema.phases.c.id).where(schema.phases.c.phase == phase)).first() is None:
+                raise UnknownQueryError(f"no M3HF phase {phase} is open for feedback")
+            return int(c.execute(insert(schema.feedback).values(
+                phase=phase, annotator=annotator, text=text, specs=json.dumps(specs),
+                created_at=time.time())).inserted_primary_key[0])
+
+    def take_feedback(self, phase: int) -> list[dict[str, Any]]:
+        """Feedback of a phase not yet read, oldest first, marked read in the same transaction."""
+        table = schema.feedback
+        with self._write() as c:
+            rows = c.execute(select(table).where(table.c.phase == phase, table.c.consumed_at.is_(None))
+                             .order_by(table.c.id)).all()
+            if rows:
+                c.execute(update(table).where(table.c.id.in_([r.id for r in rows]))
+                          .values(consumed_at=time.time()))
+        return [{"id": r.id, "annotator": r.annotator, "text": r.text, "specs": json.loads(r.specs),
+                 "created_at": r.created_at} for r in rows]
+
+    # -- metrics ----------------------------------------------------------------------------
+    def log_metrics(self, metrics: Mapping[str, float], step: int) -> None:
+        """Training numbers for the dashboard (reward held-out accuracy, agent return), one commit."""
+        now = time.time()
+        rows = [{"name": name, "step": int(step), "value": float(value), "created_at": now}
+                for name, value in metrics.items()]
+        if rows:
+            with self._write() as c:
+                c.execute(insert(schema.metrics), rows)
+
+    def metric_series(self) -> dict[str, list[tuple[int, float]]]:
+        with self.engine.connect() as c:
+            rows = c.execute(select(schema.metrics).order_by(schema.metrics.c.name,
+                                                             schema.metrics.c.step)).all()
+        series: dict[str, list[tuple[int, float]]] = {}
+        for row in rows:
+            series.setdefault(row.name, []).append((row.step, row.value))
+        return series
