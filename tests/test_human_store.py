@@ -1,6 +1,7 @@
 """The label store: queries, per-annotator labels, undo, resumption, export with provenance."""
 
 import sqlite3
+import time
 
 import numpy as np
 import pytest
@@ -58,6 +59,30 @@ def test_a_second_label_is_refused_and_undo_retracts_only_ones_own(tmp_path, tra
     assert store.next_query("ann").id == query_id  # open to ann again, so she can relabel
     store.submit(query_id, "ann", 0.2)
     assert sorted(r.value for r in store.live_labels()) == [0.0, 0.2]
+
+
+def test_a_shown_pair_is_held_for_its_annotator_until_answered_or_expired(tmp_path, trajectories):
+    store = LabelStore(tmp_path)
+    ids = store.add_queries(make_pairs(trajectories, 3))
+    assert store.next_query("ann", lease_s=60).id == ids[0]
+    assert store.next_query("bob", lease_s=60).id == ids[1]  # ann holds the first pair
+    assert store.next_query("ann", lease_s=60).id == ids[0]  # a reload shows ann her pair again
+    store.submit(ids[0], "ann", 1.0)
+    assert store.next_query("ann", lease_s=0.05).id == ids[2]  # bob holds the second
+    time.sleep(0.1)
+    assert store.next_query("bob").id == ids[1] and store.next_query("carol").id == ids[2]  # expired
+
+
+def test_an_older_database_is_migrated_when_opened(tmp_path):
+    LabelStore(tmp_path).close()
+    with sqlite3.connect(tmp_path / "labels.sqlite") as raw:  # make it a version-1 database
+        raw.execute("DROP TABLE leases")
+        raw.execute("DELETE FROM schema_version WHERE version > 1")
+    store = LabelStore(tmp_path)
+    store.add_queries(make_pairs(make_trajectories(), 2))
+    assert store.next_query("ann", lease_s=60).id == 1 and store.next_query("bob").id == 2
+    with sqlite3.connect(tmp_path / "labels.sqlite") as raw:
+        assert [v for (v,) in raw.execute("SELECT version FROM schema_version")] == [1, 2]
 
 
 def test_bad_submits_fail_naming_the_problem_and_store_nothing(tmp_path, trajectories):

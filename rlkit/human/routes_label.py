@@ -135,7 +135,7 @@ def get_scale(request: Request) -> ScaleOut:
 @router.get("/api/queue/next", response_model=NextOut)
 def next_pair(request: Request, annotator: str = Depends(require_annotator)) -> NextOut:
     store = _store(request)
-    query = store.next_query(annotator)
+    query = store.next_query(annotator, lease_s=request.app.state.config.lease_s)
     return NextOut(query=None if query is None else _query_out(query),
                    progress=_progress_out(store.progress(annotator)))
 

@@ -107,11 +107,25 @@ metrics = Table(
 )
 
 
+# Version 2: a pair shown to an annotator is held for them for a while, so two people labelling
+# at once are not both given the last pair that needs one more label.
+leases = Table(
+    "leases", metadata,
+    Column("query_id", Integer, ForeignKey("queries.id"), primary_key=True),
+    Column("annotator", String(64), primary_key=True),
+    Column("until", Float, nullable=False),
+)
+
+
 def _create_v1(connection: Connection) -> None:
-    metadata.create_all(connection)
+    metadata.create_all(connection, tables=[queries, labels, phases, feedback, metrics, settings])
 
 
-MIGRATIONS: tuple[Callable[[Connection], None], ...] = (_create_v1,)
+def _add_leases_v2(connection: Connection) -> None:
+    leases.create(connection)
+
+
+MIGRATIONS: tuple[Callable[[Connection], None], ...] = (_create_v1, _add_leases_v2)
 CURRENT_VERSION = len(MIGRATIONS)
 
 

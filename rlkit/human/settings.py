@@ -16,3 +16,4 @@ class ServeConfig(StrictModel):
     scale: str | None = Field(None, description="label scale to set (default: the store's, else five)")
     max_body_bytes: int = Field(64 * 1024, ge=1024, description="requests above this are refused")
     max_text_chars: int = Field(4000, ge=1, description="longest M3HF feedback text accepted")
+    lease_s: float = Field(300.0, ge=0, description="how long a shown pair is held for its annotator")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from sqlalchemy import and_, bindparam, exists, func, insert, select, update
+from sqlalchemy import and_, bindparam, delete, exists, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from rlkit.data.segments import SegmentPairs
@@ -31,7 +31,7 @@ from rlkit.human.records import (
     UnknownQueryError,
     check_annotator,
 )
-from rlkit.human.schema import labels, queries
+from rlkit.human.schema import labels, leases, queries
 
 __all__ = [
     "ANNOTATOR_PATTERN", "DB_NAME", "MAX_ANNOTATOR_CHARS", "LabelConflictError", "LabelRecord", "LabelStore",
@@ -155,10 +155,21 @@ class LabelStore(RunRecords):
         with self.engine.connect() as c:
             return int(c.execute(select(func.count()).select_from(queries)).scalar() or 0)
 
-    def next_query(self, annotator: str) -> Query | None:
-        """The oldest pair this annotator has not answered that still needs labels."""
-        with self.engine.connect() as c:
-            row = c.execute(_NEXT_QUERY, {"annotator": annotator}).first()
+    def next_query(self, annotator: str, lease_s: float | None = None) -> Query | None:
+        """The oldest pair this annotator has not answered that still needs labels, counting the
+        pairs other annotators hold (leases) as taken. ``lease_s`` holds the returned pair for
+        this annotator that long, so two people at once are not shown the same last pair."""
+        now = time.time()
+        if lease_s is None:
+            with self.engine.connect() as c:
+                row = c.execute(_NEXT_QUERY, {"annotator": annotator, "now": now}).first()
+            return None if row is None else _query(row)
+        with self._write() as c:
+            row = c.execute(_NEXT_QUERY, {"annotator": annotator, "now": now}).first()
+            if row is not None:
+                key = {"qid": row.id, "annotator": annotator}
+                c.execute(_DROP_LEASE, key)
+                c.execute(_TAKE_LEASE, key | {"until": now + lease_s})
         return None if row is None else _query(row)
 
     def progress(self, annotator: str) -> Progress:
@@ -184,6 +195,7 @@ class LabelStore(RunRecords):
                 found = c.execute(_COUNT_LABEL, {"qid": query_id, "added": 0 if skipped else 1})
                 if found.rowcount == 0:
                     raise UnknownQueryError(f"no query with id {query_id}")
+                c.execute(_DROP_LEASE, {"qid": query_id, "annotator": annotator})
                 label_id = c.execute(_INSERT_LABEL, {
                     "query_id": query_id, "annotator": annotator,
                     "value": None if skipped else float(value), "interface": interface, "created_at": now,
@@ -242,8 +254,18 @@ class LabelStore(RunRecords):
 # binds parameters instead of rebuilding and re-keying the expression on each call.
 _MINE = and_(labels.c.annotator == bindparam("annotator"), labels.c.retracted_at.is_(None))
 _OPEN = queries.c.n_given < queries.c.redundancy
-_NEXT_QUERY = (select(queries).where(_OPEN, ~exists().where(labels.c.query_id == queries.c.id, _MINE))
+_HELD_BY_OTHERS = (select(func.count()).select_from(leases)
+                   .where(leases.c.query_id == queries.c.id, leases.c.annotator != bindparam("annotator"),
+                          leases.c.until > bindparam("now"))
+                   .scalar_subquery())
+_NEXT_QUERY = (select(queries)
+               .where(queries.c.n_given + _HELD_BY_OTHERS < queries.c.redundancy,
+                      ~exists().where(labels.c.query_id == queries.c.id, _MINE))
                .order_by(queries.c.id).limit(1))
+_DROP_LEASE = delete(leases).where(leases.c.query_id == bindparam("qid"),
+                                   leases.c.annotator == bindparam("annotator"))
+_TAKE_LEASE = insert(leases).values(query_id=bindparam("qid"), annotator=bindparam("annotator"),
+                                    until=bindparam("until"))
 _PROGRESS = select(
     select(func.count()).select_from(labels).where(_MINE).scalar_subquery(),
     select(func.count()).select_from(queries).where(_OPEN).scalar_subquery(),

@@ -45,8 +45,10 @@ class TerminalSession:
         media_dir: str | Path | None = None,
         console: Console | None = None,
         stream: TextIO | None = None,
+        lease_s: float = 600.0,
     ) -> None:
         self.store = store
+        self.lease_s = lease_s
         self.annotator = annotator
         self.trajectories = trajectories
         self.media_dir = None if media_dir is None else Path(media_dir)
@@ -60,7 +62,7 @@ class TerminalSession:
     def run(self) -> int:
         """Label until done or quit (``q`` or end of input); returns the answers submitted here."""
         given = 0
-        shown = self.store.next_query(self.annotator)
+        shown = self.store.next_query(self.annotator, self.lease_s)
         while shown is not None:
             self.show(shown)
             try:
@@ -82,7 +84,7 @@ class TerminalSession:
                 self.console.print(f"{'skipped' if answer == 's' else 'saved'} pair {shown.id}")
             except LabelConflictError as error:  # the same annotator in another window
                 self.console.print(f"[yellow]{error}[/]")
-            shown = self.store.next_query(self.annotator)
+            shown = self.store.next_query(self.annotator, self.lease_s)
         progress = self.store.progress(self.annotator)
         self.console.print(f"{progress.done} labelled · {progress.remaining} to go")
         return given
