@@ -13,6 +13,7 @@ import pytest
 
 from rlkit.data import SegmentPairs
 from rlkit.human import LabelStore
+from rlkit.human.dashboard import DashboardLogger
 from rlkit.human.m3hf_source import ConfirmedSpecsParser
 from rlkit.human.media import render_pairs
 from rlkit.human.server import free_port, start_server_process
@@ -124,7 +125,11 @@ def test_a_person_labels_20_pairs_by_clicks_and_keys_across_a_server_sigkill(tmp
         page.wait_for_selector("#done", state="visible")
         assert page.inner_text("#progress") == "20 labelled · 0 to go"
 
+        logger = DashboardLogger(store)  # what a trainer using HumanTeacher would log
+        for step, (accuracy, ret) in enumerate(((0.58, -1210), (0.66, -905), (0.71, -640), (0.77, -420))):
+            logger.log({"reward/held_out_accuracy": accuracy, "eval/true_return": ret}, step * 10_000)
         page.goto(f"http://127.0.0.1:{port}/dashboard")
+        assert page.locator("svg polyline").count() == 2
         row = page.inner_text("#annotators tr >> nth=1")
         assert row.split("\t")[:3] == ["alice", "17", "3"]
         screenshot(page, tmp_path, "dashboard.png")
