@@ -74,14 +74,16 @@ def test_a_server_killed_with_sigkill_loses_no_acknowledged_label(tmp_path):
         query_id = client.next()["query"]["id"]
         assert client.submit(query_id, value).status_code == 200
         acknowledged.append((query_id, value))
+    undone = client.undo()["undone"]  # the last one, retracted before the crash
+    assert undone["query_id"] == acknowledged.pop()[0]
     os.kill(server.pid, signal.SIGKILL)
     server.join()
     assert server.exitcode == -signal.SIGKILL
     server = start_server_process(ServeConfig(run_dir=str(tmp_path), port=port))
     try:
         resumed = client.next()  # the same browser session, cookies and all
-        assert resumed["progress"] == {"done": 7, "remaining": 23, "total": 30}
-        assert resumed["query"]["id"] == 8
+        assert resumed["progress"] == {"done": 6, "remaining": 24, "total": 30}
+        assert resumed["query"]["id"] == 7
     finally:
         client.close()
         server.kill()
