@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from rlkit.errors import InvalidDataError
-from rlkit.m3hf import ScriptedSource, TeamPools
+from rlkit.m3hf import LLMConfig, LLMParser, ScriptedSource, TeamPools
 from rlkit.m3hf.loop import M3HFRun, run_m3hf
 from rlkit.m3hf.run_config import M3HFConfig
 from rlkit.marl import load_checkpoint
@@ -177,3 +177,16 @@ def test_rlkit_m3hf_killed_mid_run_resumes_at_the_last_completed_phase(tmp_path)
     assert pools.generation == 4 and sum(len(pool.entries) for pool in pools.pools) > 0
     last = json.loads(finished.stdout.strip().splitlines()[-1])
     assert last["best"] == state["best"]
+
+
+def test_an_unreachable_llm_falls_back_to_the_rule_parser_and_the_run_goes_on(tmp_path):
+    config = tiny_config(video="none", phases=1)
+    unreachable = LLMParser(LLMConfig(base_url="http://127.0.0.1:9/v1", api_retries=0, timeout_s=2.0))
+    state = run_m3hf(config, tmp_path, parser=unreachable)
+    assert state["completed"] == 1
+    record = json.loads((tmp_path / "feedback" / "phase_001.json").read_text())[0]
+    assert record["parser"] == "fallback" and "API failed" in record["reason"]
+    assert record["attempts"][0]["outcome"] == "api_error"
+    # the fallback's specs are the rule parser's, and they reached agent 0's pool
+    assert [s["template"] for s in record["specs"]] == ["holding", "status"]
+    assert TeamPools.load(tmp_path / "pools" / "gen_001.json").pools[0].entries

@@ -198,18 +198,24 @@ class M3HFRun:
         return source.feedback(request)
 
     def _parse(self, feedback: list[Feedback], phase: int) -> list[RewardSpec]:
-        """Every text through the parser; what each became is written to ``feedback/``."""
+        """Every text through the parser; what each became (and, for the LLM parser, every attempt
+        and whether it fell back) is written to ``feedback/``."""
         records, specs = [], []
+        recorded = getattr(self.parser, "parse_recorded", None)
         for item in feedback:
-            parsed = self.parser.parse(item.text, self.scene)
-            specs += parsed
-            records.append(
-                {
-                    "text": item.text,
-                    "quality": item.quality,
-                    "specs": [spec.model_dump(mode="json") for spec in parsed],
+            record: dict[str, Any] = {"text": item.text, "quality": item.quality}
+            if recorded is not None:
+                decision = recorded(item.text, self.scene)
+                parsed = decision.specs
+                record |= {
+                    "parser": decision.parser,
+                    "reason": decision.reason,
+                    "attempts": [{"outcome": a.outcome, "detail": a.detail} for a in decision.attempts],
                 }
-            )
+            else:
+                parsed = self.parser.parse(item.text, self.scene)
+            specs += parsed
+            records.append(record | {"specs": [spec.model_dump(mode="json") for spec in parsed]})
             log.info("phase %d feedback %r (%s) -> %d spec(s)", phase, item.text, item.quality, len(parsed))
         atomic_write_json(self.run_dir / "feedback" / f"phase_{phase:03d}.json", records)
         return specs
