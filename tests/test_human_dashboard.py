@@ -7,7 +7,8 @@ from fastapi.testclient import TestClient
 
 from rlkit.human import LabelStore
 from rlkit.human.app import create_app
-from rlkit.human.dashboard import DashboardLogger, dashboard_stats
+from rlkit.human.dashboard import DashboardLogger, dashboard_stats, krippendorff_alpha
+from rlkit.human.store import LabelRecord
 from rlkit.logging import Logger
 from tests.test_human_store import make_pairs, make_trajectories
 
@@ -39,6 +40,20 @@ def test_counts_distribution_and_pairwise_agreement(store):
     assert (rows["ann", "carol"].shared, rows["ann", "carol"].same_side) == (1, 0.0)
 
 
+def records(table: dict[int, list[float]]) -> list[LabelRecord]:
+    return [LabelRecord(0, pair, f"a{i}", value, "web", 0.0)
+            for pair, values in table.items() for i, value in enumerate(values)]
+
+
+def test_krippendorff_alpha_on_known_tables():
+    assert krippendorff_alpha(records({1: [1.0, 1.0], 2: [0.0, 0.0], 3: [0.5, 0.5, 0.5]})) == 1.0
+    # Two pairs, each labelled (0, 1): all disagreement is within pairs. D_o = 2 * 2 / 4 = 1,
+    # D_e = 8 / 12, so alpha = 1 - 1.5.
+    assert krippendorff_alpha(records({1: [0.0, 1.0], 2: [1.0, 0.0]})) == pytest.approx(-0.5)
+    assert krippendorff_alpha(records({1: [1.0], 2: [0.0, float("nan")]})) is None
+    assert krippendorff_alpha(records({1: [1.0, 1.0]})) is None  # no variation at all
+
+
 def test_the_logger_puts_training_curves_on_the_page(store):
     logger = DashboardLogger(store)
     assert isinstance(logger, Logger)
@@ -52,3 +67,5 @@ def test_the_logger_puts_training_curves_on_the_page(store):
     data = TestClient(create_app(store)).get("/api/dashboard").json()
     assert data["series"]["eval/return"] == [[0, -100.0], [1, -99.0], [2, -98.0]]
     assert data["scale_names"][0] == "B much better"
+    assert data["krippendorff_alpha"] == pytest.approx(krippendorff_alpha(store.live_labels()))
+    assert "Krippendorff's alpha" in html

@@ -33,6 +33,7 @@ class DashboardStats:
     annotators: dict[str, dict[str, int]]  # annotator -> {"labels": n, "skipped": n}
     distribution: dict[str, list[int]]  # annotator -> count per scale level (scale order)
     agreement: list[Agreement]
+    alpha: float | None  # Krippendorff's alpha over every pair labelled at least twice
     series: dict[str, list[tuple[int, float]]]
     scale: OrdinalScale
 
@@ -55,6 +56,24 @@ def agreement(records: list[LabelRecord]) -> list[Agreement]:
     return rows
 
 
+def krippendorff_alpha(records: list[LabelRecord]) -> float | None:
+    """Krippendorff's alpha with the interval metric on the label values (1 = perfect agreement,
+    0 = chance); None when no pair has two labels or every label is the same."""
+    by_pair: dict[int, list[float]] = defaultdict(list)
+    for record in records:
+        if np.isfinite(record.value):
+            by_pair[record.query_id].append(record.value)
+    units = [np.array(values) for values in by_pair.values() if len(values) >= 2]
+    if not units:
+        return None
+    pooled = np.concatenate(units)
+    n = len(pooled)
+    # Observed: squared differences within each pair's labels, each pair weighted 1 / (m - 1).
+    observed = sum(float(((u[:, None] - u[None, :]) ** 2).sum()) / (len(u) - 1) for u in units) / n
+    expected = float(((pooled[:, None] - pooled[None, :]) ** 2).sum()) / (n * (n - 1))
+    return None if expected == 0 else 1.0 - observed / expected
+
+
 def dashboard_stats(store: LabelStore) -> DashboardStats:
     records = store.live_labels()
     scale = store.scale
@@ -67,7 +86,8 @@ def dashboard_stats(store: LabelStore) -> DashboardStats:
         annotators[name] = {"labels": int(len(given)), "skipped": int(len(values) - len(given))}
         nearest = np.abs(given[:, None] - levels[None, :]).argmin(axis=1)
         distribution[name] = np.bincount(nearest, minlength=len(levels)).tolist()
-    return DashboardStats(annotators, distribution, agreement(records), store.metric_series(), scale)
+    return DashboardStats(annotators, distribution, agreement(records), krippendorff_alpha(records),
+                          store.metric_series(), scale)
 
 
 def polyline(points: list[tuple[int, float]], width: int = 320, height: int = 120) -> str:

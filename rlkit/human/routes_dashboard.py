@@ -27,6 +27,7 @@ class DashboardOut(BaseModel):
     scale_names: list[str]
     distribution: dict[str, list[int]]
     agreement: list[AgreementOut]
+    krippendorff_alpha: float | None
     series: dict[str, list[tuple[int, float]]]
 
 
@@ -36,6 +37,7 @@ def dashboard_data(request: Request) -> DashboardOut:
     return DashboardOut(annotators=stats.annotators, scale_names=list(stats.scale.names),
                         distribution=stats.distribution,
                         agreement=[AgreementOut(**asdict(a)) for a in stats.agreement],
+                        krippendorff_alpha=stats.alpha,
                         series=stats.series)
 
 
