@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse
@@ -20,6 +20,9 @@ from rlkit.human import security
 from rlkit.human.security import Signer
 from rlkit.human.settings import ServeConfig
 from rlkit.human.store import LabelStore
+
+if TYPE_CHECKING:
+    from rlkit.m3hf.specs import FeedbackParser
 
 PACKAGE_DIR = Path(__file__).parent
 
@@ -44,7 +47,7 @@ def create_app(
     store: LabelStore,
     config: ServeConfig | None = None,
     media_dir: str | Path | None = None,
-    parser: Any | None = None,
+    parser: FeedbackParser | None = None,
 ) -> FastAPI:
     """The app over one store; the M3HF page previews with ``parser`` (default: the offline RuleParser)."""
     from rlkit.human import routes_dashboard, routes_label, routes_m3hf

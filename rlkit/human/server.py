@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from multiprocessing.process import BaseProcess
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rlkit.human.security import check_bind
 from rlkit.human.settings import ServeConfig
 from rlkit.human.store import DB_NAME, LabelStore
+
+if TYPE_CHECKING:
+    from rlkit.m3hf.specs import FeedbackParser
 
 
 def open_store(config: ServeConfig) -> LabelStore:
@@ -19,7 +23,7 @@ def open_store(config: ServeConfig) -> LabelStore:
     return LabelStore(config.database or Path(config.run_dir or ".") / DB_NAME)
 
 
-def serve(config: ServeConfig, parser: Any | None = None) -> None:
+def serve(config: ServeConfig, parser: FeedbackParser | None = None) -> None:
     """Serve until interrupted; every acknowledged label is already committed to the store."""
     import uvicorn
 
@@ -35,7 +39,7 @@ def serve(config: ServeConfig, parser: Any | None = None) -> None:
         store.close()
 
 
-def start_server_process(config: ServeConfig, timeout_s: float = 60.0) -> Any:
+def start_server_process(config: ServeConfig, timeout_s: float = 60.0) -> BaseProcess:
     """``serve(config)`` in a forked child process, returned once it answers (benchmarks, crash tests).
 
     Forking reuses this process's imports, so a restart costs milliseconds, not a fresh
