@@ -192,10 +192,14 @@ def main(argv: list[str] | None = None) -> int:
     if not args.report_only:
         os.environ.setdefault("OMP_NUM_THREADS", "1")
         jobs = [(arm, seed, out / arm / f"seed{seed}") for seed in config.seeds for arm in config.arms]
-        with ProcessPoolExecutor(max_workers=max(1, args.workers)) as pool:
-            futures = [pool.submit(run_one, config, arm, seed, run_dir) for arm, seed, run_dir in jobs]
-            for future in futures:
-                print(future.result(), flush=True)
+        if args.workers <= 1:
+            for arm, seed, run_dir in jobs:
+                print(run_one(config, arm, seed, run_dir), flush=True)
+        else:
+            with ProcessPoolExecutor(max_workers=args.workers) as pool:
+                futures = [pool.submit(run_one, config, arm, seed, run_dir) for arm, seed, run_dir in jobs]
+                for future in futures:
+                    print(future.result(), flush=True)
     rows = collect_rows(config, out)
     if not rows:
         print(f"no finished runs under {out}", file=sys.stderr)
