@@ -87,6 +87,11 @@ def test_phase_loop_end_to_end_with_scripted_feedback(tmp_path):
     ]
     logged = [m for _, m in logger.metrics if "m3hf/original_return" in m]
     assert [m["m3hf/generation"] for m in logged] == [0.0, 1.0, 2.0]
+    # and every PPO iteration's losses, per agent, and the training episodes' returns
+    iterations = [m for _, m in logger.metrics if "time/env_steps" in m]
+    assert len(iterations) == 3 * 64 // (2 * 16)
+    assert all(f"agent_{i}/train/policy_gradient_loss" in iterations[-1] for i in range(3))
+    assert "rollout/original_return" in iterations[-1]
 
     returns = [row["original_return"] for row in history]
     assert state["best"] == {"generation": int(np.argmax(returns)), "original_return": max(returns)}
