@@ -55,6 +55,7 @@ class OvercookedRows:
 
     The shaper sees the state after the step and before auto-reset, and each agent's macro in
     effect (an action sent while a macro runs is ignored by the game, so it is not what happened).
+    ``shaper`` may be replaced between ``learn()`` calls (M3HF reweights its pools each phase).
     """
 
     def __init__(self, venv: OvercookedVecEnv, shaper: TeamRewardShaper | None = None) -> None:
