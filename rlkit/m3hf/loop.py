@@ -56,6 +56,9 @@ def make_source(config: M3HFConfig, phase: int) -> FeedbackSource | None:
         return None
     if settings.source == "terminal":
         return TerminalSource()
+    if settings.source == "web":
+        raise ValueError("feedback.source=web needs the run's label store: M3HFRun builds it "
+                         "(make_web_source)")
     if settings.source == "simulated":
         rng = np.random.default_rng([config.seed, phase])
         return SimulatedTeacher(dict(settings.rates), settings.per_phase, rng)
@@ -68,6 +71,21 @@ def make_feedback_parser(config: M3HFConfig) -> FeedbackParser:
     if config.parser == "rule":
         return RuleParser()
     return LLMParser(config.llm) if config.parser == "llm" else make_parser(config.llm)
+
+
+def make_web_source(
+    config: M3HFConfig, run_dir: Path, fallback: FeedbackParser
+) -> tuple[FeedbackSource, FeedbackParser]:
+    """The web page's source on the run's label store (the database ``rlkit serve --run-dir``
+    opens, media in its ``media/``), and a parser that hands the loop exactly the specs people
+    confirmed there; ``fallback`` parses any other text. Imported here: only web runs need the store."""
+    from rlkit.human.m3hf_source import ConfirmedSpecsParser, WebFeedbackSource
+    from rlkit.human.store import LabelStore
+
+    settings = config.feedback
+    source = WebFeedbackSource(LabelStore(run_dir), run_dir / "media", min_items=settings.min_items,
+                               timeout_s=settings.timeout_s, poll_s=settings.poll_s)
+    return source, ConfirmedSpecsParser(source, fallback)
 
 
 class M3HFRun:
@@ -84,6 +102,8 @@ class M3HFRun:
         """``source``/``parser`` override the configured ones (tests, a custom interface)."""
         self.config, self.run_dir, self.logger = config, Path(run_dir), logger
         self._source, self.parser = source, parser or make_feedback_parser(config)
+        if source is None and config.feedback.source == "web":  # one source: it remembers confirmations
+            self._source, self.parser = make_web_source(config, self.run_dir, self.parser)
         env = config.env.model_dump()
         self.venv = OvercookedVecEnv(config.num_games, keep_features=True, **env)
         self.rows = OvercookedRows(self.venv)
@@ -195,7 +215,10 @@ class M3HFRun:
         states.append(env.features())
         last_return = state["history"][-1]["original_return"]
         request = FeedbackRequest(phase, self.scene, video_path, states, last_return)
-        return source.feedback(request)
+        feedback = source.feedback(request)
+        if not feedback:  # e.g. nobody confirmed anything on the web page before feedback.timeout_s
+            log.warning("phase %d: no feedback came; training goes on with the pools as they were", phase)
+        return feedback
 
     def _parse(self, feedback: list[Feedback], phase: int) -> list[RewardSpec]:
         """Every text through the parser; what each became (and, for the LLM parser, every attempt

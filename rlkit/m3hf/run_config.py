@@ -24,11 +24,12 @@ class EnvSettings(BaseModel):
 
 
 class FeedbackSettings(BaseModel):
-    """Where feedback comes from: nobody (plain IPPO), a script, a simulated teacher, a terminal."""
+    """Where feedback comes from: nobody (plain IPPO), a script, a simulated teacher, a terminal,
+    or people on the web page of ``rlkit serve --run-dir <this run's directory>``."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    source: Literal["none", "scripted", "simulated", "terminal"] = Field(
+    source: Literal["none", "scripted", "simulated", "terminal", "web"] = Field(
         "terminal", description="terminal: a person watches each phase's video and types"
     )
     script: str | None = Field(None, description="YAML of texts per phase (scripted)")
@@ -40,6 +41,9 @@ class FeedbackSettings(BaseModel):
         {"correct": 1.0}, description="quality mix (simulated)"
     )
     per_phase: int = Field(1, ge=1, description="texts per phase (simulated)")
+    min_items: int = Field(1, ge=1, description="confirmed texts a phase waits for (web)")
+    timeout_s: float = Field(3600.0, ge=0, description="then the phase goes on with what it has (web)")
+    poll_s: float = Field(0.5, gt=0, description="how often the store is checked (web)")
 
 
 class M3HFConfig(BaseModel):
