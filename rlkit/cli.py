@@ -231,7 +231,7 @@ def _run_pref_rl(config: configs.PrefRLConfig, args: argparse.Namespace) -> int:
 
     run_dir, logger = _session("pref-rl", config, args)
     try:
-        loop = PreferenceRL(config, logger)
+        loop = PreferenceRL(config, logger, run_dir=run_dir)  # teacher.kind=human: its label store
         result = loop.learn()
         mean, std = true_return(result.agent, config.env, config.agent.eval_episodes)
         result.agent.save(run_dir / "agent")

@@ -4,11 +4,18 @@ The agent trains on the learned reward through ``RewardVecEnvWrapper``; a record
 experience. Every ``query.every_steps`` steps, candidate pairs are drawn from that experience,
 the most informative are labelled by a teacher, the reward model is refit, and an off-policy
 replay buffer is relabelled with the new reward.
+
+The teacher is simulated, or people (``teacher.kind=human``): the queries then go to the run
+directory's label store and media folder, which ``rlkit serve --run-dir <run dir>`` serves; each
+label keeps its annotator and interface in the dataset, and pairs nobody answered before the
+timeout are NaN (skipped), never guessed.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -18,10 +25,14 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 
 from rlkit.data import TrajectoryRecorder, TrajectoryStore, collect_trajectories, sample_pairs
+from rlkit.data.segments import SegmentPairs
+from rlkit.errors import InvalidDataError
 from rlkit.feedback import OrdinalScale, PreferenceDataset, SimulatedTeacher, make_selector
+from rlkit.human.store import LabelStore
+from rlkit.human.teacher import HumanTeacher, HumanTeacherConfig
 from rlkit.logging import Logger
 from rlkit.pipeline.agent import EpisodeLog, EpisodeLogCallback
-from rlkit.pipeline.configs import PrefRLConfig
+from rlkit.pipeline.configs import PrefRLConfig, PrefRLTeacherSettings
 from rlkit.pipeline.steps import (
     build_reward_model,
     make_agent,
@@ -35,6 +46,8 @@ from rlkit.reward.nets import TorchRewardFn
 from rlkit.reward.normalize import NormalizedReward
 from rlkit.types import RewardFn, Teacher
 from rlkit.wrappers import RewardVecEnvWrapper, relabel_replay_buffer
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -57,12 +70,12 @@ class PrefRLResult:
 class PreferenceRL:
     """Wires env, recorder, reward model, teacher and agent; ``learn`` runs the loop.
 
-    ``teacher`` defaults to a simulated one from ``config.teacher``; pass any ``Teacher`` (a
-    person through the web app later) to replace it.
+    ``teacher`` defaults to the one ``config.teacher`` describes (people need ``run_dir``, whose
+    label store and media ``rlkit serve`` serves); pass any ``Teacher`` to replace it.
     """
 
     def __init__(self, config: PrefRLConfig, logger: Logger | None = None,
-                 teacher: Teacher | None = None) -> None:
+                 teacher: Teacher | None = None, run_dir: str | Path | None = None) -> None:
         self.config = config
         self.logger = logger
         self.rng = np.random.default_rng(config.seed)
@@ -82,6 +95,8 @@ class PreferenceRL:
                                       max_length=max(config.query.segment_length, 200))
         self.wrapped = RewardVecEnvWrapper(self.venv, self.reward_fn, observers=[recorder])
         self.agent = make_agent(config.agent, self.wrapped, config.seed)
+        if teacher is None and config.teacher.kind == "human":
+            teacher = make_human_teacher(config.teacher, run_dir)
         self.teacher: Teacher | None = teacher
         self.result = PrefRLResult(self.agent, self.dataset)
 
@@ -99,16 +114,24 @@ class PreferenceRL:
         else:
             labels, meta = self.teacher.label(chosen), {}
         fresh = evaluate_reward(self.model, chosen, labels)  # before the refit: generalisation
-        self.dataset.append(chosen, labels, source=type(self.teacher).__name__,
-                            meta=meta | {"timestep": self.agent.num_timesteps})
-        report = self.trainer.fit(self.dataset, rng=self.rng)
-        if isinstance(self.reward_fn, NormalizedReward):
-            self.reward_fn.norm = RunningNorm()  # the refit model's scale is new
-        if isinstance(self.agent, OffPolicyAlgorithm):
-            relabel_replay_buffer(self.agent, self.reward_fn)
+        meta |= {"timestep": self.agent.num_timesteps}
+        if isinstance(self.teacher, HumanTeacher):
+            self._append_with_annotators(self.teacher.store, chosen, labels, meta)
+        else:
+            self.dataset.append(chosen, labels, source=type(self.teacher).__name__, meta=meta)
+        val_accuracy = np.nan
+        if np.isfinite(labels).any():  # nothing new (all skipped or unanswered): the model stays
+            report = self.trainer.fit(self.dataset, rng=self.rng)
+            val_accuracy = report.val_accuracy[report.best_epoch] if report.val_accuracy else np.nan
+            if isinstance(self.reward_fn, NormalizedReward):
+                self.reward_fn.norm = RunningNorm()  # the refit model's scale is new
+            if isinstance(self.agent, OffPolicyAlgorithm):
+                relabel_replay_buffer(self.agent, self.reward_fn)
+        else:
+            log.warning("no labels for the %d pairs asked at step %d; the reward model is not refit",
+                        len(chosen), self.agent.num_timesteps)
         record = RoundRecord(
-            timestep=self.agent.num_timesteps, n_labels=len(self.dataset),
-            val_accuracy=report.val_accuracy[report.best_epoch] if report.val_accuracy else np.nan,
+            timestep=self.agent.num_timesteps, n_labels=len(self.dataset), val_accuracy=val_accuracy,
             fresh_accuracy=fresh["accuracy"], return_pearson=fresh["return_pearson"],
         )
         self.result.rounds.append(record)
@@ -116,6 +139,18 @@ class PreferenceRL:
             self.logger.log({f"prefrl/{k}": float(v) for k, v in vars(record).items()},
                             step=record.timestep)
         return record
+
+    def _append_with_annotators(self, store: LabelStore, pairs: SegmentPairs, labels: np.ndarray,
+                                meta: dict[str, Any]) -> None:
+        """Append each pair under the person whose label it got (``human/<interface>``), as the
+        store's ``export`` names them; pairs nobody answered go under ``human/unanswered``."""
+        query_ids = store.add_queries(pairs)  # the ids label() stored: a stored pair keeps its id
+        origins = label_origins(store, query_ids, labels)
+        for origin in dict.fromkeys(origins):
+            rows = np.flatnonzero([o == origin for o in origins])
+            self.dataset.append(pairs.subset(rows), labels[rows], source=origin[0], annotator=origin[1],
+                                meta={key: np.asarray(value)[rows] if np.ndim(value) else value
+                                      for key, value in meta.items()})
 
     # -- the loop -------------------------------------------------------------------------
     def learn(self) -> PrefRLResult:
@@ -134,6 +169,29 @@ class PreferenceRL:
     def wants_query(self) -> bool:
         limit = self.config.query.max_pairs
         return limit is None or len(self.dataset) < limit
+
+
+def make_human_teacher(settings: PrefRLTeacherSettings, run_dir: str | Path | None) -> HumanTeacher:
+    """People at ``rlkit serve --run-dir run_dir``: queries in its label store, videos in its media/."""
+    if run_dir is None:
+        raise InvalidDataError("teacher.kind=human needs a run directory: the one `rlkit serve --run-dir` "
+                               "serves to annotators")
+    store = LabelStore(run_dir)
+    store.set_scale(OrdinalScale.get(settings.scale))
+    return HumanTeacher(store, HumanTeacherConfig(**settings.human.model_dump()),
+                        media_dir=Path(run_dir) / "media")
+
+
+def label_origins(store: LabelStore, query_ids: np.ndarray, labels: np.ndarray) -> list[tuple[str, str]]:
+    """Per query, (source, annotator) of the label ``HumanTeacher`` took: the first live label with
+    a value, or for a NaN the first skip; ``("human/unanswered", "")`` when nobody answered."""
+    origins = [("human/unanswered", "")] * len(query_ids)
+    found = np.zeros(len(query_ids), dtype=bool)
+    for record in store.live_labels(query_ids):  # oldest first
+        for i in np.flatnonzero(query_ids == record.query_id):  # a pair may be asked twice in a batch
+            if not found[i] and np.isfinite(record.value) == np.isfinite(labels[i]):
+                origins[i], found[i] = (f"human/{record.interface}", record.annotator), True
+    return origins
 
 
 class _QueryCallback(BaseCallback):

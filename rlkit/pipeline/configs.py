@@ -121,11 +121,30 @@ class QueryConfig(StrictModel):
     max_pairs: int | None = Field(None, ge=1, description="stop querying at this many labels")
 
 
+class HumanTeacherSettings(StrictModel):
+    """People label the queries on ``rlkit serve --run-dir <the run's dir>`` (or ``rlkit label --human``)."""
+
+    wait: bool = Field(True, description="pause training for labels; false: go on at once, unanswered = NaN")
+    min_fraction: float = Field(1.0, gt=0, le=1, description="share of a batch to wait for")
+    timeout_s: float = Field(3600.0, ge=0, description="then go on; unanswered pairs are NaN (skipped)")
+    poll_s: float = Field(0.5, gt=0, description="how often the label store is checked")
+    redundancy: int = Field(1, ge=1, description="annotators asked per pair")
+    render_media: bool = Field(True, description="videos in the run's media/ for `rlkit serve`")
+    fps: float = Field(10.0, gt=0)
+
+
+class PrefRLTeacherSettings(TeacherSettings):
+    """``simulated`` (the settings above) or ``human`` (``human``; ``scale`` is the one people label on)."""
+
+    kind: Literal["simulated", "human"] = "simulated"
+    human: HumanTeacherSettings = HumanTeacherSettings()
+
+
 class PrefRLConfig(StrictModel):
     env: EnvConfig = EnvConfig()
     agent: AgentConfig = AgentConfig()
     query: QueryConfig = QueryConfig()
-    teacher: TeacherSettings = TeacherSettings()
+    teacher: PrefRLTeacherSettings = PrefRLTeacherSettings()
     model: RewardModelConfig = RewardModelConfig(ensemble_size=3)
     trainer: TrainerSettings = TrainerSettings(max_epochs=30)
     seed: int = 0

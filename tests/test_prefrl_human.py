@@ -1,0 +1,124 @@
+"""`rlkit pref-rl` with people as the teacher: queries go to the run's label store (what
+`rlkit serve --run-dir` shows), the reward model trains on their labels, and a batch nobody answers
+times out into skipped (NaN) labels."""
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from rlkit.cli import main
+from rlkit.errors import InvalidDataError
+from rlkit.feedback import PreferenceDataset
+from rlkit.human import LabelStore
+from rlkit.pipeline.configs import PrefRLConfig
+from rlkit.pipeline.steps import build_reward_model
+from rlkit.prefrl import PreferenceRL
+from tests.test_prefrl import small_config
+
+FIVE = (0.0, 0.2, 0.5, 0.8, 1.0)
+
+
+def human_config(**extra: str) -> PrefRLConfig:
+    return small_config("ppo", **{
+        "agent.total_timesteps": "200", "query.initial_pairs": "3", "query.pairs_per_round": "2",
+        "query.candidates_per_query": "2", "teacher.kind": "human", "teacher.human.poll_s": "0.02", **extra,
+    })
+
+
+def annotator(run_dir: Path, name: str, given: dict[int, list[tuple[str, float | None]]],
+              stop: threading.Event, errors: list[BaseException]) -> None:
+    """A person at the web page (own connection, like the server): answers by query id, skips every
+    4th (a skipped pair stays open, so the other person is asked it too)."""
+    try:
+        store = LabelStore(run_dir)
+        while not stop.is_set():
+            query = store.next_query(name, lease_s=60)
+            if query is None:
+                time.sleep(0.01)
+                continue
+            value = None if query.id % 4 == 0 else FIVE[query.id % 5]
+            store.submit(query.id, name, value)
+            given.setdefault(query.id, []).append((name, value))
+        store.close()
+    except BaseException as error:  # reported by the test, not lost in the thread
+        errors.append(error)
+
+
+def labelled_pairs(dataset: PreferenceDataset) -> list[tuple]:
+    """Each pair with its annotator and label, in a fixed order."""
+    columns = (dataset.pairs.left.tolist(), dataset.pairs.right.tolist(), dataset.annotators.tolist(),
+               dataset.labels.tolist())
+    return sorted((tuple(left), tuple(right), who, z) for left, right, who, z in zip(*columns, strict=True))
+
+
+def initial_parameters(loop: PreferenceRL) -> torch.Tensor:
+    fresh = build_reward_model(loop.config.model, loop.venv.observation_space, loop.venv.action_space,
+                               loop.config.seed)
+    return torch.nn.utils.parameters_to_vector(fresh.parameters())
+
+
+def test_the_reward_model_trains_on_the_labels_people_give_through_the_store(tmp_path):
+    given: dict[int, list[tuple[str, float | None]]] = {}
+    stop, errors = threading.Event(), []
+    people = [threading.Thread(target=annotator, args=(tmp_path, name, given, stop, errors))
+              for name in ("alice", "bob")]
+    for person in people:
+        person.start()
+    try:
+        loop = PreferenceRL(human_config(**{"teacher.human.timeout_s": "60"}), run_dir=tmp_path)
+        result = loop.learn()
+    finally:
+        stop.set()
+        for person in people:
+            person.join()
+    assert not errors, errors
+    dataset = result.dataset
+    assert len(result.rounds) == 2 and len(dataset) == 3 + 2
+
+    store = LabelStore(tmp_path)
+    query_ids = store.add_queries(dataset.pairs)  # looks the pairs up: each keeps its id
+    assert sorted(query_ids.tolist()) == sorted(given)  # every query asked was answered once
+    first = [given[q][0] for q in query_ids]  # the label HumanTeacher takes: the first one given
+    expected = np.array([np.nan if value is None else value for _, value in first], dtype=np.float32)
+    np.testing.assert_array_equal(dataset.labels, expected)
+    assert dataset.annotators.tolist() == [name for name, _ in first]
+    assert 0 < np.isnan(expected).sum() < len(expected)
+    assert set(dataset.sources.tolist()) == {"human/web"}
+    # the same labels rlkit serve's store exports, pair for pair
+    assert labelled_pairs(store.export(loop.store).labelled()) == labelled_pairs(dataset.labelled())
+    # the model was fit on them, and annotators saw each pair's videos in the served media folder
+    now = torch.nn.utils.parameters_to_vector(loop.model.parameters())
+    assert not torch.allclose(now, initial_parameters(loop))
+    query = store.query(int(query_ids[0]))
+    assert (tmp_path / "media" / query.left_media).stat().st_size > 0
+    assert store.scale.levels == FIVE
+
+
+def test_with_nobody_answering_the_run_times_out_into_skipped_labels(tmp_path, capsys):
+    overrides = [f"{k}={v}" for k, v in {
+        "env.id": "Pendulum-v1", "env.n_envs": 2,
+        "agent.kwargs": "{n_steps: 64, batch_size: 64, n_epochs: 1}",
+        "agent.total_timesteps": 200, "agent.eval_episodes": 1, "query.every_steps": 200,
+        "query.initial_pairs": 3, "query.pairs_per_round": 2, "query.segment_length": 10,
+        "model.hidden": "[8]", "teacher.kind": "human", "teacher.human.timeout_s": 0.1,
+        "teacher.human.poll_s": 0.02, "teacher.human.render_media": "false",
+    }.items()]
+    started = time.monotonic()
+    assert main(["pref-rl", "--run-dir", str(tmp_path), "--logger", "jsonl", *overrides]) == 0
+    assert time.monotonic() - started < 60
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["labels"] == 5 and all(np.isnan(r["val_accuracy"]) for r in summary["rounds"])
+    dataset = PreferenceDataset.load(tmp_path / "preferences")
+    assert np.isnan(dataset.labels).all() and set(dataset.sources.tolist()) == {"human/unanswered"}
+    # the queries wait in the run's store for whoever opens `rlkit serve --run-dir` later
+    assert LabelStore(tmp_path).n_queries() == 5
+
+
+def test_people_need_the_run_directory_their_server_serves():
+    with pytest.raises(InvalidDataError, match="teacher.kind=human needs a run directory"):
+        PreferenceRL(human_config())
