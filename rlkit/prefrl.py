@@ -177,6 +177,12 @@ def make_human_teacher(settings: PrefRLTeacherSettings, run_dir: str | Path | No
         raise InvalidDataError("teacher.kind=human needs a run directory: the one `rlkit serve --run-dir` "
                                "serves to annotators")
     store = LabelStore(run_dir)
+    if store.n_queries():
+        raise InvalidDataError(
+            f"{run_dir}: its label store already holds {store.n_queries()} queries of an earlier run; "
+            "pref-rl keeps no trajectories to resume with, so their labels would be read as labels of "
+            "other segments: use a new run directory"
+        )
     store.set_scale(OrdinalScale.get(settings.scale))
     return HumanTeacher(store, HumanTeacherConfig(**settings.human.model_dump()),
                         media_dir=Path(run_dir) / "media")

@@ -18,6 +18,7 @@ from rlkit.human import LabelStore
 from rlkit.pipeline.configs import PrefRLConfig
 from rlkit.pipeline.steps import build_reward_model
 from rlkit.prefrl import PreferenceRL
+from tests.test_human_store import make_pairs, make_trajectories
 from tests.test_prefrl import small_config
 
 FIVE = (0.0, 0.2, 0.5, 0.8, 1.0)
@@ -119,6 +120,10 @@ def test_with_nobody_answering_the_run_times_out_into_skipped_labels(tmp_path, c
     assert LabelStore(tmp_path).n_queries() == 5
 
 
-def test_people_need_the_run_directory_their_server_serves():
+def test_people_need_the_run_directory_their_server_serves_and_a_fresh_one(tmp_path):
     with pytest.raises(InvalidDataError, match="teacher.kind=human needs a run directory"):
         PreferenceRL(human_config())
+    # another run's queries index trajectories this run does not have: their labels would be wrong
+    LabelStore(tmp_path).add_queries(make_pairs(make_trajectories(), 2))
+    with pytest.raises(InvalidDataError, match="already holds 2 queries of an earlier run"):
+        PreferenceRL(human_config(), run_dir=tmp_path)
