@@ -184,6 +184,7 @@ def make_human_teacher(settings: PrefRLTeacherSettings, run_dir: str | Path | No
             "other segments: use a new run directory"
         )
     store.set_scale(OrdinalScale.get(settings.scale))
+    log.info("queries wait for labels at `rlkit serve --run-dir %s`", run_dir)
     return HumanTeacher(store, HumanTeacherConfig(**settings.human.model_dump()),
                         media_dir=Path(run_dir) / "media")
 

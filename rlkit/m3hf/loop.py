@@ -85,6 +85,7 @@ def make_web_source(
     settings = config.feedback
     source = WebFeedbackSource(LabelStore(run_dir), run_dir / "media", min_items=settings.min_items,
                                timeout_s=settings.timeout_s, poll_s=settings.poll_s)
+    log.info("each phase waits for feedback on the M3HF page of `rlkit serve --run-dir %s`", run_dir)
     return source, ConfirmedSpecsParser(source, fallback)
 
 
