@@ -5,8 +5,14 @@ import ot
 import pytest
 
 import rlkit.apec.pairs as apec_pairs
-from rlkit.apec.pairs import ot_only_pairs
-from rlkit.apec import PairConfig, RolloutConfig, demo_ot_distances, policy_rollouts, select_pairs
+from rlkit.apec import (
+    PairConfig,
+    RolloutConfig,
+    demo_ot_distances,
+    ot_only_pairs,
+    policy_rollouts,
+    select_pairs,
+)
 from rlkit.data import Trajectory, TrajectoryStore
 from rlkit.errors import InvalidDataError
 from rlkit.feedback import FIVE

@@ -9,7 +9,7 @@ from rlkit.apec.drex import (
     noisy_rollouts,
     train_bc,
 )
-from rlkit.apec.pairs import PairConfig, demo_ot_distances, select_pairs
+from rlkit.apec.pairs import PairConfig, demo_ot_distances, ot_only_pairs, select_pairs
 from rlkit.apec.rollouts import RolloutConfig, checkpoint_rollouts, policy_rollouts
 
 __all__ = [
@@ -23,6 +23,7 @@ __all__ = [
     "drex",
     "drex_pairs",
     "noisy_rollouts",
+    "ot_only_pairs",
     "policy_rollouts",
     "select_pairs",
     "train_bc",
