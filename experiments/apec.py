@@ -115,7 +115,7 @@ def markdown_table(table: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plot(table: list[dict[str, Any]], task: str, path: Path) -> None:
+def plot(table: list[dict[str, Any]], task: str, demo_return: float, path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -123,13 +123,20 @@ def plot(table: list[dict[str, Any]], task: str, path: Path) -> None:
 
     entries = [e for e in table if e["task"] == task]
     names = [e["method"] for e in entries]
-    figure, axes = plt.subplots(1, len(METRICS), figsize=(4.2 * len(METRICS), 3.6))
-    for axis, (metric, label) in zip(axes, METRICS, strict=True):
+    figure, axes = plt.subplots(1, len(METRICS) + 1, figsize=(4.2 * (len(METRICS) + 1), 3.6))
+    for axis, (metric, label) in zip(axes, METRICS, strict=False):
         axis.bar(range(len(entries)), [e[metric] for e in entries],
                  yerr=[e[f"{metric}_se"] for e in entries], color="tab:blue")
         axis.set_xticks(range(len(entries)), names, rotation=30)
         axis.set(title=f"{task}: {label}")
         axis.axhline(0.5 if metric == "accuracy" else 0.0, color="grey", linewidth=0.8)
+    trained = [e for e in entries if np.isfinite(e["policy_return"])]
+    axes[-1].bar(range(len(trained)), [e["policy_return"] for e in trained],
+                 yerr=[e["policy_return_se"] for e in trained], color="tab:green")
+    axes[-1].set_xticks(range(len(trained)), [e["method"] for e in trained], rotation=30)
+    axes[-1].axhline(demo_return, color="tab:red", linewidth=1, label="demonstration")
+    axes[-1].set(title=f"{task}: policy true return")
+    axes[-1].legend()
     figure.tight_layout()
     figure.savefig(path, dpi=100)
     plt.close(figure)
@@ -158,7 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     (out / "summary.json").write_text(json.dumps(table, indent=2))
     (out / "table.md").write_text(markdown_table(table))
     for task in dict.fromkeys(e["task"] for e in table):
-        plot(table, task, out / f"apec_{task}.png")
+        demo_return = float(np.mean([r["demo_return"] for r in rows if r["task"] == task]))
+        plot(table, task, demo_return, out / f"apec_{task}.png")
     print(json.dumps({"summary": str(out / "summary.json"), "table": str(out / "table.md")}))
     return 0
 
