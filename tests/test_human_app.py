@@ -4,6 +4,8 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
+from rlkit.errors import InvalidLabelError
+from rlkit.feedback import FIVE, TERNARY
 from rlkit.human import LabelStore
 from rlkit.human.app import create_app
 from rlkit.human.security import UnsafeBindError, check_bind
@@ -68,6 +70,28 @@ def test_pages_render_the_scale_as_named_buttons_with_keys(run):
     scale = client.get("/api/scale").json()
     assert scale["name"] == "five" and scale["levels"] == [0.0, 0.2, 0.5, 0.8, 1.0]
     assert "no labels yet" in client.get("/dashboard").text
+
+
+def test_the_server_follows_a_scale_a_trainer_sets_after_it_started(run, tmp_path):
+    """`rlkit serve` started first (five levels); then pref-rl sets ternary on the same store."""
+    store, ids, app = run
+    client = TestClient(app)
+    headers = login(client, "ann")
+    LabelStore(tmp_path).set_scale(TERNARY)  # the trainer's own connection to the run's database
+    html = client.get("/").text
+    assert '<kbd>1</kbd> A better' in html and '<kbd>2</kbd> tie' in html and '<kbd>3</kbd> B better' in html
+    assert "<kbd>4</kbd>" not in html and "much better" not in html
+    assert client.get("/api/scale").json() == {"name": "ternary", "levels": [0.0, 0.5, 1.0],
+                                               "names": ["B better", "tie", "A better"]}
+    # a page still showing five levels sends 0.2: refused, naming the value and the scale
+    stale = client.post("/api/labels", json={"query_id": int(ids[0]), "value": 0.2}, headers=headers)
+    assert stale.status_code == 422
+    assert "0.2 is not on the 'ternary' scale (0.0, 0.5, 1.0)" in stale.json()["detail"]
+    assert store.live_labels() == [] and store.progress("ann").done == 0
+    tie = client.post("/api/labels", json={"query_id": int(ids[0]), "value": 0.5}, headers=headers)
+    assert tie.status_code == 200 and [r.value for r in store.live_labels()] == [0.5]
+    with pytest.raises(InvalidLabelError, match="labels on the 'ternary' scale; it cannot switch to 'five'"):
+        LabelStore(tmp_path).set_scale(FIVE)  # from now on the labels fix the scale
 
 
 def test_posts_need_the_csrf_token_and_a_signed_annotator(run):

@@ -54,7 +54,9 @@ def create_app(
     from rlkit.m3hf.parser_rule import RuleParser
 
     config = config or ServeConfig()
-    # Fix the scale in the database now, so the store can keep it in memory from here on.
+    # Write the scale to the database now (the store's default if none is given), so a later switch
+    # is checked against labels; pages and submits read it from there, so a trainer may still
+    # set another one before the first label.
     store.set_scale(OrdinalScale.get(config.scale) if config.scale is not None else store.scale)
     secret = store.setting("secret")
     if secret is None:

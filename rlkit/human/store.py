@@ -9,13 +9,13 @@ Layers: ``database`` (engine, migrations, settings) < ``records`` (M3HF feedback
 
 from __future__ import annotations
 
-import os
+import json
 import time
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from sqlalchemy import and_, bindparam, delete, exists, func, insert, select, update
+from sqlalchemy import Connection, and_, bindparam, delete, exists, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from rlkit.data.segments import SegmentPairs
@@ -31,7 +31,7 @@ from rlkit.human.records import (
     UnknownQueryError,
     check_annotator,
 )
-from rlkit.human.schema import labels, leases, queries
+from rlkit.human.schema import labels, leases, queries, settings
 
 __all__ = [
     "ANNOTATOR_PATTERN", "DB_NAME", "MAX_ANNOTATOR_CHARS", "LabelConflictError", "LabelRecord", "LabelStore",
@@ -79,36 +79,31 @@ class Progress:
 class LabelStore(RunRecords):
     """Queries (segment pairs), per-annotator labels, M3HF feedback and metrics of one run."""
 
-    def __init__(self, location: str | os.PathLike[str], *, synchronous: str = "NORMAL") -> None:
-        super().__init__(location, synchronous=synchronous)
-        self._scale: OrdinalScale | None = None
-
     @property
     def scale(self) -> OrdinalScale:
         """The scale labels are checked against (``five`` until a teacher or server sets one).
 
-        Once set it is fixed (see ``set_scale``), so it is read from the database only once.
+        Read from the database each time, never cached: a trainer may set another scale while
+        ``rlkit serve`` runs (allowed until the first label), and the server must follow it.
         """
-        if self._scale is not None:
-            return self._scale
-        spec = self.setting("scale")
-        if spec is None:
-            return OrdinalScale.get("five")
-        self._scale = OrdinalScale(spec["name"], tuple(spec["levels"]), tuple(spec["names"]))
-        return self._scale
+        with self.engine.connect() as c:
+            return _stored_scale(c)
 
     def set_scale(self, scale: OrdinalScale) -> None:
         """Choose the scale; refused once labels exist on another scale (they would mean other things)."""
         if scale.is_continuous:
             raise InvalidLabelError("people label on a discrete scale; 'oracle' has no levels")
-        current = self.setting("scale")
-        if current is not None and current["levels"] != list(scale.levels) and self.live_labels():
-            raise InvalidLabelError(
-                f"this store already holds labels on the {current['name']!r} scale; it cannot "
-                f"switch to {scale.name!r}"
-            )
-        self.set_setting("scale", {"name": scale.name, "levels": scale.levels, "names": scale.names})
-        self._scale = scale
+        spec = json.dumps({"name": scale.name, "levels": scale.levels, "names": scale.names})
+        with self._write() as c:  # one transaction: no label can slip in between check and switch
+            current = _stored_scale(c)
+            has_labels = c.execute(select(exists().where(labels.c.retracted_at.is_(None)))).scalar()
+            if current.levels != scale.levels and has_labels:
+                raise InvalidLabelError(
+                    f"this store already holds labels on the {current.name!r} scale; it cannot "
+                    f"switch to {scale.name!r}"
+                )
+            c.execute(delete(settings).where(settings.c.key == "scale"))
+            c.execute(insert(settings).values(key="scale", value=spec))
 
     # -- queries ----------------------------------------------------------------------------
     def add_queries(
@@ -186,11 +181,11 @@ class LabelStore(RunRecords):
         check_annotator(annotator)
         query_id = int(query_id)
         skipped = value is None or not np.isfinite(value)
-        if not skipped:
-            self.scale.validate(np.array([value]), what=f"label for query {query_id}")
         now = time.time()
         try:
             with self._write() as c:
+                if not skipped:  # checked in the transaction, against the scale stored now
+                    _stored_scale(c).validate(np.array([value]), what=f"label for query {query_id}")
                 # One statement both finds the pair and counts the label (a skip adds 0).
                 found = c.execute(_COUNT_LABEL, {"qid": query_id, "added": 0 if skipped else 1})
                 if found.rowcount == 0:
@@ -274,6 +269,14 @@ _PROGRESS = select(
 _COUNT_LABEL = (update(queries).where(queries.c.id == bindparam("qid"))
                 .values(n_given=queries.c.n_given + bindparam("added")))
 _INSERT_LABEL = insert(labels)
+
+
+def _stored_scale(connection: Connection) -> OrdinalScale:
+    text = connection.execute(select(settings.c.value).where(settings.c.key == "scale")).scalar()
+    if text is None:
+        return OrdinalScale.get("five")
+    spec = json.loads(text)
+    return OrdinalScale(spec["name"], tuple(spec["levels"]), tuple(spec["names"]))
 
 
 def _query(row: Any) -> Query:
