@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test install browser-deps bench lint clean
+.PHONY: demo test install browser-deps service-deps bench lint clean
 
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -26,7 +26,15 @@ browser-deps:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; \
 	else echo "no /usr/bin/chromium and not root with apt-get: the browser tests will be skipped"; fi
 
-test: $(STAMP) browser-deps
+# Debian's PostgreSQL server binaries for the label-store tests (each test session starts its own
+# throwaway cluster from /usr/lib/postgresql/*/bin; no system service is used).
+service-deps:
+	@if ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql; \
+	else echo "no PostgreSQL server and not root with apt-get: the PostgreSQL store tests will be skipped"; fi
+
+test: $(STAMP) browser-deps service-deps
 	WANDB_MODE=offline $(BIN)/python -m pytest -q
 
 bench: $(STAMP)

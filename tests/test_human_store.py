@@ -1,16 +1,26 @@
-"""The label store: queries, per-annotator labels, undo, resumption, export with provenance."""
+"""The label store: queries, per-annotator labels, undo, resumption, export with provenance.
+
+Each behaviour runs on both backends: SQLite (a run directory) and PostgreSQL (a database in a
+throwaway local cluster, ``tests/postgres_server.py``; skipped where no server is installed).
+"""
 
 import sqlite3
+import threading
 import time
+import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
+from sqlalchemy import delete, text
 
 from rlkit.data import SegmentPairs, TrajectoryStore, sample_pairs
 from rlkit.errors import FileFormatError, InvalidLabelError
 from rlkit.feedback import FIVE, TERNARY, PreferenceDataset
 from rlkit.human import LabelConflictError, LabelStore, UnknownQueryError
-from rlkit.human.schema import CURRENT_VERSION
+from rlkit.human.schema import CURRENT_VERSION, schema_version
+from tests.postgres_server import postgres_cluster  # noqa: F401 (a session fixture)
 from tests.test_data import make_trajectory
 
 
@@ -30,8 +40,20 @@ def trajectories() -> TrajectoryStore:
     return make_trajectories()
 
 
-def test_annotators_walk_the_queue_and_progress_counts_skips(tmp_path, trajectories):
-    store = LabelStore(tmp_path)
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.server)])
+def location(request: pytest.FixtureRequest, tmp_path) -> Iterator[str]:
+    """Where a fresh store lives: a run directory (SQLite), or a new PostgreSQL database's URL."""
+    if request.param == "sqlite":
+        yield str(tmp_path)
+        return
+    cluster = request.getfixturevalue("postgres_cluster")
+    name = f"store_{uuid.uuid4().hex[:12]}"
+    yield cluster.create_database(name)
+    cluster.drop_database(name)
+
+
+def test_annotators_walk_the_queue_and_progress_counts_skips(location, trajectories):
+    store = LabelStore(location)
     ids = store.add_queries(make_pairs(trajectories, 3))
     assert store.progress("ann").remaining == 3
     first = store.next_query("ann")
@@ -45,8 +67,8 @@ def test_annotators_walk_the_queue_and_progress_counts_skips(tmp_path, trajector
     assert store.next_query("bob").id == ids[1]
 
 
-def test_a_second_label_is_refused_and_undo_retracts_only_ones_own(tmp_path, trajectories):
-    store = LabelStore(tmp_path)
+def test_a_second_label_is_refused_and_undo_retracts_only_ones_own(location, trajectories):
+    store = LabelStore(location)
     (query_id,) = store.add_queries(make_pairs(trajectories, 1), redundancy=2)
     store.submit(query_id, "ann", 1.0)
     store.submit(query_id, "bob", 0.0)
@@ -61,8 +83,8 @@ def test_a_second_label_is_refused_and_undo_retracts_only_ones_own(tmp_path, tra
     assert sorted(r.value for r in store.live_labels()) == [0.0, 0.2]
 
 
-def test_a_shown_pair_is_held_for_its_annotator_until_answered_or_expired(tmp_path, trajectories):
-    store = LabelStore(tmp_path)
+def test_a_shown_pair_is_held_for_its_annotator_until_answered_or_expired(location, trajectories):
+    store = LabelStore(location)
     ids = store.add_queries(make_pairs(trajectories, 3))
     assert store.next_query("ann", lease_s=60).id == ids[0]
     assert store.next_query("bob", lease_s=60).id == ids[1]  # ann holds the first pair
@@ -73,20 +95,26 @@ def test_a_shown_pair_is_held_for_its_annotator_until_answered_or_expired(tmp_pa
     assert store.next_query("bob").id == ids[1] and store.next_query("carol").id == ids[2]  # expired
 
 
-def test_an_older_database_is_migrated_when_opened(tmp_path):
-    LabelStore(tmp_path).close()
-    with sqlite3.connect(tmp_path / "labels.sqlite") as raw:  # make it a version-1 database
-        raw.execute("DROP TABLE leases")
-        raw.execute("DELETE FROM schema_version WHERE version > 1")
-    store = LabelStore(tmp_path)
+def test_an_older_database_is_migrated_when_opened_and_a_newer_one_refused(location):
+    old = LabelStore(location)
+    with old.engine.begin() as c:  # make it a version-1 database
+        c.execute(text("DROP TABLE leases"))
+        c.execute(delete(schema_version).where(schema_version.c.version > 1))
+    old.close()
+    store = LabelStore(location)
     store.add_queries(make_pairs(make_trajectories(), 2))
     assert store.next_query("ann", lease_s=60).id == 1 and store.next_query("bob").id == 2
-    with sqlite3.connect(tmp_path / "labels.sqlite") as raw:
-        assert [v for (v,) in raw.execute("SELECT version FROM schema_version")] == [1, 2]
+    with store.engine.begin() as c:
+        versions = c.execute(text("SELECT version FROM schema_version ORDER BY version")).scalars()
+        assert versions.all() == [1, 2]
+        c.execute(text("INSERT INTO schema_version VALUES (:v, 0)"), {"v": CURRENT_VERSION + 1})
+    store.close()
+    with pytest.raises(FileFormatError, match="newer than this rlkit"):
+        LabelStore(location)
 
 
-def test_bad_submits_fail_naming_the_problem_and_store_nothing(tmp_path, trajectories):
-    store = LabelStore(tmp_path)
+def test_bad_submits_fail_naming_the_problem_and_store_nothing(location, trajectories):
+    store = LabelStore(location)
     (query_id,) = store.add_queries(make_pairs(trajectories, 1))
     with pytest.raises(InvalidLabelError, match="0.3 is not on the 'five' scale"):
         store.submit(query_id, "ann", 0.3)
@@ -100,22 +128,22 @@ def test_bad_submits_fail_naming_the_problem_and_store_nothing(tmp_path, traject
     assert store.live_labels() == []
 
 
-def test_re_adding_the_same_pairs_keeps_their_ids_and_labels(tmp_path, trajectories):
+def test_re_adding_the_same_pairs_keeps_their_ids_and_labels(location, trajectories):
     """A trainer that crashed and re-asks the same pairs finds the labels already given."""
     pairs = make_pairs(trajectories, 4)
-    store = LabelStore(tmp_path)
+    store = LabelStore(location)
     ids = store.add_queries(pairs, batch="round-0")
     store.submit(int(ids[1]), "ann", 0.0)
     store.close()
-    reopened = LabelStore(tmp_path)
+    reopened = LabelStore(location)
     assert np.array_equal(reopened.add_queries(pairs, batch="round-0"), ids)
     assert reopened.n_queries() == 4
     assert [(r.query_id, r.value) for r in reopened.live_labels()] == [(ids[1], 0.0)]
 
 
-def test_export_is_a_preference_dataset_with_annotator_time_and_interface(tmp_path, trajectories):
+def test_export_is_a_preference_dataset_with_annotator_time_and_interface(location, tmp_path, trajectories):
     pairs = make_pairs(trajectories, 3)
-    store = LabelStore(tmp_path)
+    store = LabelStore(location)
     ids = store.add_queries(pairs, redundancy=2)
     store.submit(int(ids[0]), "ann", 1.0)
     store.submit(int(ids[1]), "ann", None)
@@ -135,31 +163,69 @@ def test_export_is_a_preference_dataset_with_annotator_time_and_interface(tmp_pa
     assert list(loaded.annotators) == ["ann", "ann", "bob"] and len(loaded.labelled()) == 2
 
 
-def test_the_database_is_sqlite_in_wal_mode_with_a_schema_version(tmp_path, trajectories):
+def test_the_default_database_is_sqlite_in_wal_mode_in_the_run_directory(tmp_path):
     LabelStore(tmp_path / "new-run").close()  # a run directory that does not exist yet
     assert (tmp_path / "new-run" / "labels.sqlite").is_file()
     LabelStore(tmp_path / "labels.sqlite").close()
     with sqlite3.connect(tmp_path / "labels.sqlite") as raw:
         assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert raw.execute("SELECT max(version) FROM schema_version").fetchone()[0] == CURRENT_VERSION
-        raw.execute("INSERT INTO schema_version VALUES (?, 0)", (CURRENT_VERSION + 1,))
-    with pytest.raises(FileFormatError, match="newer than this rlkit"):
-        LabelStore(tmp_path)
+    LabelStore(f"sqlite:///{tmp_path / 'other.db'}").close()  # a URL is used as given
+    assert (tmp_path / "other.db").is_file()
 
 
-def test_m3hf_feedback_and_metrics_round_trip(tmp_path):
-    store = LabelStore(f"sqlite:///{tmp_path / 'other.db'}")
+def test_m3hf_feedback_and_metrics_round_trip(location):
+    store = LabelStore(location)
     with pytest.raises(UnknownQueryError, match="no M3HF phase 2"):
         store.add_feedback(2, "ann", "text", [])
     store.add_phase(2, video="phase2.gif", context={"agents": ["chef_0", "chef_1"]})
     assert store.latest_phase() == {"phase": 2, "video": "phase2.gif",
                                     "context": {"agents": ["chef_0", "chef_1"]}}
     store.add_feedback(2, "ann", "chef_0 should pick onions", [{"template": "x"}])
-    taken = store.take_feedback(2)
+    taken = store.phase_feedback(2)
     assert [(f["annotator"], f["specs"]) for f in taken] == [("ann", [{"template": "x"}])]
-    assert store.take_feedback(2) == []  # read once
+    assert store.phase_feedback(2) == taken  # a resumed phase reads its feedback again
     store.log_metrics({"reward/held_out_accuracy": 0.7, "eval/return": -3.0}, step=1)
     store.log_metrics({"reward/held_out_accuracy": 0.6}, step=0)
     assert store.metric_series() == {"eval/return": [(1, -3.0)],
                                      "reward/held_out_accuracy": [(0, 0.6), (1, 0.7)]}
-    assert (tmp_path / "other.db").exists()
+
+
+def test_two_annotators_at_once_get_each_pair_once_and_lose_nothing(location, trajectories):
+    store = LabelStore(location)
+    ids = store.add_queries(make_pairs(trajectories, 24))
+    given: dict[str, list[int]] = {"ann": [], "bob": []}
+    start = threading.Barrier(2)
+
+    def label_all(annotator: str, value: float) -> None:
+        start.wait()
+        while (query := store.next_query(annotator, lease_s=60)) is not None:
+            store.submit(query.id, annotator, value)
+            given[annotator].append(query.id)
+
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(label_all, ["ann", "bob"], [1.0, 0.0]))
+    live = store.live_labels()
+    assert sorted(r.query_id for r in live) == sorted(ids)  # every pair labelled, none twice
+    assert given["ann"] and given["bob"]
+    assert {(r.annotator, r.query_id, r.value) for r in live} == {
+        (name, q, 1.0 if name == "ann" else 0.0) for name, qs in given.items() for q in qs}
+
+
+def test_the_same_label_sent_twice_at_once_is_stored_once(location, trajectories):
+    """Two tabs of one annotator submit the same pair together: one wins, the other is refused."""
+    store = LabelStore(location)
+    ids = [int(q) for q in store.add_queries(make_pairs(trajectories, 12))]
+
+    def submit(query_id: int) -> bool:
+        try:
+            store.submit(query_id, "ann", 1.0)
+            return True
+        except LabelConflictError:
+            return False
+
+    with ThreadPoolExecutor(2) as pool:
+        won = list(pool.map(submit, [q for q in ids for _ in range(2)]))
+    assert [sum(won[2 * i:2 * i + 2]) for i in range(len(ids))] == [1] * len(ids)
+    assert sorted(r.query_id for r in store.live_labels()) == ids
+    assert store.next_query("bob") is None  # each pair counted once (n_given 1 = redundancy 1)

@@ -1,5 +1,6 @@
-"""The database under the label store: engine (SQLite in WAL mode, or any SQLAlchemy URL),
-migrations on open, transactions that take the write lock up front, and key-value settings."""
+"""The database under the label store: engine (SQLite in WAL mode, or any SQLAlchemy URL; a bare
+``postgresql://`` uses psycopg 3), migrations on open, transactions that take the write lock up
+front on both SQLite and PostgreSQL, and key-value settings."""
 
 from __future__ import annotations
 
@@ -10,12 +11,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Engine, create_engine, event, insert, select, update
+from sqlalchemy import Connection, Engine, create_engine, event, insert, make_url, select, update
 
 from rlkit.errors import InvalidLabelError
 from rlkit.human import schema
 
 DB_NAME = "labels.sqlite"
+# Any constant key: every rlkit writer of a PostgreSQL database takes this one advisory lock.
+_POSTGRES_WRITE_LOCK = "SELECT pg_advisory_xact_lock(7215091)"
 
 
 def database_url(location: str | os.PathLike[str]) -> str:
@@ -66,6 +69,8 @@ class Database:
 
 
 def _make_engine(url: str, synchronous: str) -> Engine:
+    if url.startswith("postgresql"):
+        return _make_postgres_engine(url)
     if not url.startswith("sqlite"):
         return create_engine(url, pool_pre_ping=True)
     if synchronous not in ("NORMAL", "FULL"):
@@ -89,5 +94,22 @@ def _make_engine(url: str, synchronous: str) -> Engine:
         # on a lock upgrade; readers read a WAL snapshot and block nobody.
         write = connection.get_execution_options().get("rlkit_write", False)
         connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+    return engine
+
+
+def _make_postgres_engine(url: str) -> Engine:
+    parsed = make_url(url)
+    if parsed.drivername == "postgresql":  # SQLAlchemy's default would be psycopg2; rlkit ships psycopg 3
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    engine = create_engine(parsed, pool_pre_ping=True)
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Connection) -> None:
+        # As SQLite's BEGIN IMMEDIATE: writers queue one after another for the whole transaction,
+        # so a check-then-write (a pair's lease, a setting, a migration) never races another writer.
+        # Readers take no lock and see committed rows.
+        if connection.get_execution_options().get("rlkit_write", False):
+            connection.exec_driver_sql(_POSTGRES_WRITE_LOCK)
 
     return engine

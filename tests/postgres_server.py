@@ -1,0 +1,118 @@
+"""A throwaway PostgreSQL cluster for tests: Debian's server binaries, a temp dir, a free port.
+
+    with PostgresCluster() as cluster:   # or the session fixture ``postgres_cluster``
+        url = cluster.create_database("t1")   # postgresql+psycopg://postgres@127.0.0.1:PORT/t1
+        ...
+        cluster.drop_database("t1")
+
+``initdb`` refuses to run as root, so as root every server command runs as the ``postgres`` user
+(``runuser``). Durability is switched off (fsync, synchronous commit): the cluster is deleted at
+the end, and the tests check behaviour, not crash safety. ``server_binaries()`` is None where no
+server is installed (``make service-deps`` installs Debian's ``postgresql``), so tests can skip.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from types import TracebackType
+
+import psycopg
+import pytest
+from psycopg import sql
+
+SERVER_USER = "postgres"
+
+
+def server_binaries() -> Path | None:
+    """The newest ``/usr/lib/postgresql/<version>/bin`` holding ``initdb`` and ``pg_ctl``, if any."""
+    found = [Path(p).parent for p in glob.glob("/usr/lib/postgresql/*/bin/initdb")
+             if (Path(p).parent / "pg_ctl").is_file()]
+    return max(found, key=lambda b: int(b.parent.name), default=None)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class PostgresCluster:
+    """A cluster that lives from ``__enter__`` to ``__exit__``; databases made by ``create_database``."""
+
+    def __init__(self, binaries: Path | None = None) -> None:
+        found = binaries or server_binaries()
+        if found is None:
+            raise FileNotFoundError("no PostgreSQL server in /usr/lib/postgresql/*/bin (make service-deps)")
+        self.binaries = found
+        self.port = free_port()
+        self.directory = Path(tempfile.mkdtemp(prefix="rlkit-pg-"))
+        self._as_server_user: list[str] = []
+        if os.geteuid() == 0:  # initdb refuses root: hand the directory to the server user
+            account = pwd.getpwnam(SERVER_USER)
+            os.chown(self.directory, account.pw_uid, account.pw_gid)
+            self._as_server_user = ["runuser", "-u", SERVER_USER, "--"]
+
+    def url(self, database: str) -> str:
+        return f"postgresql+psycopg://{SERVER_USER}@127.0.0.1:{self.port}/{database}"
+
+    def __enter__(self) -> PostgresCluster:
+        data = self.directory / "data"
+        self._run("initdb", "--pgdata", str(data), "--username", SERVER_USER, "--auth", "trust",
+                  "--encoding", "UTF8", "--no-sync")
+        options = (f"-c listen_addresses=127.0.0.1 -c port={self.port} -k {self.directory} "
+                   "-c fsync=off -c synchronous_commit=off -c full_page_writes=off")
+        try:
+            self._run("pg_ctl", "start", "--pgdata", str(data), "--wait", "--options", options,
+                      "--log", str(self.directory / "server.log"))
+        except subprocess.CalledProcessError as error:
+            log = (self.directory / "server.log").read_text(errors="replace")
+            shutil.rmtree(self.directory, ignore_errors=True)
+            raise RuntimeError(f"PostgreSQL did not start on port {self.port}:\n{log}") from error
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        try:
+            self._run("pg_ctl", "stop", "--pgdata", str(self.directory / "data"), "--mode", "immediate",
+                      "--wait")
+        finally:
+            shutil.rmtree(self.directory, ignore_errors=True)
+
+    def create_database(self, name: str) -> str:
+        """A new empty database; returns its SQLAlchemy URL."""
+        self._admin(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        return self.url(name)
+
+    def drop_database(self, name: str) -> None:
+        """Drop it even while connections (e.g. a store's pool) are still open."""
+        self._admin(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+    def _admin(self, statement: sql.Composed) -> None:
+        # CREATE/DROP DATABASE cannot run inside a transaction: autocommit.
+        dsn = f"host=127.0.0.1 port={self.port} user={SERVER_USER} dbname=postgres"
+        with psycopg.connect(dsn, autocommit=True) as connection:
+            connection.execute(statement)
+
+    def _run(self, program: str, *args: str) -> None:
+        subprocess.run([*self._as_server_user, str(self.binaries / program), *args], check=True,
+                       capture_output=True, cwd=self.directory)
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster() -> Iterator[PostgresCluster]:
+    """One cluster for the whole test session (a few seconds to start); skips where none is installed.
+
+    Import it into a test module and ask for it with ``request.getfixturevalue("postgres_cluster")``.
+    """
+    if server_binaries() is None:
+        pytest.skip("no PostgreSQL server under /usr/lib/postgresql/*/bin: run `make service-deps` as root")
+    with PostgresCluster() as cluster:
+        yield cluster
