@@ -57,7 +57,11 @@ def test_preview_correct_and_confirm_reach_the_loop_as_confirmed_specs(tmp_path)
     parser = ConfirmedSpecsParser(source, RuleParser())
     assert parser.parse(TEXT, request.scene)[0].params.item == "onion"  # the correction, not a re-parse
     assert parser.parse("Agent 1 should go to the onion.", request.scene)[0].template == "distance"
-    assert source.feedback(request) == []  # each confirmed text reaches the loop once (after a timeout)
+    # the phase asked again (a run killed before the phase's generation completed, resumed) gets
+    # the same feedback at once: reading it consumed nothing
+    again = WebFeedbackSource(LabelStore(tmp_path), tmp_path / "media", timeout_s=0.0, poll_s=0.02)
+    assert [f.text for f in again.feedback(request)] == [TEXT]
+    assert again.confirmed == source.confirmed
 
 
 def test_bad_feedback_is_refused_with_the_reason(tmp_path):
@@ -72,7 +76,7 @@ def test_bad_feedback_is_refused_with_the_reason(tmp_path):
     assert stale.status_code == 409 and "phase 3" in stale.json()["detail"]
     long = client.post("/api/m3hf/preview", json={"text": "go " * 50}, headers=headers)
     assert long.status_code == 422 and "limit is 100" in long.json()["detail"]
-    assert source.store.take_feedback(3) == []
+    assert source.store.phase_feedback(3) == []
 
 
 def test_the_page_says_when_no_phase_is_open(tmp_path):

@@ -6,16 +6,18 @@ import logging
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from fastapi.testclient import TestClient
 
-from rlkit.human import LabelStore
+from rlkit.human import LabelStore, m3hf_source
 from rlkit.human.app import create_app
 from rlkit.human.settings import ServeConfig
 from rlkit.m3hf import TeamPools
 from rlkit.m3hf.loop import make_source, run_m3hf
 from rlkit.m3hf.run_config import M3HFConfig
+from rlkit.marl import MultiAgentPPO
 from tests.test_human_app import login
 from tests.test_m3hf_loop import tiny_config
 
@@ -82,6 +84,42 @@ def test_the_pools_hold_exactly_the_specs_a_person_confirmed_on_the_page(tmp_pat
     # the page showed each phase's rollout from the run's media folder, where `rlkit serve` looks
     assert sorted(p.name for p in (tmp_path / "media").iterdir()) == ["m3hf_phase_001.gif",
                                                                       "m3hf_phase_002.gif"]
+
+
+def test_a_run_killed_after_taking_feedback_resumes_with_that_feedback_without_waiting(tmp_path, monkeypatch):
+    """Killed between reading phase 1's confirmed feedback and writing its generation's state: the
+    resumed phase trains on exactly that feedback at once, though nobody is at the page any more."""
+    confirmed: dict[int, list[dict]] = {}
+    stop, errors = threading.Event(), []
+    learn = MultiAgentPPO.learn
+
+    def killed_in_generation_1(trainer: MultiAgentPPO, total_steps: int) -> dict[str, float]:
+        if trainer.num_timesteps > 0:  # generation 0 is trained; phase 1 took its feedback
+            raise KeyboardInterrupt
+        return learn(trainer, total_steps)
+
+    monkeypatch.setattr(MultiAgentPPO, "learn", killed_in_generation_1)
+    person = threading.Thread(target=person_at_the_page, args=(tmp_path, confirmed, stop, errors))
+    person.start()
+    config = web_config(60, phases=1, video="none")
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_m3hf(config, tmp_path)
+    finally:
+        stop.set()
+        person.join()
+    assert not errors, errors
+    assert list(confirmed) == [1] and json.loads((tmp_path / "state.json").read_text())["completed"] == 0
+
+    monkeypatch.setattr(MultiAgentPPO, "learn", learn)
+    waits: list[float] = []  # every poll the resumed phase would sleep through
+    monkeypatch.setattr(m3hf_source, "time", SimpleNamespace(monotonic=time.monotonic, sleep=waits.append))
+    state = run_m3hf(config, tmp_path)
+    assert waits == []
+    assert state["completed"] == 1 and state["history"][1]["feedback"] == 1
+    onion, = confirmed[1]
+    assert pool_specs(tmp_path, 1) == [[onion], [], []]  # the person's correction, not a re-parse
+    assert [item["text"] for item in LabelStore(tmp_path).phase_feedback(1)] == [TEXTS[1]]
 
 
 def test_a_phase_nobody_answers_times_out_and_training_goes_on(tmp_path, caplog):

@@ -64,14 +64,22 @@ class RunRecords(Database):
                 phase=phase, annotator=annotator, text=text, specs=json.dumps(specs),
                 created_at=time.time())).inserted_primary_key[0])
 
-    def take_feedback(self, phase: int) -> list[dict[str, Any]]:
-        """Feedback of a phase not yet read, oldest first, marked read in the same transaction."""
+    def phase_feedback(self, phase: int) -> list[dict[str, Any]]:
+        """All feedback confirmed for a phase, oldest first, every time it is asked.
+
+        Reading consumes nothing: a run killed after reading but before the phase's generation
+        completed asks again on resume and must get the same feedback at once, not wait for
+        people who already answered. The loop asks a phase only until its generation completes,
+        so the phase number is what keeps feedback from being used twice. ``consumed_at`` notes
+        when the loop first read each item.
+        """
         table = schema.feedback
-        with self._write() as c:
-            rows = c.execute(select(table).where(table.c.phase == phase, table.c.consumed_at.is_(None))
-                             .order_by(table.c.id)).all()
-            if rows:
-                c.execute(update(table).where(table.c.id.in_([r.id for r in rows]))
+        with self.engine.connect() as c:
+            rows = c.execute(select(table).where(table.c.phase == phase).order_by(table.c.id)).all()
+        unread = [r.id for r in rows if r.consumed_at is None]
+        if unread:
+            with self._write() as c:
+                c.execute(update(table).where(table.c.id.in_(unread), table.c.consumed_at.is_(None))
                           .values(consumed_at=time.time()))
         return [{"id": r.id, "annotator": r.annotator, "text": r.text, "specs": json.loads(r.specs),
                  "created_at": r.created_at} for r in rows]

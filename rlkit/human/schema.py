@@ -93,7 +93,7 @@ feedback = Table(
     Column("text", Text, nullable=False),
     Column("specs", Text, nullable=False),  # JSON list of confirmed RewardSpec dumps
     Column("created_at", Float, nullable=False),
-    Column("consumed_at", Float, nullable=True),  # set when the M3HF loop has read it
+    Column("consumed_at", Float, nullable=True),  # when the M3HF loop first read it (a resume reads again)
 )
 
 metrics = Table(
