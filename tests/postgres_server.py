@@ -1,7 +1,7 @@
 """A throwaway PostgreSQL cluster for tests: Debian's server binaries, a temp dir, a free port.
 
     with PostgresCluster() as cluster:   # or the session fixture ``postgres_cluster``
-        url = cluster.create_database("t1")   # postgresql+psycopg://postgres@127.0.0.1:PORT/t1
+        url = cluster.create_database("t1")   # postgresql://postgres@127.0.0.1:PORT/t1
         ...
         cluster.drop_database("t1")
 
@@ -61,7 +61,8 @@ class PostgresCluster:
             self._as_server_user = ["runuser", "-u", SERVER_USER, "--"]
 
     def url(self, database: str) -> str:
-        return f"postgresql+psycopg://{SERVER_USER}@127.0.0.1:{self.port}/{database}"
+        """A bare ``postgresql://`` URL, as a user would write it (the store picks psycopg 3)."""
+        return f"postgresql://{SERVER_USER}@127.0.0.1:{self.port}/{database}"
 
     def __enter__(self) -> PostgresCluster:
         data = self.directory / "data"
