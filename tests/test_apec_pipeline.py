@@ -61,13 +61,16 @@ def test_rlkit_apec_runs_every_method_end_to_end_and_a_rerun_reuses_every_stage(
     assert set(sources.tolist()) == {0, 1, 2} and len(sources) == len(heldout)
 
     # Everything is on disk: the same command again trains nothing and reports the same numbers.
-    stamps = {p: p.stat().st_mtime_ns for p in (run_dir / "rewards").rglob("*.safetensors")}
-    config = ApecConfig.model_validate(json.loads(json.dumps(_resolved(run_dir))))
-    again = run_apec(config.model_copy(update={"policy": config.policy.model_copy(update={"methods": []})}),
-                     run_dir)
+    trained = [*(run_dir / "rewards").rglob("*.safetensors"), run_dir / "policies" / "apec" / "agent.zip"]
+    stamps = {p: p.stat().st_mtime_ns for p in trained}
+    again = run_apec(ApecConfig.model_validate(_resolved(run_dir)), run_dir)
     assert {p: p.stat().st_mtime_ns for p in stamps} == stamps
     for method in metrics:
         assert again["methods"][method]["accuracy"] == metrics[method]["accuracy"]
+    assert again["methods"]["apec"]["policy"] == metrics["apec"]["policy"]
+    # The stricter view: pairs and trajectories the AIL process never produced.
+    assert 0 < metrics["apec"]["n_pairs_outside_ail"] < 64
+    assert 0.0 <= metrics["apec"]["accuracy_outside_ail"] <= 1.0
 
 
 def test_rlkit_demos_records_the_achieved_fraction(tmp_path, capsys):

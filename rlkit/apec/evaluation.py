@@ -61,17 +61,30 @@ def true_return_pairs(store: TrajectoryStore, n_pairs: int, segment_length: int,
     return pairs, np.where(gaps > 0, 1.0, np.where(gaps < 0, 0.0, 0.5))
 
 
-def trajectory_pearson(reward: RewardFn | nn.Module, store: TrajectoryStore) -> float:
-    """Correlation of predicted and true returns of whole trajectories."""
-    index = np.stack([np.arange(len(store)), np.zeros(len(store), np.int64), store.lengths], 1)
+def trajectory_pearson(reward: RewardFn | nn.Module, store: TrajectoryStore,
+                       ids: np.ndarray | None = None) -> float:
+    """Correlation of predicted and true returns of whole trajectories (all, or ``ids``)."""
+    ids = np.arange(len(store)) if ids is None else np.asarray(ids, np.int64)
+    index = np.stack([ids, np.zeros(len(ids), np.int64), store.lengths[ids]], 1)
     batch = gather(store, index)
     return pearson(predict_step_rewards(reward, batch).sum(axis=1), batch.returns())
 
 
 def heldout_metrics(reward: RewardFn | nn.Module, store: TrajectoryStore, pairs: SegmentPairs,
-                    labels: np.ndarray) -> dict[str, float]:
+                    labels: np.ndarray, sources: np.ndarray | None = None) -> dict[str, float]:
     """``evaluate_reward`` on the held-out pairs (accuracy, step and segment-return Pearson)
-    plus ``trajectory_pearson`` over whole held-out trajectories."""
+    plus ``trajectory_pearson`` over whole held-out trajectories. With ``sources``, the same
+    measures again on what the AIL process never produced (random and demonstrator
+    trajectories; ``*_outside_ail``), the stricter test of generalisation."""
     metrics = evaluate_reward(reward, pairs, labels)
     metrics["trajectory_pearson"] = trajectory_pearson(reward, store)
+    if sources is not None:
+        outside = np.flatnonzero(np.asarray(sources) != SOURCE_AIL)
+        both = np.isin(pairs.left[:, 0], outside) & np.isin(pairs.right[:, 0], outside)
+        rows = np.flatnonzero(both)
+        strict = evaluate_reward(reward, pairs.subset(rows), labels[rows])
+        metrics |= {"accuracy_outside_ail": strict["accuracy"],
+                    "return_pearson_outside_ail": strict["return_pearson"],
+                    "trajectory_pearson_outside_ail": trajectory_pearson(reward, store, outside),
+                    "n_pairs_outside_ail": len(rows)}
     return metrics

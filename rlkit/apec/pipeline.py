@@ -118,10 +118,10 @@ def run_apec(config: ApecConfig, run_dir: Path, logger: Logger | None = None) ->
         rewards[method], training[method] = _cached_reward(
             run_dir / "rewards" / method, config, dataset, observation_space, action_space)
 
-    heldout, heldout_pairs, labels = run_heldout(config, make_venv, checkpoints, run_dir)
+    heldout, heldout_pairs, labels, sources = run_heldout(config, make_venv, checkpoints, run_dir)
     results: dict[str, Any] = {"methods": {}, "demos": _demo_summary(run_dir / "demos", demos)}
     for method, reward in rewards.items():
-        metrics = heldout_metrics(reward, heldout, heldout_pairs, labels)
+        metrics = heldout_metrics(reward, heldout, heldout_pairs, labels, sources)
         metrics |= training.get(method, {})
         results["methods"][method] = metrics
         if logger is not None:
@@ -221,8 +221,9 @@ def build_dataset(method: str, config: ApecConfig, make_venv: VenvFactory, demos
 
 
 def run_heldout(config: ApecConfig, make_venv: VenvFactory, checkpoints: CheckpointStore,
-                run_dir: Path) -> tuple[TrajectoryStore, Any, np.ndarray]:
-    """The held-out store (cached) and its true-return pairs (rebuilt from the seed)."""
+                run_dir: Path) -> tuple[TrajectoryStore, Any, np.ndarray, np.ndarray]:
+    """The held-out store and each trajectory's source (cached), and its true-return pairs
+    (rebuilt from the seed)."""
     out_dir, settings = run_dir / "heldout", config.heldout
     if not (out_dir / "store.npz").is_file():
         rounds = checkpoints.rounds()
@@ -242,12 +243,15 @@ def run_heldout(config: ApecConfig, make_venv: VenvFactory, checkpoints: Checkpo
     store = TrajectoryStore.load(out_dir / "store.npz")
     pairs, labels = true_return_pairs(store, settings.n_pairs, settings.segment_length,
                                       np.random.default_rng(config.seed + 6))
-    return store, pairs, labels
+    return store, pairs, labels, load_npz(out_dir / "sources.npz")["source"]
 
 
 def run_policy(config: ApecConfig, make_venv: VenvFactory, reward: Any, out_dir: Path,
                logger: Logger | None) -> dict[str, Any]:
-    """A fresh agent on the (normalised) learned reward; its TRUE return during and after training."""
+    """A fresh agent on the (normalised) learned reward; its TRUE return during and after training.
+    Cached in ``out_dir/result.json``: a rerun reports it without training again."""
+    if (out_dir / "result.json").is_file():
+        return json.loads((out_dir / "result.json").read_text())
     settings = config.policy.agent
     reward_fn = TorchRewardFn(reward)
     if settings.normalize_reward:
@@ -266,8 +270,10 @@ def run_policy(config: ApecConfig, make_venv: VenvFactory, reward: Any, out_dir:
     finally:
         eval_venv.close()
     returns = [float(t.ret) for t in finals]
-    return {"final_true_return": float(np.mean(returns)), "final_true_return_std": float(np.std(returns)),
-            "curve_timesteps": log.timesteps, "curve_true_returns": log.true_returns}
+    result = {"final_true_return": float(np.mean(returns)), "final_true_return_std": float(np.std(returns)),
+              "curve_timesteps": log.timesteps, "curve_true_returns": log.true_returns}
+    atomic_write_json(out_dir / "result.json", result)
+    return result
 
 
 def _generators(checkpoints: CheckpointStore, rounds: list[int]) -> Iterator[tuple[int, Any]]:
