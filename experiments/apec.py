@@ -28,7 +28,9 @@ from rlkit.config import StrictModel, apply_overrides, load_config, save_config
 from rlkit.logging import make_logger
 
 METRICS = (("accuracy", "held-out accuracy"), ("step_pearson", "per-step reward r"),
-           ("return_pearson", "segment return r"), ("trajectory_pearson", "trajectory return r"))
+           ("return_pearson", "segment return r"), ("trajectory_pearson", "trajectory return r"),
+           ("accuracy_outside_ail", "accuracy, non-AIL trajectories"),
+           ("trajectory_pearson_outside_ail", "trajectory r, non-AIL"))
 
 
 class TaskSettings(StrictModel):
