@@ -33,6 +33,7 @@ class DemosSettings(StrictModel):
     ``path``: use an existing demos ``.npz`` instead (nothing is trained)."""
 
     path: str | None = None
+    n_envs: int | None = Field(None, ge=1, description="the demonstrator's envs (default: env.n_envs)")
     algo: Literal["ppo", "sac"] = "sac"
     total_timesteps: int = Field(100_000, ge=1)
     checkpoint_every: int = Field(10_000, ge=1)

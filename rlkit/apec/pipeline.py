@@ -74,7 +74,10 @@ def demonstrator_config(settings: DemosSettings, seed: int) -> DemonstratorConfi
 
 def run_demos(env: ApecEnvConfig, settings: DemosSettings, seed: int, out_dir: Path,
               logger: Logger | None = None) -> list[Trajectory]:
-    """The demos stage (``rlkit demos``): given demos are checked and copied, else trained for."""
+    """The demos stage (``rlkit demos``): given demos are checked and copied, else trained for.
+    SAC takes one update per vectorised step, so ``settings.n_envs`` sets its update ratio."""
+    if settings.n_envs is not None:
+        env = env.model_copy(update={"n_envs": settings.n_envs})
     make_venv = venv_factory(env)
     if (out_dir / "demos.npz").is_file():
         return load_demos(out_dir / "demos.npz")
