@@ -29,9 +29,6 @@ def web_config(timeout_s: float, **changes: object) -> M3HFConfig:
     return tiny_config(feedback={"source": "web", "poll_s": 0.02, "timeout_s": timeout_s}, **changes)
 
 
-# Open bug: the page thread sometimes gets SQLite's "database is locked" at once while the loop
-# writes (about 1 run in 5 here); skipped until it is fixed, so CI stays green (session note).
-FLAKY_LOCK = pytest.mark.skip(reason="flaky: SQLite 'database is locked' in the page thread; open bug")
 def person_at_the_page(run_dir: Path, confirmed: dict[int, list[dict]], stop: threading.Event,
                        errors: list[BaseException]) -> None:
     """Someone with `rlkit serve --run-dir run_dir` open: for each phase shown, types its text,
@@ -62,7 +59,6 @@ def pool_specs(run_dir: Path, generation: int) -> list[list[dict]]:
     return [[entry.spec.model_dump(mode="json") for entry in pool.entries] for pool in pools.pools]
 
 
-@FLAKY_LOCK
 def test_the_pools_hold_exactly_the_specs_a_person_confirmed_on_the_page(tmp_path):
     confirmed: dict[int, list[dict]] = {}
     stop, errors = threading.Event(), []
@@ -90,7 +86,6 @@ def test_the_pools_hold_exactly_the_specs_a_person_confirmed_on_the_page(tmp_pat
                                                                       "m3hf_phase_002.gif"]
 
 
-@FLAKY_LOCK
 def test_a_run_killed_after_taking_feedback_resumes_with_that_feedback_without_waiting(tmp_path, monkeypatch):
     """Killed between reading phase 1's confirmed feedback and writing its generation's state: the
     resumed phase trains on exactly that feedback at once, though nobody is at the page any more."""

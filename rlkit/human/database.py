@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,6 +19,7 @@ from rlkit.errors import InvalidLabelError
 from rlkit.human import schema
 
 DB_NAME = "labels.sqlite"
+BUSY_TIMEOUT_S = 30.0  # how long a SQLite writer waits for another one before giving up
 # Any constant key: every rlkit writer of a PostgreSQL database takes this one advisory lock.
 _POSTGRES_WRITE_LOCK = "SELECT pg_advisory_xact_lock(7215091)"
 
@@ -28,7 +31,9 @@ def database_url(location: str | os.PathLike[str]) -> str:
     if "://" in text:
         return text
     path = Path(text)
-    if path.is_dir() or (not path.exists() and not path.suffix):  # a (future) run directory
+    # a run directory, or a new one (no suffix); asked so that another process creating that
+    # directory at this moment cannot turn it into a database file path
+    if not path.is_file() and (path.is_dir() or not path.suffix):
         path = path / DB_NAME
     path.parent.mkdir(parents=True, exist_ok=True)
     return f"sqlite:///{path.resolve()}"
@@ -75,15 +80,17 @@ def _make_engine(url: str, synchronous: str) -> Engine:
         return create_engine(url, pool_pre_ping=True)
     if synchronous not in ("NORMAL", "FULL"):
         raise InvalidLabelError(f"synchronous must be NORMAL or FULL, got {synchronous!r}")
-    engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+    path = make_url(url).database
+    if path and path != ":memory:":
+        _switch_to_wal(path)
+    engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": BUSY_TIMEOUT_S})
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
-        # WAL: readers never block the writer; NORMAL loses nothing when a process dies (only
-        # a power cut may lose the last commits); FULL syncs every commit for power cuts too.
+        # NORMAL loses nothing when a process dies in WAL mode (only a power cut may lose the last
+        # commits); FULL syncs every commit for power cuts too.
         dbapi_connection.isolation_level = None  # let SQLAlchemy's BEGIN below take over
         cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute(f"PRAGMA synchronous={synchronous}")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.close()
@@ -96,6 +103,32 @@ def _make_engine(url: str, synchronous: str) -> Engine:
         connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
 
     return engine
+
+
+def _switch_to_wal(path: str) -> None:
+    """Put the database file in WAL mode (readers never block the writer), once per file.
+
+    The mode is stored in the file, so this switches only a new database. SQLite takes the
+    exclusive lock the switch needs without calling its busy handler: when two processes (a
+    trainer and ``rlkit serve``) open a new database at once, one of them gets "database is
+    locked" at once, whatever the busy timeout. So the switch waits for the other one here.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        connection = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        try:
+            mode = connection.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.005)
+            continue
+        finally:
+            connection.close()
+        if mode != "wal":
+            raise InvalidLabelError(f"SQLite cannot keep {path} in WAL mode (it stays in {mode!r} mode); "
+                                    f"put the run directory on a local file system")
+        return
 
 
 def _make_postgres_engine(url: str) -> Engine:
