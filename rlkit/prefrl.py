@@ -7,8 +7,8 @@ replay buffer is relabelled with the new reward.
 
 The teacher is simulated, or people (``teacher.kind=human``): the queries then go to the run
 directory's label store and media folder, which ``rlkit serve --run-dir <run dir>`` serves; each
-label keeps its annotator and interface in the dataset, and pairs nobody answered before the
-timeout are NaN (skipped), never guessed.
+person's label is a row of its own in the dataset, with its annotator and interface, and pairs
+nobody answered before the timeout are NaN (skipped), never guessed.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from rlkit.data.segments import SegmentPairs
 from rlkit.errors import InvalidDataError
 from rlkit.feedback import OrdinalScale, PreferenceDataset, SimulatedTeacher, make_selector
 from rlkit.human.store import LabelStore
-from rlkit.human.teacher import HumanTeacher, HumanTeacherConfig
+from rlkit.human.teacher import Answers, HumanTeacher, HumanTeacherConfig
 from rlkit.logging import Logger
 from rlkit.pipeline.agent import EpisodeLog, EpisodeLogCallback
 from rlkit.pipeline.configs import PrefRLConfig, PrefRLTeacherSettings
@@ -108,15 +108,18 @@ class PreferenceRL:
         if self.teacher is None:
             self.teacher = make_teacher(self.config.teacher, candidates, self.rng)
         chosen = candidates.subset(self.selector.select(candidates, n_pairs, self.rng))
+        meta: dict[str, Any] = {}
         if isinstance(self.teacher, SimulatedTeacher):
-            labels, oracle_p = self.teacher.label_with_oracle(chosen)
-            meta: dict[str, Any] = {"oracle_p": oracle_p}
+            labels, meta["oracle_p"] = self.teacher.label_with_oracle(chosen)
+        elif isinstance(self.teacher, HumanTeacher):  # each person's label is a row of its own
+            answers = self.teacher.answers(chosen)
+            chosen, labels = chosen.subset(answers.pair), answers.value
         else:
-            labels, meta = self.teacher.label(chosen), {}
+            labels = self.teacher.label(chosen)
         fresh = evaluate_reward(self.model, chosen, labels)  # before the refit: generalisation
-        meta |= {"timestep": self.agent.num_timesteps}
+        meta["timestep"] = self.agent.num_timesteps
         if isinstance(self.teacher, HumanTeacher):
-            self._append_with_annotators(self.teacher.store, chosen, labels, meta)
+            self._append_by_person(chosen, answers, meta)
         else:
             self.dataset.append(chosen, labels, source=type(self.teacher).__name__, meta=meta)
         val_accuracy = np.nan
@@ -140,17 +143,14 @@ class PreferenceRL:
                             step=record.timestep)
         return record
 
-    def _append_with_annotators(self, store: LabelStore, pairs: SegmentPairs, labels: np.ndarray,
-                                meta: dict[str, Any]) -> None:
-        """Append each pair under the person whose label it got (``human/<interface>``), as the
-        store's ``export`` names them; pairs nobody answered go under ``human/unanswered``."""
-        query_ids = store.add_queries(pairs)  # the ids label() stored: a stored pair keeps its id
-        origins = label_origins(store, query_ids, labels)
-        for origin in dict.fromkeys(origins):
-            rows = np.flatnonzero([o == origin for o in origins])
-            self.dataset.append(pairs.subset(rows), labels[rows], source=origin[0], annotator=origin[1],
-                                meta={key: np.asarray(value)[rows] if np.ndim(value) else value
-                                      for key, value in meta.items()})
+    def _append_by_person(self, pairs: SegmentPairs, answers: Answers, meta: dict[str, Any]) -> None:
+        """Append each response under its person (source ``human/<interface>``), as the store's
+        ``export`` names them; pairs nobody answered go under ``human/unanswered``."""
+        origins = list(zip(answers.interface, answers.annotator, strict=True))
+        for interface, annotator in dict.fromkeys(origins):
+            rows = np.flatnonzero([o == (interface, annotator) for o in origins])
+            self.dataset.append(pairs.subset(rows), answers.value[rows], source=f"human/{interface}",
+                                annotator=annotator, meta=meta)
 
     # -- the loop -------------------------------------------------------------------------
     def learn(self) -> PrefRLResult:
@@ -187,18 +187,6 @@ def make_human_teacher(settings: PrefRLTeacherSettings, run_dir: str | Path | No
     log.info("queries wait for labels at `rlkit serve --run-dir %s`", run_dir)
     return HumanTeacher(store, HumanTeacherConfig(**settings.human.model_dump()),
                         media_dir=Path(run_dir) / "media")
-
-
-def label_origins(store: LabelStore, query_ids: np.ndarray, labels: np.ndarray) -> list[tuple[str, str]]:
-    """Per query, (source, annotator) of the label ``HumanTeacher`` took: the first live label with
-    a value, or for a NaN the first skip; ``("human/unanswered", "")`` when nobody answered."""
-    origins = [("human/unanswered", "")] * len(query_ids)
-    found = np.zeros(len(query_ids), dtype=bool)
-    for record in store.live_labels(query_ids):  # oldest first
-        for i in np.flatnonzero(query_ids == record.query_id):  # a pair may be asked twice in a batch
-            if not found[i] and np.isfinite(record.value) == np.isfinite(labels[i]):
-                origins[i], found[i] = (f"human/{record.interface}", record.annotator), True
-    return origins
 
 
 class _QueryCallback(BaseCallback):

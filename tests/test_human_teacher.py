@@ -79,9 +79,35 @@ def test_a_restarted_trainer_finds_the_labels_given_before_its_crash(tmp_path):
     assert again.store.n_queries() == 4
 
 
+def test_with_redundancy_each_pair_waits_for_that_many_people_and_keeps_every_label(tmp_path):
+    pairs = make_pairs(make_trajectories(), 3)
+    store = LabelStore(tmp_path)
+    teacher = HumanTeacher(store, HumanTeacherConfig(redundancy=2, timeout_s=0.05, poll_s=0.01,
+                                                     render_media=False))
+    teacher.label(pairs)  # queued; nobody is there yet
+    store.submit(1, "ann", 1.0)
+    store.submit(1, "bob", 0.5)
+    store.submit(2, "ann", 0.0)
+    store.submit(2, "bob", None)  # a skip answers, but carries no label
+    store.submit(3, "ann", 0.8)  # one person of two
+    labels = teacher.label(pairs)
+    assert np.allclose(labels, [0.75, 0.0, 0.8])  # the mean of each pair's labels
+    assert teacher.last_wait.answered == 2 and teacher.last_wait.timed_out
+    answers = teacher.answers(pairs)
+    assert list(zip(answers.pair.tolist(), answers.annotator, answers.value.tolist(), strict=True)) == [
+        (0, "ann", 1.0), (0, "bob", 0.5), (1, "ann", 0.0), (1, "bob", pytest.approx(np.nan, nan_ok=True)),
+        (2, "ann", pytest.approx(0.8)),
+    ]
+    store.submit(3, "cid", 0.2)
+    teacher = HumanTeacher(store, HumanTeacherConfig(redundancy=2, timeout_s=60, render_media=False))
+    assert np.allclose(teacher.label(pairs), [0.75, 0.0, 0.5]) and not teacher.last_wait.timed_out
+
+
 def test_bad_settings_are_refused():
     with pytest.raises(InvalidLabelError, match="min_fraction"):
         HumanTeacherConfig(min_fraction=0)
+    with pytest.raises(InvalidLabelError, match="redundancy must be >= 1, got 0"):
+        HumanTeacherConfig(redundancy=0)
     with pytest.raises(InvalidLabelError, match="media_dir"):
         HumanTeacher(None, HumanTeacherConfig())  # type: ignore[arg-type]
 

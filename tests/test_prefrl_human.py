@@ -33,8 +33,8 @@ def human_config(**extra: str) -> PrefRLConfig:
 
 def annotator(run_dir: Path, name: str, given: dict[int, list[tuple[str, float | None]]],
               stop: threading.Event, errors: list[BaseException]) -> None:
-    """A person at the web page (own connection, like the server): answers by query id, skips every
-    4th (a skipped pair stays open, so the other person is asked it too)."""
+    """A person at the web page (own connection, like the server): answers by query id and by
+    their own taste (alice and bob give different levels), and skips every 4th pair."""
     try:
         store = LabelStore(run_dir)
         while not stop.is_set():
@@ -42,7 +42,7 @@ def annotator(run_dir: Path, name: str, given: dict[int, list[tuple[str, float |
             if query is None:
                 time.sleep(0.01)
                 continue
-            value = None if query.id % 4 == 0 else FIVE[query.id % 5]
+            value = None if query.id % 4 == 0 else FIVE[(query.id + (name == "bob")) % 5]
             store.submit(query.id, name, value)
             given.setdefault(query.id, []).append((name, value))
         store.close()
@@ -50,11 +50,12 @@ def annotator(run_dir: Path, name: str, given: dict[int, list[tuple[str, float |
         errors.append(error)
 
 
-def labelled_pairs(dataset: PreferenceDataset) -> list[tuple]:
-    """Each pair with its annotator and label, in a fixed order."""
+def rows(dataset: PreferenceDataset) -> list[tuple]:
+    """Each row's pair with its annotator and label (None = skipped), in a fixed order."""
     columns = (dataset.pairs.left.tolist(), dataset.pairs.right.tolist(), dataset.annotators.tolist(),
                dataset.labels.tolist())
-    return sorted((tuple(left), tuple(right), who, z) for left, right, who, z in zip(*columns, strict=True))
+    return sorted((tuple(left), tuple(right), who, None if np.isnan(z) else z)
+                  for left, right, who, z in zip(*columns, strict=True))
 
 
 def initial_parameters(loop: PreferenceRL) -> torch.Tensor:
@@ -63,7 +64,7 @@ def initial_parameters(loop: PreferenceRL) -> torch.Tensor:
     return torch.nn.utils.parameters_to_vector(fresh.parameters())
 
 
-def test_the_reward_model_trains_on_the_labels_people_give_through_the_store(tmp_path):
+def test_the_reward_model_trains_on_every_label_people_give_through_the_store(tmp_path):
     given: dict[int, list[tuple[str, float | None]]] = {}
     stop, errors = threading.Event(), []
     people = [threading.Thread(target=annotator, args=(tmp_path, name, given, stop, errors))
@@ -71,7 +72,8 @@ def test_the_reward_model_trains_on_the_labels_people_give_through_the_store(tmp
     for person in people:
         person.start()
     try:
-        loop = PreferenceRL(human_config(**{"teacher.human.timeout_s": "60"}), run_dir=tmp_path)
+        config = human_config(**{"teacher.human.timeout_s": "60", "teacher.human.redundancy": "2"})
+        loop = PreferenceRL(config, run_dir=tmp_path)
         result = loop.learn()
     finally:
         stop.set()
@@ -79,19 +81,21 @@ def test_the_reward_model_trains_on_the_labels_people_give_through_the_store(tmp
             person.join()
     assert not errors, errors
     dataset = result.dataset
-    assert len(result.rounds) == 2 and len(dataset) == 3 + 2
+    assert len(result.rounds) == 2
 
     store = LabelStore(tmp_path)
     query_ids = store.add_queries(dataset.pairs)  # looks the pairs up: each keeps its id
-    assert sorted(query_ids.tolist()) == sorted(given)  # every query asked was answered once
-    first = [given[q][0] for q in query_ids]  # the label HumanTeacher takes: the first one given
-    expected = np.array([np.nan if value is None else value for _, value in first], dtype=np.float32)
-    np.testing.assert_array_equal(dataset.labels, expected)
-    assert dataset.annotators.tolist() == [name for name, _ in first]
-    assert 0 < np.isnan(expected).sum() < len(expected)
+    assert sorted(set(query_ids.tolist())) == sorted(given) and len(given) == 3 + 2
+    # training waited for both people on every pair, and each answer is a row of its own
+    pair_of = {int(q): (tuple(left), tuple(right)) for q, left, right in
+               zip(query_ids, dataset.pairs.left.tolist(), dataset.pairs.right.tolist(), strict=True)}
+    expected = sorted((*pair_of[q], name, None if value is None else float(np.float32(value)))
+                      for q, answers in given.items() for name, value in answers)
+    assert rows(dataset) == expected and len(expected) == 2 * 5
+    assert 0 < np.isnan(dataset.labels).sum() < len(dataset)
     assert set(dataset.sources.tolist()) == {"human/web"}
-    # the same labels rlkit serve's store exports, pair for pair
-    assert labelled_pairs(store.export(loop.store).labelled()) == labelled_pairs(dataset.labelled())
+    # the same labels rlkit serve's store exports, row for row
+    assert rows(store.export(loop.store)) == rows(dataset)
     # the model was fit on them, and annotators saw each pair's videos in the served media folder
     now = torch.nn.utils.parameters_to_vector(loop.model.parameters())
     assert not torch.allclose(now, initial_parameters(loop))

@@ -16,6 +16,7 @@ _HOMES = {
     "Progress": "rlkit.human.store",
     "Query": "rlkit.human.store",
     "UnknownQueryError": "rlkit.human.store",
+    "Answers": "rlkit.human.teacher",
     "HumanTeacher": "rlkit.human.teacher",
     "HumanTeacherConfig": "rlkit.human.teacher",
     "WaitReport": "rlkit.human.teacher",

@@ -1,9 +1,9 @@
 """``HumanTeacher``: the core's ``Teacher`` answered by people through the label store.
 
 ``label(pairs)`` renders the segments' videos, writes the pairs to the store as queries, and
-(by default) pauses training until enough of them are answered or a timeout passes; the web app
-and the terminal session read the same store. Pairs asked again after a trainer crash keep their
-ids, so labels given before the crash are found at once.
+(by default) pauses training until enough of them are answered by ``redundancy`` people each, or
+a timeout passes; the web app and the terminal session read the same store. Pairs asked again
+after a trainer crash keep their ids, so labels given before the crash are found at once.
 """
 
 from __future__ import annotations
@@ -27,13 +27,15 @@ class HumanTeacherConfig:
     min_fraction: float = 1.0  # share of the batch that must be answered before training goes on
     timeout_s: float = 3600.0  # then go on with what there is (unanswered pairs are NaN)
     poll_s: float = 0.5
-    redundancy: int = 1  # annotators asked per pair (> 1 gives the dashboard its agreement)
+    redundancy: int = 1  # people asked per pair (> 1 gives the dashboard its agreement)
     render_media: bool = True
     fps: float = 10.0
 
     def __post_init__(self) -> None:
         if not 0.0 < self.min_fraction <= 1.0:
             raise InvalidLabelError(f"min_fraction must lie in (0, 1], got {self.min_fraction}")
+        if self.redundancy < 1:
+            raise InvalidLabelError(f"redundancy must be >= 1, got {self.redundancy}")
         if self.timeout_s < 0 or self.poll_s <= 0:
             raise InvalidLabelError(f"timeout_s must be >= 0 and poll_s > 0, got "
                                     f"{self.timeout_s} and {self.poll_s}")
@@ -41,7 +43,8 @@ class HumanTeacherConfig:
 
 @dataclass(frozen=True)
 class WaitReport:
-    """How the last ``label`` call went: answered pairs out of asked, and the seconds it waited."""
+    """How the last ``label`` call went: pairs answered by ``redundancy`` people out of pairs asked,
+    and the seconds it waited."""
 
     asked: int
     answered: int
@@ -49,8 +52,32 @@ class WaitReport:
     timed_out: bool
 
 
+@dataclass(frozen=True)
+class Answers:
+    """Every live response people gave to a batch, a row each, oldest first: the pair's position
+    in the batch, the label (NaN = skipped), who gave it and through which interface. A pair
+    nobody answered has one NaN row, from annotator ``""`` through interface ``"unanswered"``."""
+
+    pair: np.ndarray
+    value: np.ndarray
+    annotator: tuple[str, ...]
+    interface: tuple[str, ...]
+
+    def responses_per_pair(self, n_pairs: int) -> np.ndarray:
+        answered = np.array([i != "unanswered" for i in self.interface], dtype=bool)
+        return np.bincount(self.pair[answered], minlength=n_pairs)
+
+    def mean_per_pair(self, n_pairs: int) -> np.ndarray:
+        """The mean of each pair's labels (skips left out), NaN where there is none."""
+        given = np.isfinite(self.value)
+        total = np.bincount(self.pair[given], weights=self.value[given], minlength=n_pairs)
+        count = np.bincount(self.pair[given], minlength=n_pairs)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(count > 0, total / np.maximum(count, 1), np.nan).astype(np.float32)
+
+
 class HumanTeacher:
-    """Labels pairs with people: z = the first live label of each pair, NaN if skipped/unanswered."""
+    """Labels pairs with people; each pair waits for ``redundancy`` responses (labels or skips)."""
 
     def __init__(
         self,
@@ -71,6 +98,13 @@ class HumanTeacher:
         self.last_wait: WaitReport | None = None
 
     def label(self, pairs: SegmentPairs) -> np.ndarray:
+        """One z per pair (the ``Teacher`` protocol): the mean of its people's labels, NaN if all
+        skipped or nobody answered. With ``redundancy`` > 1 the mean may fall between the scale's
+        levels (it estimates P(A better)); ``answers`` keeps every person's label as it was given."""
+        return self.answers(pairs).mean_per_pair(len(pairs))
+
+    def answers(self, pairs: SegmentPairs) -> Answers:
+        """Ask people about the pairs and wait (as configured); every response, a row each."""
         media = None
         if self.config.render_media and self.media_dir is not None:
             media = render_pairs(pairs, self.media_dir, fps=self.config.fps, frames=self.frames)
@@ -80,23 +114,33 @@ class HumanTeacher:
         start = self.clock()
         needed = int(np.ceil(self.config.min_fraction * len(ids)))
         while True:
-            labels, answered = self.answers(ids)
+            answers = self.responses(ids)
+            complete = int((answers.responses_per_pair(len(ids)) >= self.config.redundancy).sum())
             waited = self.clock() - start
             timed_out = waited >= self.config.timeout_s
-            if not self.config.wait or answered.sum() >= needed or timed_out:
-                self.last_wait = WaitReport(len(ids), int(answered.sum()), waited,
-                                            timed_out and answered.sum() < needed)
-                return labels
+            if not self.config.wait or complete >= needed or timed_out:
+                self.last_wait = WaitReport(len(ids), complete, waited, timed_out and complete < needed)
+                return answers
             time.sleep(self.config.poll_s)
 
-    def answers(self, query_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Per query: the first live label (NaN if none or all skipped), and whether anyone answered."""
-        position = {int(q): i for i, q in enumerate(query_ids)}
-        labels = np.full(len(query_ids), np.nan, dtype=np.float32)
-        answered = np.zeros(len(query_ids), dtype=bool)
-        for record in self.store.live_labels(query_ids):
-            i = position[record.query_id]
-            answered[i] = True
-            if np.isnan(labels[i]) and np.isfinite(record.value):
-                labels[i] = record.value
-        return labels, answered
+    def responses(self, query_ids: np.ndarray) -> Answers:
+        """The store's live responses to these queries now (a query may stand twice in a batch)."""
+        query_ids = np.asarray(query_ids)
+        pair: list[int] = []
+        value: list[float] = []
+        annotator: list[str] = []
+        interface: list[str] = []
+        for record in self.store.live_labels(query_ids):  # oldest first
+            for i in np.flatnonzero(query_ids == record.query_id):
+                pair.append(int(i))
+                value.append(record.value)
+                annotator.append(record.annotator)
+                interface.append(record.interface)
+        nobody = np.setdiff1d(np.arange(len(query_ids)), pair)
+        unanswered = np.full(len(nobody), np.nan, dtype=np.float32)
+        return Answers(
+            pair=np.concatenate([np.asarray(pair, dtype=np.int64), nobody]),
+            value=np.concatenate([np.asarray(value, dtype=np.float32), unanswered]),
+            annotator=(*annotator, *[""] * len(nobody)),
+            interface=(*interface, *["unanswered"] * len(nobody)),
+        )
