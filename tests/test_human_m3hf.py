@@ -54,11 +54,18 @@ def test_preview_correct_and_confirm_reach_the_loop_as_confirmed_specs(tmp_path)
 
     feedback = source.feedback(request)
     assert [f.text for f in feedback] == [TEXT]
+    # the loop took the phase's feedback and went on: the page says so, a late confirm is refused
+    assert 'id="phase-closed"' in client.get("/m3hf").text
+    late = client.post("/api/m3hf/commit", json={"phase": 3, "text": "too late", "specs": []},
+                       headers=headers)
+    assert late.status_code == 409 and "phase 3 is closed" in late.json()["detail"]
+    assert client.post("/api/m3hf/preview", json={"text": TEXT}, headers=headers).status_code == 409
+    assert [item["text"] for item in source.store.phase_feedback(3)] == [TEXT]
     parser = ConfirmedSpecsParser(source, RuleParser())
     assert parser.parse(TEXT, request.scene)[0].params.item == "onion"  # the correction, not a re-parse
     assert parser.parse("Agent 1 should go to the onion.", request.scene)[0].template == "distance"
-    # the phase asked again (a run killed before the phase's generation completed, resumed) gets
-    # the same feedback at once: reading it consumed nothing
+    # the phase asked again (a run killed before the phase's generation completed, resumed) opens
+    # again and gets the same feedback at once: taking it consumed nothing
     again = WebFeedbackSource(LabelStore(tmp_path), tmp_path / "media", timeout_s=0.0, poll_s=0.02)
     assert [f.text for f in again.feedback(request)] == [TEXT]
     assert again.confirmed == source.confirmed

@@ -19,6 +19,7 @@ from rlkit.data import SegmentPairs, TrajectoryStore, sample_pairs
 from rlkit.errors import FileFormatError, InvalidLabelError
 from rlkit.feedback import FIVE, TERNARY, PreferenceDataset
 from rlkit.human import LabelConflictError, LabelStore, UnknownQueryError
+from rlkit.human.records import PhaseClosedError
 from rlkit.human.schema import CURRENT_VERSION, schema_version
 from tests.postgres_server import postgres_cluster  # noqa: F401 (a session fixture)
 from tests.test_data import make_trajectory
@@ -99,14 +100,18 @@ def test_an_older_database_is_migrated_when_opened_and_a_newer_one_refused(locat
     old = LabelStore(location)
     with old.engine.begin() as c:  # make it a version-1 database
         c.execute(text("DROP TABLE leases"))
+        c.execute(text("ALTER TABLE phases DROP COLUMN closed_at"))
         c.execute(delete(schema_version).where(schema_version.c.version > 1))
     old.close()
     store = LabelStore(location)
     store.add_queries(make_pairs(make_trajectories(), 2))
-    assert store.next_query("ann", lease_s=60).id == 1 and store.next_query("bob").id == 2
+    assert store.next_query("ann", lease_s=60).id == 1 and store.next_query("bob").id == 2  # v2
+    store.add_phase(1)
+    store.take_phase_feedback(1)
+    assert store.latest_phase()["closed"]  # v3
     with store.engine.begin() as c:
         versions = c.execute(text("SELECT version FROM schema_version ORDER BY version")).scalars()
-        assert versions.all() == [1, 2]
+        assert versions.all() == [1, 2, 3] == list(range(1, CURRENT_VERSION + 1))
         c.execute(text("INSERT INTO schema_version VALUES (:v, 0)"), {"v": CURRENT_VERSION + 1})
     store.close()
     with pytest.raises(FileFormatError, match="newer than this rlkit"):
@@ -199,15 +204,46 @@ def test_m3hf_feedback_and_metrics_round_trip(location):
         store.add_feedback(2, "ann", "text", [])
     store.add_phase(2, video="phase2.gif", context={"agents": ["chef_0", "chef_1"]})
     assert store.latest_phase() == {"phase": 2, "video": "phase2.gif",
-                                    "context": {"agents": ["chef_0", "chef_1"]}}
+                                    "context": {"agents": ["chef_0", "chef_1"]}, "closed": False}
     store.add_feedback(2, "ann", "chef_0 should pick onions", [{"template": "x"}])
-    taken = store.phase_feedback(2)
+    assert store.phase_feedback(2) == store.phase_feedback(2)  # reading changes nothing
+    taken = store.take_phase_feedback(2)  # the loop takes it: the phase closes
     assert [(f["annotator"], f["specs"]) for f in taken] == [("ann", [{"template": "x"}])]
-    assert store.phase_feedback(2) == taken  # a resumed phase reads its feedback again
+    assert store.latest_phase()["closed"] and store.phase_feedback(2) == taken
+    with pytest.raises(PhaseClosedError, match="phase 2 is closed: training took its feedback"):
+        store.add_feedback(2, "bob", "too late", [])
+    store.add_phase(2, video="phase2.gif")  # a resumed run asks the phase again: it opens again
+    assert not store.latest_phase()["closed"] and store.take_phase_feedback(2) == taken
     store.log_metrics({"reward/held_out_accuracy": 0.7, "eval/return": -3.0}, step=1)
     store.log_metrics({"reward/held_out_accuracy": 0.6}, step=0)
     assert store.metric_series() == {"eval/return": [(1, -3.0)],
                                      "reward/held_out_accuracy": [(0, 0.6), (1, 0.7)]}
+
+
+def test_feedback_sent_while_the_loop_takes_its_phase_is_either_taken_or_refused(location):
+    store = LabelStore(location)
+    store.add_phase(1)
+    accepted: list[int] = []
+    refused: list[str] = []
+
+    def person() -> None:  # confirms feedback again and again, from the server's own store
+        server = LabelStore(location)
+        for i in range(100_000):
+            try:
+                accepted.append(server.add_feedback(1, "ann", f"text {i}", []))
+            except PhaseClosedError:
+                refused.append(f"text {i}")
+                break
+        server.close()
+
+    thread = threading.Thread(target=person)
+    thread.start()
+    while len(accepted) < 5:
+        time.sleep(0.001)
+    taken = store.take_phase_feedback(1)
+    thread.join()
+    assert [item["id"] for item in taken] == accepted and len(refused) == 1  # none stored unused
+    assert store.phase_feedback(1) == taken
 
 
 def test_two_annotators_at_once_get_each_pair_once_and_lose_nothing(location, trajectories):

@@ -1,7 +1,8 @@
 """M3HF feedback from the web page: a ``FeedbackSource`` backed by the label store.
 
 Each phase the source publishes the rollout video and the scene to the store, then waits for
-people to type feedback on the M3HF page, check the parser's preview, correct it, and confirm.
+people to type feedback on the M3HF page, check the parser's preview, correct it, and confirm;
+then it closes the phase, taking all its feedback, so nothing confirmed later is silently unused.
 What they confirmed is kept beside the text: ``ConfirmedSpecsParser`` hands those exact specs to
 the loop instead of parsing the text again, so a person's correction is what the pools receive.
 """
@@ -61,10 +62,12 @@ class WebFeedbackSource:
         self.publish(request)
         deadline = time.monotonic() + self.timeout_s
         while True:  # a resumed phase finds what people confirmed before the crash at once
-            taken = self.store.phase_feedback(request.generation)
-            if len(taken) >= self.min_items or time.monotonic() >= deadline:
+            enough = len(self.store.phase_feedback(request.generation)) >= self.min_items
+            if enough or time.monotonic() >= deadline:
                 break
             time.sleep(self.poll_s)
+        # Closing takes whatever came meanwhile too; the page refuses anything later with a reason.
+        taken = self.store.take_phase_feedback(request.generation)
         for item in taken:
             self.confirmed[item["text"]] = item["specs"]
         return [Feedback(item["text"]) for item in taken]

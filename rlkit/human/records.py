@@ -9,7 +9,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import Select, insert, select, update
 
 from rlkit.errors import InvalidLabelError, RlkitError
 from rlkit.human import schema
@@ -22,6 +22,10 @@ ANNOTATOR_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$"
 
 class UnknownQueryError(RlkitError, LookupError):
     """A query id (or an M3HF phase) that is not in the store."""
+
+
+class PhaseClosedError(RlkitError, ValueError):
+    """Feedback for an M3HF phase whose feedback the training loop has already taken."""
 
 
 def check_annotator(annotator: str) -> str:
@@ -37,52 +41,62 @@ class RunRecords(Database):
     """M3HF feedback and training metrics of a run."""
 
     def add_phase(self, phase: int, video: str = "", context: Mapping[str, Any] | None = None) -> None:
-        """Open an M3HF phase for feedback (its rollout video and the parser's context)."""
+        """Open an M3HF phase for feedback (its rollout video and the parser's context); a phase
+        asked again (a resumed run) opens again."""
+        values = {"video": video, "context": json.dumps(dict(context or {})), "closed_at": None}
         with self._write() as c:
             if c.execute(select(schema.phases.c.id).where(schema.phases.c.phase == phase)).first():
-                c.execute(update(schema.phases).where(schema.phases.c.phase == phase)
-                          .values(video=video, context=json.dumps(dict(context or {}))))
+                c.execute(update(schema.phases).where(schema.phases.c.phase == phase).values(**values))
             else:
-                c.execute(insert(schema.phases).values(phase=phase, video=video,
-                                                       context=json.dumps(dict(context or {})),
-                                                       created_at=time.time()))
+                c.execute(insert(schema.phases).values(phase=phase, created_at=time.time(), **values))
 
     def latest_phase(self) -> dict[str, Any] | None:
+        """The newest phase: its number, video, context, and whether its feedback was taken."""
         with self.engine.connect() as c:
             row = c.execute(select(schema.phases).order_by(schema.phases.c.phase.desc()).limit(1)).first()
         if row is None:
             return None
-        return {"phase": row.phase, "video": row.video, "context": json.loads(row.context)}
+        return {"phase": row.phase, "video": row.video, "context": json.loads(row.context),
+                "closed": row.closed_at is not None}
 
     def add_feedback(self, phase: int, annotator: str, text: str, specs: list[dict[str, Any]]) -> int:
         """Commit a person's confirmed feedback: the text and the reward specs they approved."""
         check_annotator(annotator)
-        with self._write() as c:
-            if c.execute(select(schema.phases.c.id).where(schema.phases.c.phase == phase)).first() is None:
+        with self._write() as c:  # the same lock as take_phase_feedback: nothing slips in between
+            row = c.execute(select(schema.phases.c.closed_at).where(schema.phases.c.phase == phase)).first()
+            if row is None:
                 raise UnknownQueryError(f"no M3HF phase {phase} is open for feedback")
+            if row.closed_at is not None:
+                raise PhaseClosedError(
+                    f"M3HF phase {phase} is closed: training took its feedback and went on; "
+                    "yours was not stored, so give it at the next phase"
+                )
             return int(c.execute(insert(schema.feedback).values(
                 phase=phase, annotator=annotator, text=text, specs=json.dumps(specs),
                 created_at=time.time())).inserted_primary_key[0])
 
     def phase_feedback(self, phase: int) -> list[dict[str, Any]]:
-        """All feedback confirmed for a phase, oldest first, every time it is asked.
-
-        Reading consumes nothing: a run killed after reading but before the phase's generation
-        completed asks again on resume and must get the same feedback at once, not wait for
-        people who already answered. The loop asks a phase only until its generation completes,
-        so the phase number is what keeps feedback from being used twice. ``consumed_at`` notes
-        when the loop first read each item.
-        """
-        table = schema.feedback
+        """All feedback confirmed for a phase so far, oldest first (reading changes nothing)."""
         with self.engine.connect() as c:
-            rows = c.execute(select(table).where(table.c.phase == phase).order_by(table.c.id)).all()
-        unread = [r.id for r in rows if r.consumed_at is None]
-        if unread:
-            with self._write() as c:
-                c.execute(update(table).where(table.c.id.in_(unread), table.c.consumed_at.is_(None))
-                          .values(consumed_at=time.time()))
-        return [{"id": r.id, "annotator": r.annotator, "text": r.text, "specs": json.loads(r.specs),
-                 "created_at": r.created_at} for r in rows]
+            return [_feedback(row) for row in c.execute(_feedback_of(phase))]
+
+    def take_phase_feedback(self, phase: int) -> list[dict[str, Any]]:
+        """Close the phase and return all its feedback, in one transaction: what a person confirms
+        later is refused (``PhaseClosedError``), never stored unused.
+
+        Taking consumes nothing: a run killed after taking but before the phase's generation
+        completed opens the phase again on resume and must get the same feedback at once, not
+        wait for people who already answered. The loop asks a phase only until its generation
+        completes, so the phase number is what keeps feedback from being used twice.
+        ``consumed_at`` notes when the loop first took each item.
+        """
+        now, phases, feedback = time.time(), schema.phases, schema.feedback
+        with self._write() as c:
+            c.execute(update(phases).where(phases.c.phase == phase, phases.c.closed_at.is_(None))
+                      .values(closed_at=now))
+            c.execute(update(feedback).where(feedback.c.phase == phase, feedback.c.consumed_at.is_(None))
+                      .values(consumed_at=now))
+            return [_feedback(row) for row in c.execute(_feedback_of(phase))]
 
     # -- metrics ----------------------------------------------------------------------------
     def log_metrics(self, metrics: Mapping[str, float], step: int) -> None:
@@ -102,3 +116,13 @@ class RunRecords(Database):
         for row in rows:
             series.setdefault(row.name, []).append((row.step, row.value))
         return series
+
+
+def _feedback_of(phase: int) -> Select[Any]:
+    table = schema.feedback
+    return select(table).where(table.c.phase == phase).order_by(table.c.id)
+
+
+def _feedback(row: Any) -> dict[str, Any]:
+    return {"id": row.id, "annotator": row.annotator, "text": row.text, "specs": json.loads(row.specs),
+            "created_at": row.created_at}

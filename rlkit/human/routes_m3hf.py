@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from rlkit.human.app import ERROR_RESPONSES, page, require_annotator, require_csrf
 from rlkit.human.m3hf_source import scene_from_json
-from rlkit.human.store import UnknownQueryError
+from rlkit.human.records import PhaseClosedError, UnknownQueryError
 from rlkit.m3hf.specs import TEMPLATE_PARAMS, RewardSpec, Scene, validate_specs
 
 router = APIRouter(responses=ERROR_RESPONSES)
@@ -48,7 +48,13 @@ def _phase(request: Request) -> tuple[dict[str, Any], Scene]:
     phase = request.app.state.store.latest_phase()
     if phase is None or "scene" not in phase["context"]:
         raise HTTPException(404, "no M3HF phase is waiting for feedback")
+    if phase["closed"]:
+        raise HTTPException(409, _closed(phase["phase"]))
     return phase, scene_from_json(phase["context"]["scene"])
+
+
+def _closed(phase: int) -> str:
+    return f"phase {phase} is closed: training took its feedback and went on; the next phase opens here"
 
 
 def _check_text(request: Request, text: str) -> str:
@@ -96,4 +102,6 @@ def commit(body: CommitIn, request: Request, annotator: str = Depends(require_an
             [s.model_dump(mode="json") for s in specs])
     except UnknownQueryError as error:
         raise HTTPException(404, str(error)) from None
+    except PhaseClosedError:  # closed between the check above and this commit
+        raise HTTPException(409, _closed(body.phase)) from None
     return CommitOut(id=feedback_id, specs=[_spec_out(s) for s in specs])

@@ -26,6 +26,7 @@ from sqlalchemy import (
     insert,
     inspect,
     select,
+    text,
 )
 
 from rlkit.errors import FileFormatError
@@ -83,6 +84,9 @@ phases = Table(
     Column("video", String(255), nullable=False, default=""),
     Column("context", Text, nullable=False, default="{}"),  # JSON: agents, colours, env description
     Column("created_at", Float, nullable=False),
+    # Version 3: set when the M3HF loop takes the phase's feedback, so feedback confirmed after
+    # that is refused with a reason instead of being stored and never used.
+    Column("closed_at", Float, nullable=True),
 )
 
 feedback = Table(
@@ -125,7 +129,16 @@ def _add_leases_v2(connection: Connection) -> None:
     leases.create(connection)
 
 
-MIGRATIONS: tuple[Callable[[Connection], None], ...] = (_create_v1, _add_leases_v2)
+def _add_phase_closing_v3(connection: Connection) -> None:
+    # A new database already has the column: version 1 creates today's ``phases`` table.
+    column = phases.c.closed_at
+    if column.name in {found["name"] for found in inspect(connection).get_columns("phases")}:
+        return
+    kind = column.type.compile(dialect=connection.dialect)
+    connection.execute(text(f"ALTER TABLE phases ADD COLUMN {column.name} {kind}"))
+
+
+MIGRATIONS: tuple[Callable[[Connection], None], ...] = (_create_v1, _add_leases_v2, _add_phase_closing_v3)
 CURRENT_VERSION = len(MIGRATIONS)
 
 
