@@ -5,6 +5,9 @@
         ...
         cluster.drop_database("t1")
 
+A test run killed with SIGKILL cannot stop its cluster; the next cluster started on the machine
+stops and deletes every cluster whose test process is gone (``reap_orphans``).
+
 ``initdb`` refuses to run as root, so as root every server command runs as the ``postgres`` user
 (``runuser``). Durability is switched off (fsync, synchronous commit): the cluster is deleted at
 the end, and the tests check behaviour, not crash safety. ``server_binaries()`` is None where no
@@ -29,6 +32,8 @@ import pytest
 from psycopg import sql
 
 SERVER_USER = "postgres"
+PREFIX = "rlkit-pg-"
+OWNER_FILE = "owner.pid"  # the pid of the test process a cluster belongs to
 
 
 def server_binaries() -> Path | None:
@@ -53,7 +58,8 @@ class PostgresCluster:
             raise FileNotFoundError("no PostgreSQL server in /usr/lib/postgresql/*/bin (make service-deps)")
         self.binaries = found
         self.port = free_port()
-        self.directory = Path(tempfile.mkdtemp(prefix="rlkit-pg-"))
+        self.directory = Path(tempfile.mkdtemp(prefix=PREFIX))
+        (self.directory / OWNER_FILE).write_text(str(os.getpid()))
         self._as_server_user: list[str] = []
         if os.geteuid() == 0:  # initdb refuses root: hand the directory to the server user
             account = pwd.getpwnam(SERVER_USER)
@@ -65,6 +71,7 @@ class PostgresCluster:
         return f"postgresql://{SERVER_USER}@127.0.0.1:{self.port}/{database}"
 
     def __enter__(self) -> PostgresCluster:
+        reap_orphans(self.binaries)
         data = self.directory / "data"
         self._run("initdb", "--pgdata", str(data), "--username", SERVER_USER, "--auth", "trust",
                   "--encoding", "UTF8", "--no-sync")
@@ -81,11 +88,7 @@ class PostgresCluster:
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  traceback: TracebackType | None) -> None:
-        try:
-            self._run("pg_ctl", "stop", "--pgdata", str(self.directory / "data"), "--mode", "immediate",
-                      "--wait")
-        finally:
-            shutil.rmtree(self.directory, ignore_errors=True)
+        _stop_and_delete(self.directory, self.binaries, self._as_server_user)
 
     def create_database(self, name: str) -> str:
         """A new empty database; returns its SQLAlchemy URL."""
@@ -105,6 +108,42 @@ class PostgresCluster:
     def _run(self, program: str, *args: str) -> None:
         subprocess.run([*self._as_server_user, str(self.binaries / program), *args], check=True,
                        capture_output=True, cwd=self.directory)
+
+
+def reap_orphans(binaries: Path) -> list[Path]:
+    """Stop and delete the clusters of test processes that no longer run; returns their folders."""
+    reaped = []
+    for directory in Path(tempfile.gettempdir()).glob(f"{PREFIX}*"):
+        try:
+            owner = int((directory / OWNER_FILE).read_text())
+        except (OSError, ValueError):
+            continue  # not ours to judge (being created, or made by something else)
+        if _alive(owner):
+            continue
+        as_server_user = ["runuser", "-u", SERVER_USER, "--"] if os.geteuid() == 0 else []
+        _stop_and_delete(directory, binaries, as_server_user)
+        reaped.append(directory)
+    return reaped
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
+
+
+def _stop_and_delete(directory: Path, binaries: Path, as_server_user: list[str]) -> None:
+    try:
+        if (directory / "data" / "postmaster.pid").exists():
+            subprocess.run([*as_server_user, str(binaries / "pg_ctl"), "stop", "--pgdata",
+                            str(directory / "data"), "--mode", "immediate", "--wait"],
+                           check=True, capture_output=True, cwd=directory)
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

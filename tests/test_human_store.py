@@ -5,6 +5,7 @@ throwaway local cluster, ``tests/postgres_server.py``; skipped where no server i
 """
 
 import sqlite3
+import sys
 import threading
 import time
 import uuid
@@ -196,6 +197,12 @@ def test_a_trainer_and_a_server_opening_a_new_run_database_at_once_both_get_in(t
         run_dir, start = str(tmp_path / f"run{trial}"), threading.Barrier(4)
         with ThreadPoolExecutor(4) as pool:
             list(pool.map(open_and_use, [run_dir] * 4, [start] * 4))
+
+
+def test_a_postgresql_url_without_its_driver_says_what_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # as if psycopg were not installed
+    with pytest.raises(ModuleNotFoundError, match=r"psycopg 3 driver: pip install 'rlkit\[postgresql\]'"):
+        LabelStore("postgresql://labeller@127.0.0.1:1/study")
 
 
 def test_m3hf_feedback_and_metrics_round_trip(location):

@@ -4,6 +4,7 @@ front on both SQLite and PostgreSQL, and key-value settings."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import sqlite3
@@ -135,6 +136,9 @@ def _make_postgres_engine(url: str) -> Engine:
     parsed = make_url(url)
     if parsed.drivername == "postgresql":  # SQLAlchemy's default would be psycopg2; rlkit ships psycopg 3
         parsed = parsed.set(drivername="postgresql+psycopg")
+    if parsed.drivername == "postgresql+psycopg" and importlib.util.find_spec("psycopg") is None:
+        raise ModuleNotFoundError("a label store on PostgreSQL needs the psycopg 3 driver: "
+                                  "pip install 'rlkit[postgresql]'", name="psycopg")
     engine = create_engine(parsed, pool_pre_ping=True)
 
     @event.listens_for(engine, "begin")
