@@ -11,6 +11,7 @@ from types import SimpleNamespace
 import pytest
 from fastapi.testclient import TestClient
 
+from rlkit.errors import InvalidDataError
 from rlkit.human import LabelStore, m3hf_source
 from rlkit.human.app import create_app
 from rlkit.human.settings import ServeConfig
@@ -132,6 +133,14 @@ def test_a_phase_nobody_answers_times_out_and_training_goes_on(tmp_path, caplog)
     assert pool_specs(tmp_path, 1) == [[], [], []]
     assert LabelStore(tmp_path).latest_phase()["phase"] == 1  # the phase was open on the page
     assert json.loads((tmp_path / "feedback" / "phase_001.json").read_text()) == []
+
+
+def test_a_new_run_refuses_a_run_directory_with_an_earlier_runs_phases(tmp_path):
+    store = LabelStore(tmp_path)
+    store.add_phase(1)
+    store.add_feedback(1, "ann", "Be faster!", [])  # an earlier run's, whose state.json is gone
+    with pytest.raises(InvalidDataError, match="holds M3HF phases of an earlier run .up to phase 1."):
+        run_m3hf(web_config(0.2, phases=1, video="none"), tmp_path)
 
 
 def test_the_web_source_is_built_by_the_run_not_by_make_source():

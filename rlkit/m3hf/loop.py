@@ -82,8 +82,16 @@ def make_web_source(
     from rlkit.human.m3hf_source import ConfirmedSpecsParser, WebFeedbackSource
     from rlkit.human.store import LabelStore
 
+    store = LabelStore(run_dir)
+    earlier = store.latest_phase()
+    if earlier is not None and not (run_dir / "state.json").is_file():
+        raise InvalidDataError(
+            f"{run_dir}: its label store holds M3HF phases of an earlier run (up to phase "
+            f"{earlier['phase']}) but no state.json to resume that run; a new run would take the old "
+            "feedback as its own: use a new run directory"
+        )
     settings = config.feedback
-    source = WebFeedbackSource(LabelStore(run_dir), run_dir / "media", min_items=settings.min_items,
+    source = WebFeedbackSource(store, run_dir / "media", min_items=settings.min_items,
                                timeout_s=settings.timeout_s, poll_s=settings.poll_s)
     log.info("each phase waits for feedback on the M3HF page of `rlkit serve --run-dir %s`", run_dir)
     return source, ConfirmedSpecsParser(source, fallback)
