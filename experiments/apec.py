@@ -13,7 +13,6 @@ learned rewards report their true return. Every run directory is resumable: reru
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -24,7 +23,7 @@ import torch
 
 from rlkit.apec.config import ApecConfig
 from rlkit.apec.pipeline import run_apec
-from rlkit.config import StrictModel, apply_overrides, load_config, save_config
+from rlkit.config import StrictModel, apply_overrides, experiment_parser, load_config, save_config
 from rlkit.logging import make_logger
 
 METRICS = (("accuracy", "held-out accuracy"), ("step_pearson", "per-step reward r"),
@@ -145,12 +144,8 @@ def plot(table: list[dict[str, Any]], task: str, demo_return: float, path: Path)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("overrides", nargs="*", metavar="key=value")
-    parser.add_argument("--config", default=Path(__file__).parent / "configs/apec.yaml")
-    parser.add_argument("--report-only", action="store_true",
-                        help="rebuild summary, table and plots from the finished runs; no training")
+    parser = experiment_parser(__doc__, Path(__file__).parent / "configs/apec.yaml",
+                               "rebuild summary, table and plots from the finished runs; no training")
     args = parser.parse_args(argv)
     config = load_config(ApecExperimentConfig, args.config, args.overrides)
     torch.set_num_threads(1)  # small nets: one thread is fastest and leaves a core for the envs

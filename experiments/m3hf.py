@@ -14,7 +14,6 @@ wrong; M3HF with only wrong feedback. Generation 0 is the same training in every
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import os
@@ -25,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from rlkit.config import StrictModel, load_config, save_config
+from rlkit.config import StrictModel, experiment_parser, load_config, save_config
 from rlkit.io import atomic_open, atomic_write_json
 from rlkit.m3hf.run_config import FeedbackSettings, M3HFConfig
 
@@ -172,13 +171,8 @@ def write_metrics(rows: list[dict[str, Any]], out: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("overrides", nargs="*", metavar="key=value")
-    parser.add_argument("--config", default=Path(__file__).parent / "configs/m3hf.yaml")
-    parser.add_argument("--report-only", action="store_true",
-                        help="rebuild metrics, table and plot from the finished runs; no training")
+    parser = experiment_parser(__doc__, Path(__file__).parent / "configs/m3hf.yaml",
+                               "rebuild metrics, table and plot from the finished runs; no training")
     parser.add_argument("--workers", type=int, default=1,
                         help="runs in parallel (one process and one torch thread each)")
     args = parser.parse_args(argv)

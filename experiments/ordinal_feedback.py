@@ -13,7 +13,6 @@ binary accuracy on non-tied oracle preferences, cross-entropy against p, and ret
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -25,7 +24,7 @@ from pydantic import Field
 from stable_baselines3 import PPO
 from stable_baselines3.common.env_util import make_vec_env
 
-from rlkit.config import StrictModel, load_config, save_config
+from rlkit.config import StrictModel, experiment_parser, load_config, save_config
 from rlkit.data import SegmentPairs, TrajectoryStore, collect_trajectories, sample_pairs
 from rlkit.feedback import OrdinalScale, beta_for_spread
 from rlkit.logging import progress
@@ -257,12 +256,8 @@ def plot(table: list[dict[str, Any]], config: OrdinalExperimentConfig, path: Pat
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("overrides", nargs="*", metavar="key=value")
-    parser.add_argument("--config", default=Path(__file__).parent / "configs/ordinal_feedback.yaml")
-    parser.add_argument("--report-only", action="store_true",
-                        help="rebuild summary, table and plot from out_dir/rows.jsonl; no training")
+    parser = experiment_parser(__doc__, Path(__file__).parent / "configs/ordinal_feedback.yaml",
+                               "rebuild summary, table and plot from out_dir/rows.jsonl; no training")
     args = parser.parse_args(argv)
     config = load_config(OrdinalExperimentConfig, args.config, args.overrides)
     torch.set_num_threads(1)  # small nets: one thread is fastest and leaves a core for the envs

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 from pathlib import Path
 from typing import Any, TypeVar
@@ -90,3 +91,13 @@ def save_config(config: BaseModel, path: str | os.PathLike[str]) -> None:
     """Write the resolved config so the run can be repeated exactly."""
     with atomic_open(path, "w") as handle:
         yaml.safe_dump(config.model_dump(mode="json"), handle, sort_keys=False)
+
+
+def experiment_parser(doc: str | None, default_config: Path, report_help: str) -> argparse.ArgumentParser:
+    """The command line every script under ``experiments/`` shares: ``key=value`` overrides of its
+    YAML config (``--config``), and ``--report-only`` to rebuild its report from finished runs."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("overrides", nargs="*", metavar="key=value")
+    parser.add_argument("--config", default=default_config)
+    parser.add_argument("--report-only", action="store_true", help=report_help)
+    return parser
