@@ -232,6 +232,9 @@ def _run_pref_rl(config: configs.PrefRLConfig, args: argparse.Namespace) -> int:
     run_dir, logger = _session("pref-rl", config, args)
     try:
         loop = PreferenceRL(config, logger, run_dir=run_dir)  # teacher.kind=human: its label store
+        if loop.resume_point is not None:
+            print(f"rlkit pref-rl: resuming {run_dir} at step {loop.resume_point.timestep} (the start of "
+                  "its last query round)", file=sys.stderr)
         result = loop.learn()
         mean, std = true_return(result.agent, config.env, config.agent.eval_episodes)
         result.agent.save(run_dir / "agent")

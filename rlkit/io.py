@@ -1,9 +1,10 @@
-"""Atomic file writes: a crash leaves the old file or the new one, never half of either."""
+"""Atomic writes: a crash leaves the old file (or folder) or the new one, never half of either."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -45,3 +46,16 @@ def _json_default(value: Any) -> Any:
     if isinstance(value, Path):
         return str(value)
     raise TypeError(f"cannot write {type(value).__name__} to JSON")
+
+
+def replace_dir(staging: Path, final: Path) -> None:
+    """Rename the finished folder ``staging`` to ``final``; an existing ``final`` is moved aside
+    first and removed after, so a crash leaves one of the two whole."""
+    if final.exists():
+        old = final.with_name(f".{final.name}.old")
+        shutil.rmtree(old, ignore_errors=True)
+        os.replace(final, old)
+        os.replace(staging, final)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(staging, final)

@@ -13,6 +13,7 @@ nobody answered before the timeout are NaN (skipped), never guessed.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,10 +25,11 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 
+from rlkit import prefrl_resume
 from rlkit.data import TrajectoryRecorder, TrajectoryStore, collect_trajectories, sample_pairs
 from rlkit.data.segments import SegmentPairs
 from rlkit.errors import InvalidDataError
-from rlkit.feedback import OrdinalScale, PreferenceDataset, SimulatedTeacher, make_selector
+from rlkit.feedback import OrdinalScale, PreferenceDataset, SimulatedTeacher, TeacherConfig, make_selector
 from rlkit.human.store import LabelStore
 from rlkit.human.teacher import Answers, HumanTeacher, HumanTeacherConfig
 from rlkit.logging import Logger
@@ -76,13 +78,21 @@ class PreferenceRL:
 
     def __init__(self, config: PrefRLConfig, logger: Logger | None = None,
                  teacher: Teacher | None = None, run_dir: str | Path | None = None) -> None:
+        """With ``run_dir``, each round first saves a resume point there, and a run directory
+        holding one resumes from it (``rlkit.prefrl_resume``)."""
         self.config = config
         self.logger = logger
+        self.run_dir = None if run_dir is None else Path(run_dir)
+        point = None
+        if self.run_dir is not None:
+            point = prefrl_resume.load(self.resume_dir, config.model_dump(mode="json"))
+        self.resume_point = point
         self.rng = np.random.default_rng(config.seed)
         torch.manual_seed(config.seed)
         self.venv = make_venv(config.env)
-        self.store = TrajectoryStore()
-        self.dataset = PreferenceDataset(self.store, OrdinalScale.get(config.teacher.scale))
+        scale = OrdinalScale.get(config.teacher.scale)
+        self.dataset = point.dataset if point is not None else PreferenceDataset(TrajectoryStore(), scale)
+        self.store = self.dataset.store
         self.model = build_reward_model(config.model, self.venv.observation_space,
                                         self.venv.action_space, config.seed)
         self.trainer = RewardTrainer(self.model, trainer_config(config.trainer, config.seed))
@@ -96,13 +106,53 @@ class PreferenceRL:
         self.wrapped = RewardVecEnvWrapper(self.venv, self.reward_fn, observers=[recorder])
         self.agent = make_agent(config.agent, self.wrapped, config.seed)
         if teacher is None and config.teacher.kind == "human":
-            teacher = make_human_teacher(config.teacher, run_dir)
+            teacher = make_human_teacher(config.teacher, run_dir, resuming=point is not None)
         self.teacher: Teacher | None = teacher
         self.result = PrefRLResult(self.agent, self.dataset)
+        if point is not None:
+            self._restore(point)
+
+    def _restore(self, point: prefrl_resume.ResumePoint) -> None:
+        self.model.load_state_dict(point.reward.model.state_dict())
+        self.trainer.optimizer.load_state_dict(point.tensors["reward_optimizer"])
+        if isinstance(self.reward_fn, NormalizedReward) and point.reward.norm is not None:
+            self.reward_fn.norm = point.reward.norm
+        point.restore_agent(self.agent)
+        self.rng.bit_generator.state = point.state["numpy_rng"]
+        torch.set_rng_state(point.tensors["torch_rng"])
+        teacher = point.state["teacher"]
+        if self.teacher is None and teacher["kind"] == "simulated":
+            self.teacher = SimulatedTeacher(TeacherConfig(**teacher["config"]), self.rng)
+        if isinstance(self.teacher, HumanTeacher) and teacher["kind"] == "human":
+            self.teacher.batches = int(teacher["batches"])
+        self.result.rounds = [RoundRecord(**record) for record in point.state["rounds"]]
+        self.result.episodes = EpisodeLog(**point.state["episodes"])
+        log.info("resuming %s at step %d: its round of %d pairs is asked again", self.run_dir,
+                 point.timestep, point.state["pending_pairs"])
+
+    @property
+    def resume_dir(self) -> Path:
+        if self.run_dir is None:
+            raise InvalidDataError("a pref-rl run without a run directory keeps no resume point")
+        return self.run_dir / prefrl_resume.RESUME_DIR
+
+    @property
+    def reward_norm(self) -> RunningNorm | None:
+        return self.reward_fn.norm if isinstance(self.reward_fn, NormalizedReward) else None
+
+    def teacher_state(self) -> dict[str, Any]:
+        """What a resumed run needs to rebuild the teacher (a custom one is passed in again)."""
+        if isinstance(self.teacher, SimulatedTeacher):
+            return {"kind": "simulated", "config": dataclasses.asdict(self.teacher.config)}
+        if isinstance(self.teacher, HumanTeacher):
+            return {"kind": "human", "batches": self.teacher.batches}
+        return {"kind": "custom" if self.teacher is not None else "not yet made"}
 
     # -- one round of feedback ------------------------------------------------------------
-    def query_and_refit(self, n_pairs: int) -> RoundRecord:
+    def query_and_refit(self, n_pairs: int, save_resume_point: bool = True) -> RoundRecord:
         query = self.config.query
+        if save_resume_point and self.run_dir is not None:
+            prefrl_resume.save(self, self.resume_dir, n_pairs)
         candidates = sample_pairs(self.store, n_pairs * query.candidates_per_query,
                                   query.segment_length, self.rng)
         if self.teacher is None:
@@ -155,15 +205,22 @@ class PreferenceRL:
     # -- the loop -------------------------------------------------------------------------
     def learn(self) -> PrefRLResult:
         query = self.config.query
-        # Seed the store with random behaviour so the first queries have something to compare.
-        self.store.extend(collect_trajectories(
-            self.venv, None, self.rng, n_steps=query.every_steps, max_length=200,
-            seed=self.config.env.seed + 1,
-        ))
-        self.query_and_refit(query.initial_pairs)
-        callbacks = [EpisodeLogCallback(self.result.episodes, self.logger),
-                     _QueryCallback(self)]
-        self.agent.learn(self.config.agent.total_timesteps, callback=callbacks)
+        point = self.resume_point
+        if point is None:
+            # Seed the store with random behaviour so the first queries have something to compare.
+            self.store.extend(collect_trajectories(
+                self.venv, None, self.rng, n_steps=query.every_steps, max_length=200,
+                seed=self.config.env.seed + 1,
+            ))
+            self.query_and_refit(query.initial_pairs)
+        else:  # the round the run was killed in (or after), asked again from its start
+            self.query_and_refit(int(point.state["pending_pairs"]), save_resume_point=False)
+        asker = _QueryCallback(self)
+        asker.last = self.agent.num_timesteps
+        remaining = self.config.agent.total_timesteps - self.agent.num_timesteps
+        if remaining > 0:
+            callbacks = [EpisodeLogCallback(self.result.episodes, self.logger), asker]
+            self.agent.learn(remaining, callback=callbacks, reset_num_timesteps=point is None)
         return self.result
 
     def wants_query(self) -> bool:
@@ -171,16 +228,17 @@ class PreferenceRL:
         return limit is None or len(self.dataset) < limit
 
 
-def make_human_teacher(settings: PrefRLTeacherSettings, run_dir: str | Path | None) -> HumanTeacher:
+def make_human_teacher(settings: PrefRLTeacherSettings, run_dir: str | Path | None,
+                       resuming: bool = False) -> HumanTeacher:
     """People at ``rlkit serve --run-dir run_dir``: queries in its label store, videos in its media/."""
     if run_dir is None:
         raise InvalidDataError("teacher.kind=human needs a run directory: the one `rlkit serve --run-dir` "
                                "serves to annotators")
     store = LabelStore(run_dir)
-    if store.n_queries():
+    if store.n_queries() and not resuming:
         raise InvalidDataError(
-            f"{run_dir}: its label store already holds {store.n_queries()} queries of an earlier run; "
-            "pref-rl keeps no trajectories to resume with, so their labels would be read as labels of "
+            f"{run_dir}: its label store already holds {store.n_queries()} queries of an earlier run "
+            "but no resume point with their trajectories, so their labels would be read as labels of "
             "other segments: use a new run directory"
         )
     store.set_scale(OrdinalScale.get(settings.scale))

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 
+from rlkit import prefrl
 from rlkit.cli import main
 from rlkit.errors import InvalidDataError
 from rlkit.feedback import PreferenceDataset
@@ -20,6 +21,7 @@ from rlkit.pipeline.steps import build_reward_model
 from rlkit.prefrl import PreferenceRL
 from tests.test_human_store import make_pairs, make_trajectories
 from tests.test_prefrl import small_config
+from tests.test_prefrl_resume import KilledInRound
 
 FIVE = (0.0, 0.2, 0.5, 0.8, 1.0)
 
@@ -131,3 +133,30 @@ def test_people_need_the_run_directory_their_server_serves_and_a_fresh_one(tmp_p
     LabelStore(tmp_path).add_queries(make_pairs(make_trajectories(), 2))
     with pytest.raises(InvalidDataError, match="already holds 2 queries of an earlier run"):
         PreferenceRL(human_config(), run_dir=tmp_path)
+
+
+def test_a_trainer_killed_after_people_answered_resumes_with_their_labels(tmp_path, monkeypatch):
+    given: dict[int, list[tuple[str, float | None]]] = {}
+    stop, errors = threading.Event(), []
+    person = threading.Thread(target=annotator, args=(tmp_path, "alice", given, stop, errors))
+    person.start()
+    config = human_config(**{"teacher.human.timeout_s": "5"})
+    killed = KilledInRound(kill_at=2)  # the trainer dies after round 2's answers came in
+    monkeypatch.setattr(prefrl, "evaluate_reward", killed)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            PreferenceRL(config, run_dir=tmp_path).learn()
+    finally:
+        stop.set()
+        person.join()
+    assert not errors, errors
+
+    # nobody is at the page any more: the resumed round must find alice's answers in the store
+    monkeypatch.setattr(prefrl, "evaluate_reward", again := KilledInRound(kill_at=0))
+    resumed = PreferenceRL(config, run_dir=tmp_path)
+    result = resumed.learn()
+    assert not resumed.teacher.last_wait.timed_out and resumed.teacher.last_wait.answered == 2
+    np.testing.assert_array_equal(again.rounds[0][0], killed.rounds[1][0])  # the same pairs
+    np.testing.assert_array_equal(again.rounds[0][1], killed.rounds[1][1])  # with alice's labels
+    assert len(result.dataset) == 3 + 2 and LabelStore(tmp_path).n_queries() == 3 + 2
+    assert rows(LabelStore(tmp_path).export(resumed.store)) == rows(result.dataset)

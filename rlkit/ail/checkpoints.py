@@ -23,7 +23,7 @@ from rlkit.ail.discriminator import Discriminator, DiscriminatorConfig
 from rlkit.ail.generator import ALGORITHMS, Generator
 from rlkit.ail.resume import save_trainer_state
 from rlkit.errors import FileFormatError, InvalidDataError
-from rlkit.io import atomic_write_json
+from rlkit.io import atomic_write_json, replace_dir
 from rlkit.reward import load_reward_model, save_reward_model
 
 FORMAT = "rlkit.ail_checkpoint/1"
@@ -99,7 +99,7 @@ class CheckpointStore:
                 "format": FORMAT, "round": round_index, "algo": algo,
                 "discriminator": discriminator.config.to_dict(), "diagnostics": diagnostics,
             })
-            _replace_dir(tmp, final)
+            replace_dir(tmp, final)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
@@ -143,15 +143,3 @@ def _read_meta(path: Path) -> dict[str, Any]:
         raise FileFormatError(f"{path}: not an rlkit AIL checkpoint (missing {sorted(missing)}, "
                               f"format {meta.get('format')!r}, algo {meta.get('algo')!r})")
     return meta
-
-
-def _replace_dir(tmp: Path, final: Path) -> None:
-    """Rename ``tmp`` to ``final``; an existing ``final`` is moved aside first and removed after."""
-    if final.exists():
-        old = final.with_name(f".{final.name}.old")
-        shutil.rmtree(old, ignore_errors=True)
-        os.replace(final, old)
-        os.replace(tmp, final)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.replace(tmp, final)

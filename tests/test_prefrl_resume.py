@@ -1,0 +1,111 @@
+"""A pref-rl run killed mid-training resumes from the start of its last query round: the same
+pairs are asked again, with the agent, reward model, data and RNGs as they were."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from rlkit import prefrl
+from rlkit.errors import InvalidDataError
+from rlkit.prefrl import PreferenceRL
+from tests.test_prefrl import small_config
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def vector(module: torch.nn.Module) -> torch.Tensor:
+    return torch.nn.utils.parameters_to_vector(module.parameters()).detach().clone()
+
+
+class KilledInRound:
+    """Stands in for ``evaluate_reward``: records each round's pairs and labels, and kills the run
+    in round ``kill_at`` (after the teacher answered, before the refit)."""
+
+    def __init__(self, kill_at: int, real=prefrl.evaluate_reward) -> None:
+        self.kill_at, self.real = kill_at, real
+        self.rounds: list[tuple[np.ndarray, np.ndarray]] = []
+
+    def __call__(self, model, pairs, labels):
+        self.rounds.append((np.concatenate([pairs.left, pairs.right], axis=1), labels.copy()))
+        if len(self.rounds) == self.kill_at:
+            raise KeyboardInterrupt
+        return self.real(model, pairs, labels)
+
+
+@pytest.mark.parametrize("algo", ["ppo", "sac"])
+def test_a_killed_run_resumes_at_the_round_it_was_killed_in(tmp_path, monkeypatch, algo):
+    config = small_config(algo)
+    killed = KilledInRound(kill_at=3)  # the initial round, one at step 200, killed at step 400
+    monkeypatch.setattr(prefrl, "evaluate_reward", killed)
+    first = PreferenceRL(config, run_dir=tmp_path)
+    with pytest.raises(KeyboardInterrupt):
+        first.learn()
+    # the resume point holds the state at the start of round 3: nothing trained since
+    saved_policy, saved_reward = vector(first.agent.policy), vector(first.model)
+    saved_labels = first.dataset.labels.copy()
+    if algo == "sac":
+        saved_replay = first.agent.replay_buffer.rewards[: first.agent.replay_buffer.pos].copy()
+
+    monkeypatch.setattr(prefrl, "evaluate_reward", again := KilledInRound(kill_at=0))
+    resumed = PreferenceRL(config, run_dir=tmp_path)
+    assert resumed.agent.num_timesteps == first.agent.num_timesteps >= 400
+    assert torch.equal(vector(resumed.agent.policy), saved_policy)
+    assert torch.equal(vector(resumed.model), saved_reward)
+    np.testing.assert_array_equal(resumed.dataset.labels, saved_labels)
+    if algo == "sac":
+        buffer = resumed.agent.replay_buffer
+        np.testing.assert_array_equal(buffer.rewards[: buffer.pos], saved_replay)
+    result = resumed.learn()
+
+    pairs, labels = killed.rounds[-1]
+    np.testing.assert_array_equal(again.rounds[0][0], pairs)  # the same pairs asked again,
+    np.testing.assert_array_equal(again.rounds[0][1], labels)  # and the same labels given
+    assert len(result.rounds) == 4 and len(result.dataset) == 40 + 3 * 20  # as an unbroken run
+    assert resumed.agent.num_timesteps >= config.agent.total_timesteps
+
+
+def test_a_resume_with_other_settings_is_refused_naming_them(tmp_path, monkeypatch):
+    monkeypatch.setattr(prefrl, "evaluate_reward", KilledInRound(kill_at=2))
+    with pytest.raises(KeyboardInterrupt):
+        PreferenceRL(small_config("ppo"), run_dir=tmp_path).learn()
+    with pytest.raises(InvalidDataError, match=r"other settings for \['query.pairs_per_round'\]"):
+        PreferenceRL(small_config("ppo", **{"query.pairs_per_round": "10"}), run_dir=tmp_path)
+    longer = PreferenceRL(small_config("ppo", **{"agent.total_timesteps": "800"}), run_dir=tmp_path)
+    assert longer.resume_point is not None  # more steps for the same run are fine
+
+
+@pytest.mark.slow
+def test_the_command_killed_with_sigkill_resumes_when_run_again(tmp_path):
+    overrides = ["env.id=Pendulum-v1", "env.n_envs=2", "agent.algo=sac",
+                 "agent.kwargs={learning_starts: 100, batch_size: 64, buffer_size: 5000}",
+                 "agent.total_timesteps=1200", "agent.eval_episodes=1", "query.every_steps=200",
+                 "query.initial_pairs=20", "query.pairs_per_round=10", "query.segment_length=10",
+                 "model.hidden=[16]", "trainer.max_epochs=2"]
+    command = [sys.executable, "-m", "rlkit.cli", "pref-rl", "--run-dir", str(tmp_path),
+               "--logger", "jsonl", *overrides]
+    env = os.environ | {"OMP_NUM_THREADS": "1"}
+    run = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    state = tmp_path / "resume" / "state.json"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and run.poll() is None:
+        if state.is_file() and json.loads(state.read_text())["timestep"] >= 400:
+            break
+        time.sleep(0.05)
+    assert run.poll() is None, run.stderr.read().decode()
+    run.send_signal(signal.SIGKILL)
+    run.wait()
+    killed_at = json.loads(state.read_text())["timestep"]
+
+    again = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert f"at step {killed_at}" in again.stderr  # it said where it resumed
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert len(summary["rounds"]) == 1 + 1200 // 200 and summary["labels"] == 20 + 6 * 10
