@@ -36,8 +36,9 @@ if TYPE_CHECKING:
 
 RESUME_DIR = "resume"
 FORMAT = "rlkit.prefrl.resume/1"
-# May differ between the killed run and its resumption: a run can be given more steps.
-FREE_TO_CHANGE = {("agent", "total_timesteps")}
+# May differ between the killed run and its resumption: more steps, and how long to wait for people.
+FREE_TO_CHANGE = {("agent", "total_timesteps"), *(("teacher", "human", key) for key in
+                                                  ("wait", "min_fraction", "timeout_s", "poll_s"))}
 
 
 @dataclasses.dataclass
@@ -124,7 +125,8 @@ def load(directory: Path, config_json: dict[str, Any]) -> ResumePoint | None:
     if changed:
         raise InvalidDataError(
             f"{directory.parent} holds a pref-rl run started with other settings for {changed}; "
-            "resume with the same config (only agent.total_timesteps may change) or use a new run directory"
+            f"resume with the same config (only {sorted('.'.join(key) for key in FREE_TO_CHANGE)} "
+            "may change) or use a new run directory"
         )
     try:
         tensors = torch.load(directory / "tensors.pt", map_location="cpu", weights_only=True)
