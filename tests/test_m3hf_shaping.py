@@ -85,6 +85,25 @@ def test_pools_shape_a_single_env_through_the_pettingzoo_wrapper(scene: Scene) -
     assert rewards["agent_0"] == pytest.approx(-0.1 + 2.0)
 
 
+def test_the_wrapper_path_pays_for_the_macro_in_effect_as_the_trainer_does(scene: Scene) -> None:
+    """agent_0 starts "get tomato" (several steps away) and then sends "right" while it runs: the
+    game ignores "right", so a pool paying for "get tomato" still pays, on both paths."""
+    pools = TeamPools.empty(3).update([spec("action", "all", action="get tomato", value=1.0)], None)
+    shaper = PoolShaper(pools, scene)
+    env = oc.parallel_env(layout="A", n_agents=3)
+    wrapped = PettingZooRewardWrapper(env, pool_reward_fns(shaper, env), mode="add")
+    wrapped.reset()
+    rows = OvercookedRows(oc.OvercookedVecEnv(1, layout="A", n_agents=3, keep_features=True), shaper)
+    rows.reset(seed=0)
+    for sent in ([GET_TOMATO, STAY, RIGHT], [RIGHT, RIGHT, RIGHT], [RIGHT, RIGHT, RIGHT]):
+        _, rewards, _, _, infos = wrapped.step(dict(zip(env.possible_agents, sent, strict=True)))
+        trainer_rewards = rows.step(np.array(sent)).rewards
+        np.testing.assert_allclose([rewards[a] for a in env.possible_agents], trainer_rewards, rtol=1e-6)
+    assert not infos["agent_0"]["macro_done"]  # still walking to the tomato after three steps
+    assert rewards["agent_0"] == pytest.approx(-0.1 + 1.0) and rewards["agent_2"] == pytest.approx(-0.1)
+    assert env.actions_in_effect() == (GET_TOMATO, RIGHT, RIGHT)
+
+
 def test_bad_shapes_are_refused(scene: Scene) -> None:
     shaper = PoolShaper(two_pools(), scene)
     with pytest.raises(ValueError, match=r"actions must have shape \(G, 3\)"):

@@ -126,6 +126,7 @@ class OvercookedParallelEnv(ParallelEnv):
         self._kitchen.reset()
         if self._macros:
             self._macros.reset()
+        self._sent = [0] * self._n  # primitive mode: the last actions sent (STAY before the first step)
         self._t = 0
         self.agents = list(self.possible_agents)
         self._obs = self._fresh_observations()
@@ -152,6 +153,7 @@ class OvercookedParallelEnv(ParallelEnv):
                 ]
         else:
             reward = kitchen.step(acts)
+            self._sent = acts
             self._obs = self._fresh_observations()
         self._t += 1
         terminated = kitchen.delivered
@@ -169,6 +171,11 @@ class OvercookedParallelEnv(ParallelEnv):
             dict.fromkeys(names, truncated),
             infos,
         )
+
+    def actions_in_effect(self) -> tuple[int, ...]:
+        """Each agent's action in the last step as the game carried it out: its running macro (an
+        action sent while a macro runs is ignored), or the primitive action it sent."""
+        return tuple(self._macros.current) if self._macros else tuple(self._sent)
 
     def _parse_actions(self, actions: Mapping[str, Any]) -> list[int]:
         index = operator.index
