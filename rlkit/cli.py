@@ -224,6 +224,7 @@ def _run_eval_reward(config: configs.EvalRewardConfig, args: argparse.Namespace)
 
 
 def _run_pref_rl(config: configs.PrefRLConfig, args: argparse.Namespace) -> int:
+    from rlkit.agent_files import save_agent
     from rlkit.io import atomic_write_json
     from rlkit.pipeline.steps import true_return
     from rlkit.prefrl import PreferenceRL
@@ -237,7 +238,7 @@ def _run_pref_rl(config: configs.PrefRLConfig, args: argparse.Namespace) -> int:
                   "its last query round)", file=sys.stderr)
         result = loop.learn()
         mean, std = true_return(result.agent, config.env, config.agent.eval_episodes)
-        result.agent.save(run_dir / "agent")
+        save_agent(result.agent, run_dir / "agent")
         save_reward_model(loop.model, run_dir / "reward_model")
         result.dataset.save(run_dir / "preferences")
         summary = {"true_return": {"mean": mean, "std": std}, "labels": len(result.dataset),

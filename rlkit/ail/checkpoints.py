@@ -1,6 +1,7 @@
 """Per-round AIL checkpoints: generator policy, discriminator nets, round index, diagnostics.
 
-Layout: ``<root>/round_000012/{policy.zip, reward/, shaping/ (AIRL), trainer_state.pt, meta.json}``
+Layout: ``<root>/round_000012/{generator.zip, generator.json, reward/, shaping/ (AIRL),
+trainer_state.pt, meta.json}`` (the generator through ``rlkit.agent_files``: nothing unpickled)
 and ``<root>/resume/replay.npz`` (the latest off-policy replay buffer). A checkpoint
 is written in a hidden temp directory and renamed into place, so a crash mid-write leaves either
 no checkpoint or a complete one; listing only sees complete ones.
@@ -19,6 +20,7 @@ from typing import Any
 
 from stable_baselines3.common.vec_env import VecEnv
 
+from rlkit.agent_files import load_agent, save_agent
 from rlkit.ail.discriminator import Discriminator, DiscriminatorConfig
 from rlkit.ail.generator import ALGORITHMS, Generator
 from rlkit.ail.resume import save_trainer_state
@@ -28,7 +30,7 @@ from rlkit.reward import load_reward_model, save_reward_model
 
 FORMAT = "rlkit.ail_checkpoint/1"
 META_FILE = "meta.json"
-POLICY_FILE = "policy.zip"
+GENERATOR_NAME = "generator"  # generator.zip (SB3) + generator.json (rlkit.agent_files)
 _NAME = re.compile(r"^round_(\d{6,})$")
 
 
@@ -89,7 +91,7 @@ class CheckpointStore:
         final = self.path(round_index)
         tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp", dir=self.root))
         try:
-            generator.save(tmp / POLICY_FILE)
+            save_agent(generator, tmp / GENERATOR_NAME)
             save_reward_model(discriminator.reward_net, tmp / "reward")
             if discriminator.shaping_net is not None:
                 save_reward_model(discriminator.shaping_net, tmp / "shaping")
@@ -125,10 +127,7 @@ class CheckpointStore:
         reward = load_reward_model(directory / "reward", device=device).model
         shaping = (load_reward_model(directory / "shaping", device=device).model
                    if config.loss == "airl" else None)
-        try:
-            generator = ALGORITHMS[meta["algo"]].load(directory / POLICY_FILE, env=env, device=device)
-        except Exception as error:  # zipfile, torch and SB3 each raise their own kinds
-            raise FileFormatError(f"{directory / POLICY_FILE}: cannot be loaded ({error})") from None
+        generator = load_agent(ALGORITHMS, directory / GENERATOR_NAME, env=env, device=device)
         discriminator = Discriminator(config, reward, shaping).to(device)  # type: ignore[arg-type]
         return Checkpoint(meta["round"], generator, discriminator, meta["diagnostics"])
 

@@ -20,6 +20,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecEnv
 
+from rlkit.agent_files import load_agent, save_agent
 from rlkit.ail.demos import demos_from_policy, save_demos
 from rlkit.data import Trajectory, collect_trajectories
 from rlkit.errors import FileFormatError, InvalidDataError
@@ -72,7 +73,8 @@ class DemoReport:
 
 
 class _SaveEvery(BaseCallback):
-    """Save the model every ``every`` steps as ``step_<n>.zip`` (SB3's own format)."""
+    """Save the model every ``every`` steps as ``step_<n>.zip`` (SB3's format, plus the
+    ``.json`` that lets ``rlkit.agent_files`` load it without unpickling)."""
 
     def __init__(self, directory: Path, every: int) -> None:
         super().__init__()
@@ -80,7 +82,7 @@ class _SaveEvery(BaseCallback):
 
     def _on_step(self) -> bool:
         if self.num_timesteps >= self.next_save:
-            self.model.save(self.directory / f"step_{self.num_timesteps:09d}.zip")
+            save_agent(self.model, self.directory / f"step_{self.num_timesteps:09d}")
             self.next_save += self.every
         return True
 
@@ -123,7 +125,7 @@ def suboptimal_demos(make_venv: VenvFactory, checkpoints: list[Path], config: De
     try:
         scores = {}
         for k, path in enumerate(checkpoints):
-            model = _load(algorithms[config.algo], path)
+            model = load_checkpoint(algorithms[config.algo], path)
             episodes = demos_from_policy(venv, model, config.eval_episodes, rng, seed=config.seed + 100 + k)
             scores[path.name] = float(np.mean([t.ret for t in episodes]))
         best = max(scores.values())
@@ -141,7 +143,7 @@ def suboptimal_demos(make_venv: VenvFactory, checkpoints: list[Path], config: De
         target = base + config.target_fraction * (best - base)
         name = min(scores, key=lambda n: abs(scores[n] - target))
         path = next(p for p in checkpoints if p.name == name)
-        demos = demos_from_policy(venv, _load(algorithms[config.algo], path), config.n_demos, rng,
+        demos = demos_from_policy(venv, load_checkpoint(algorithms[config.algo], path), config.n_demos, rng,
                                   seed=config.seed + 1000)
     finally:
         venv.close()
@@ -170,8 +172,6 @@ def read_demo_report(out_dir: str | os.PathLike[str]) -> DemoReport:
         raise FileFormatError(f"{path}: not a demo report ({error})") from None
 
 
-def _load(algo: type[BaseAlgorithm], path: Path) -> BaseAlgorithm:
-    try:
-        return algo.load(path, device="cpu")
-    except Exception as error:  # zipfile, torch and SB3 each raise their own kinds
-        raise FileFormatError(f"{path}: cannot be loaded ({error})") from None
+def load_checkpoint(algo: type[BaseAlgorithm], path: Path) -> BaseAlgorithm:
+    """A saved demonstrator checkpoint, for acting."""
+    return load_agent({algo.__name__: algo}, path)

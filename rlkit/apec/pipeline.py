@@ -24,6 +24,7 @@ import numpy as np
 from stable_baselines3.common.env_util import make_vec_env
 
 from envs.fixed_horizon import make_fixed_horizon
+from rlkit.agent_files import save_agent
 from rlkit.ail import AILConfig, AILTrainer, CheckpointStore, DiscriminatorConfig, load_demos, save_demos
 from rlkit.apec.config import ApecConfig, ApecEnvConfig, DemosSettings
 from rlkit.apec.demonstrator import (
@@ -31,6 +32,7 @@ from rlkit.apec.demonstrator import (
     VenvFactory,
     checkpoint_step,
     demonstrator_checkpoints,
+    load_checkpoint,
     save_demo_set,
     suboptimal_demos,
     train_demonstrator,
@@ -237,7 +239,7 @@ def run_heldout(config: ApecConfig, make_venv: VenvFactory, checkpoints: Checkpo
         try:
             store, sources = heldout_store(
                 venv, np.random.default_rng(config.seed + 5), _generators(checkpoints, ail_rounds),
-                ((k, algo.load(path, device="cpu")) for k, path in enumerate(demo_ckpts)),
+                ((k, load_checkpoint(algo, path)) for k, path in enumerate(demo_ckpts)),
                 settings.episodes_per_policy, settings.random_episodes, seed=config.seed + 5)
         finally:
             venv.close()
@@ -265,7 +267,7 @@ def run_policy(config: ApecConfig, make_venv: VenvFactory, reward: Any, out_dir:
     agent.learn(settings.total_timesteps, callback=EpisodeLogCallback(log, logger))
     venv.close()
     out_dir.mkdir(parents=True, exist_ok=True)
-    agent.save(out_dir / "agent.zip")
+    save_agent(agent, out_dir / "agent")
     eval_venv = make_venv(config.seed + 10_000)
     try:
         finals, _ = policy_rollouts([(0, agent)], eval_venv, np.random.default_rng(config.seed),

@@ -17,7 +17,9 @@ class EnvConfig(StrictModel):
 
 
 class PolicySource(StrictModel):
-    """Where rollouts come from: ``random`` or a saved SB3 model (``algo`` + ``path``)."""
+    """Where rollouts come from: ``random`` or a saved SB3 model (``algo`` + ``path``). An agent
+    rlkit saved loads without unpickling; any other SB3 zip goes through SB3's loader, which
+    unpickles some fields (open only files you trust)."""
 
     kind: Literal["random", "sb3"] = "random"
     algo: Literal["ppo", "sac", "a2c", "td3"] = "ppo"

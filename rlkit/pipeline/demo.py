@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from rlkit.agent_files import save_agent
 from rlkit.io import atomic_write_json
 from rlkit.logging import Logger
 from rlkit.pipeline.agent import EpisodeLog, train_agent_on_reward
@@ -56,7 +57,7 @@ def run_demo(config: DemoConfig, run_dir: Path, logger: Logger) -> dict[str, Any
     agent, episodes = train_agent_on_reward(
         TorchRewardFn(model), config.env, config.agent, config.seed, logger
     )
-    agent.save(run_dir / "agent")
+    save_agent(agent, run_dir / "agent")
     t = lap("train_agent", t)
     agent_mean, agent_std = true_return(agent, config.env, config.agent.eval_episodes)
     random_mean, random_std = true_return(None, config.env, config.agent.eval_episodes)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -11,6 +13,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecEnv
 
+from rlkit.agent_files import load_agent
 from rlkit.data import TrajectoryStore, collect_trajectories, sample_pairs
 from rlkit.data.segments import SegmentPairs
 from rlkit.feedback import (
@@ -39,6 +42,14 @@ def make_venv(env: EnvConfig, seed_offset: int = 0) -> VecEnv:
                         env_kwargs=dict(env.kwargs))
 
 
+def load_policy(algo: str, path: str | os.PathLike[str]) -> BaseAlgorithm:
+    """An agent rlkit saved (its ``.json`` beside the zip: nothing unpickled), or any other SB3
+    zip through SB3's own loader (which unpickles some fields: open only files you trust)."""
+    if Path(path).with_suffix(".json").is_file():
+        return load_agent(ALGORITHMS, path)
+    return ALGORITHMS[algo].load(path, device="cpu")
+
+
 def collect_store(config: CollectConfig, rng: np.random.Generator) -> TrajectoryStore:
     """Rollouts from each policy source in turn, into one store."""
     store = TrajectoryStore()
@@ -49,7 +60,7 @@ def collect_store(config: CollectConfig, rng: np.random.Generator) -> Trajectory
             if source.kind == "sb3":
                 if source.path is None:
                     raise ValueError(f"policies[{i}]: an sb3 policy needs a path")
-                policy = ALGORITHMS[source.algo].load(source.path, device="cpu")
+                policy = load_policy(source.algo, source.path)
             store.extend(collect_trajectories(
                 venv, policy, rng, n_steps=source.n_steps, max_length=config.max_length,
                 deterministic=source.deterministic, seed=config.seed + i,
