@@ -24,6 +24,7 @@ from pydantic import Field
 from stable_baselines3 import PPO
 from stable_baselines3.common.env_util import make_vec_env
 
+from rlkit.agent_files import load_agent, save_agent
 from rlkit.config import StrictModel, experiment_parser, load_config, save_config
 from rlkit.data import SegmentPairs, TrajectoryStore, collect_trajectories, sample_pairs
 from rlkit.feedback import OrdinalScale, beta_for_spread
@@ -59,7 +60,7 @@ class OrdinalExperimentConfig(StrictModel):
 def train_checkpoints(task: TaskConfig, config: OrdinalExperimentConfig, folder: Path) -> list[Path]:
     """PPO on the true reward, saved at each checkpoint step (reused when already there)."""
     paths = [folder / f"ppo_{steps}.zip" for steps in task.checkpoint_steps]
-    if all(p.exists() for p in paths):
+    if all(p.exists() and p.with_suffix(".json").exists() for p in paths):
         return paths
     folder.mkdir(parents=True, exist_ok=True)
     venv = make_vec_env(task.id, n_envs=config.n_envs, seed=0)
@@ -68,7 +69,7 @@ def train_checkpoints(task: TaskConfig, config: OrdinalExperimentConfig, folder:
     for steps, path in zip(task.checkpoint_steps, paths, strict=True):
         model.learn(steps - done, reset_num_timesteps=False)
         done = steps
-        model.save(path)
+        save_agent(model, path)
     venv.close()
     return paths
 
@@ -126,7 +127,7 @@ def fit_and_score(store: TrajectoryStore, pairs: SegmentPairs, labels: np.ndarra
 def run_task(task: TaskConfig, config: OrdinalExperimentConfig, out: Path,
              log: RowLog) -> list[dict[str, Any]]:
     checkpoints = train_checkpoints(task, config, out / "policies" / task.id)
-    policies: list[PPO | None] = [None] + [PPO.load(p, device="cpu") for p in checkpoints]
+    policies: list[PPO | None] = [None] + [load_agent({"PPO": PPO}, p) for p in checkpoints]
     rows = []
     for seed in progress(config.seeds, f"{task.id}: seeds"):
         rng = np.random.default_rng(seed)
