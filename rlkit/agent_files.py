@@ -59,9 +59,10 @@ def load_agent(
     gets no replay buffer worth the name (one slot), instead of the millions it trained with."""
     zip_path = Path(path).with_suffix(".zip")
     plain = _read_plain(zip_path.with_suffix(".json"))
-    algo = algorithms.get(plain["algo"].lower()) or algorithms.get(plain["algo"])
+    by_name = {cls.__name__: cls for cls in algorithms.values()}
+    algo = by_name.get(plain["algo"])
     if algo is None:
-        raise FileFormatError(f"{zip_path}: algorithm {plain['algo']!r} is not one of {sorted(algorithms)}")
+        raise FileFormatError(f"{zip_path}: algorithm {plain['algo']!r} is not one of {sorted(by_name)}")
     given: dict[str, Any] = {
         "observation_space": space_from_json(plain["observation_space"]),
         "action_space": space_from_json(plain["action_space"]),
