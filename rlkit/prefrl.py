@@ -30,6 +30,7 @@ from rlkit.data import TrajectoryRecorder, TrajectoryStore, collect_trajectories
 from rlkit.data.segments import SegmentPairs
 from rlkit.errors import InvalidDataError
 from rlkit.feedback import OrdinalScale, PreferenceDataset, SimulatedTeacher, TeacherConfig, make_selector
+from rlkit.human.dashboard import with_dashboard
 from rlkit.human.store import LabelStore
 from rlkit.human.teacher import Answers, HumanTeacher, HumanTeacherConfig
 from rlkit.logging import Logger
@@ -107,6 +108,8 @@ class PreferenceRL:
         self.agent = make_agent(config.agent, self.wrapped, config.seed)
         if teacher is None and config.teacher.kind == "human":
             teacher = make_human_teacher(config.teacher, run_dir, resuming=point is not None)
+        if isinstance(teacher, HumanTeacher):  # the study's dashboard shows the curves too
+            self.logger = with_dashboard(logger, teacher.store, (self.run_dir or Path(".")) / "media")
         self.teacher: Teacher | None = teacher
         self.result = PrefRLResult(self.agent, self.dataset)
         if point is not None:

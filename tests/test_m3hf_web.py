@@ -85,6 +85,10 @@ def test_the_pools_hold_exactly_the_specs_a_person_confirmed_on_the_page(tmp_pat
     # the page showed each phase's rollout from the run's media folder, where `rlkit serve` looks
     assert sorted(p.name for p in (tmp_path / "media").iterdir()) == ["m3hf_phase_001.gif",
                                                                       "m3hf_phase_002.gif"]
+    # and its dashboard drew the training curve: the team's original return, generation by generation
+    curve = LabelStore(tmp_path).metric_series()["m3hf/original_return"]
+    expected = [row["original_return"] for row in state["history"]]
+    assert [value for _, value in curve] == pytest.approx(expected)
 
 
 def test_a_run_killed_after_taking_feedback_resumes_with_that_feedback_without_waiting(tmp_path, monkeypatch):

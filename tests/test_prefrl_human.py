@@ -104,6 +104,11 @@ def test_the_reward_model_trains_on_every_label_people_give_through_the_store(tm
     query = store.query(int(query_ids[0]))
     assert (tmp_path / "media" / query.left_media).stat().st_size > 0
     assert store.scale.levels == FIVE
+    # the dashboard of `rlkit serve` draws the reward model's accuracy round by round
+    # (accuracy on each round's new labels before the refit; with 5 pairs there is no validation split)
+    series = store.metric_series()
+    assert series["prefrl/fresh_accuracy"] == [(r.timestep, r.fresh_accuracy) for r in result.rounds]
+    assert "prefrl/val_accuracy" not in series
 
 
 def test_with_nobody_answering_the_run_times_out_into_skipped_labels(tmp_path, capsys):
@@ -124,6 +129,7 @@ def test_with_nobody_answering_the_run_times_out_into_skipped_labels(tmp_path, c
     assert np.isnan(dataset.labels).all() and set(dataset.sources.tolist()) == {"human/unanswered"}
     # the queries wait in the run's store for whoever opens `rlkit serve --run-dir` later
     assert LabelStore(tmp_path).n_queries() == 5
+    assert "prefrl/val_accuracy" not in LabelStore(tmp_path).metric_series()  # NaN: nothing drawn
 
 
 def test_people_need_the_run_directory_their_server_serves_and_a_fresh_one(tmp_path):

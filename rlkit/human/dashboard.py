@@ -12,9 +12,10 @@ import numpy as np
 
 from rlkit.feedback.scale import OrdinalScale
 from rlkit.human.store import LabelRecord, LabelStore
-from rlkit.logging.base import PathLike, scalar_metrics
+from rlkit.logging.base import Logger, MultiLogger, PathLike, scalar_metrics
 
-DASHBOARD_PREFIXES = ("reward/", "held_out/", "eval/", "rollout/ep_rew_mean", "m3hf/")
+DASHBOARD_PREFIXES = ("reward/", "held_out/", "eval/", "rollout/ep_rew_mean", "m3hf/",
+                      "prefrl/val_accuracy", "prefrl/fresh_accuracy", "agent/true_return")
 
 
 @dataclass(frozen=True)
@@ -112,7 +113,8 @@ class DashboardLogger:
         self.store, self.prefixes = store, prefixes
 
     def log(self, metrics: dict[str, float], step: int) -> None:
-        kept = {key: value for key, value in scalar_metrics(metrics).items() if key.startswith(self.prefixes)}
+        kept = {key: value for key, value in scalar_metrics(metrics).items()
+                if key.startswith(self.prefixes) and np.isfinite(value)}  # NaN: no point to draw
         self.store.log_metrics(kept, step)
 
     def log_config(self, config: dict[str, Any]) -> None:
@@ -126,3 +128,10 @@ class DashboardLogger:
 
     def close(self) -> None:
         """The store outlives the trainer's logger; its owner closes it."""
+
+
+def with_dashboard(logger: Logger | None, store: LabelStore, media_dir: PathLike) -> Logger:
+    """``logger`` and the dashboard of ``store`` (the page ``rlkit serve`` shows) together: the
+    training commands that wait for people use it, so the study lead sees the curves there."""
+    dashboard = DashboardLogger(store)
+    return dashboard if logger is None else MultiLogger([logger, dashboard], media_dir)

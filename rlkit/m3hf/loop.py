@@ -74,11 +74,13 @@ def make_feedback_parser(config: M3HFConfig) -> FeedbackParser:
 
 
 def make_web_source(
-    config: M3HFConfig, run_dir: Path, fallback: FeedbackParser
-) -> tuple[FeedbackSource, FeedbackParser]:
+    config: M3HFConfig, run_dir: Path, fallback: FeedbackParser, logger: Logger | None = None
+) -> tuple[FeedbackSource, FeedbackParser, Logger]:
     """The web page's source on the run's label store (the database ``rlkit serve --run-dir``
-    opens, media in its ``media/``), and a parser that hands the loop exactly the specs people
-    confirmed there; ``fallback`` parses any other text. Imported here: only web runs need the store."""
+    opens, media in its ``media/``), a parser that hands the loop exactly the specs people
+    confirmed there (``fallback`` parses any other text), and ``logger`` with that store's
+    dashboard added, so people see the training curve. Imported here: only web runs need the store."""
+    from rlkit.human.dashboard import with_dashboard
     from rlkit.human.m3hf_source import ConfirmedSpecsParser, WebFeedbackSource
     from rlkit.human.store import LabelStore
 
@@ -94,7 +96,7 @@ def make_web_source(
     source = WebFeedbackSource(store, run_dir / "media", min_items=settings.min_items,
                                timeout_s=settings.timeout_s, poll_s=settings.poll_s)
     log.info("each phase waits for feedback on the M3HF page of `rlkit serve --run-dir %s`", run_dir)
-    return source, ConfirmedSpecsParser(source, fallback)
+    return source, ConfirmedSpecsParser(source, fallback), with_dashboard(logger, store, run_dir / "media")
 
 
 class M3HFRun:
@@ -112,7 +114,8 @@ class M3HFRun:
         self.config, self.run_dir, self.logger = config, Path(run_dir), logger
         self._source, self.parser = source, parser or make_feedback_parser(config)
         if source is None and config.feedback.source == "web":  # one source: it remembers confirmations
-            self._source, self.parser = make_web_source(config, self.run_dir, self.parser)
+            self._source, self.parser, self.logger = make_web_source(config, self.run_dir, self.parser,
+                                                                     logger)
         env = config.env.model_dump()
         self.venv = OvercookedVecEnv(config.num_games, keep_features=True, **env)
         self.rows = OvercookedRows(self.venv)
