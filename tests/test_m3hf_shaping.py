@@ -118,3 +118,14 @@ def test_pools_from_another_map_are_checked_against_this_env(scene: Scene) -> No
     PoolShaper(pools, map_b)
     with pytest.raises(ValueError, match="params.action: unknown action 'go to counter'"):
         PoolShaper(pools, scene)  # map A has no middle counter
+
+
+def test_a_busy_agent_may_send_nothing_and_is_paid_for_its_running_macro(scene: Scene) -> None:
+    pools = TeamPools.empty(3).update([spec("action", "all", action="get tomato", value=1.0)], None)
+    env = oc.parallel_env(layout="A", n_agents=3)
+    wrapped = PettingZooRewardWrapper(env, pool_reward_fns(PoolShaper(pools, scene), env), mode="add")
+    wrapped.reset()
+    wrapped.step({"agent_0": GET_TOMATO, "agent_1": STAY, "agent_2": STAY})
+    _, rewards, _, _, infos = wrapped.step({"agent_1": STAY, "agent_2": STAY})  # agent_0 is walking
+    assert not infos["agent_0"]["macro_done"]
+    assert rewards == pytest.approx({"agent_0": -0.1 + 1.0, "agent_1": -0.1, "agent_2": -0.1})

@@ -14,14 +14,14 @@ Pools are immutable: after ``TeamPools.update`` build a new ``PoolShaper`` (and,
 path, ``wrapped.set_reward_fns(pool_reward_fns(new_shaper, env))``).
 
 The ``RewardFn`` path reads the env's ``features()`` after each step (so the wrapped env must be
-the one whose features it reads) and, where the env has ``actions_in_effect()`` (Overcooked), the
-action each agent's step carried out: with macro actions that is the running macro, not an action
-sent while it runs, exactly what the trainer's path passes.
+the one whose features it reads); the wrapper hands it the action each agent's step carried out
+(Overcooked's ``actions_in_effect()``: with macro actions the running macro, not an action sent
+while it runs), exactly what the trainer's path passes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
@@ -67,14 +67,12 @@ class PoolShaper:
 
 
 class PoolRewardFn:
-    """One agent's pool as a ``RewardFn`` (batch of one) reading ``features()`` of a live env, and
-    the action it carried out from ``in_effect()`` when given (else the action sent)."""
+    """One agent's pool as a ``RewardFn`` (batch of one) reading ``features()`` of a live env."""
 
     def __init__(
-        self, shaper: PoolShaper, agent: int, features: Callable[[], Mapping[str, np.ndarray]],
-        in_effect: Callable[[], Sequence[int]] | None = None,
+        self, shaper: PoolShaper, agent: int, features: Callable[[], Mapping[str, np.ndarray]]
     ) -> None:
-        self.shaper, self.agent, self._features, self._in_effect = shaper, agent, features, in_effect
+        self.shaper, self.agent, self._features = shaper, agent, features
 
     def __call__(
         self, obs: np.ndarray, acts: np.ndarray, next_obs: np.ndarray, dones: np.ndarray
@@ -84,8 +82,6 @@ class PoolRewardFn:
             raise InvalidDataError(
                 f"PoolRewardFn reads the live env state: one transition at a time, got {len(actions)}"
             )
-        if self._in_effect is not None:
-            actions = np.array([self._in_effect()[self.agent]])
         state = {key: np.asarray(value)[None] for key, value in self._features().items()}
         return self.shaper.agent_terms(state, actions, self.agent)
 
@@ -95,6 +91,4 @@ def pool_reward_fns(shaper: PoolShaper, env: object) -> dict[str, PoolRewardFn]:
     features = getattr(env, "features", None)
     if not callable(features):
         raise TypeError(f"{type(env).__name__} has no features(): the pools need the env's state arrays")
-    in_effect = getattr(env, "actions_in_effect", None)
-    return {name: PoolRewardFn(shaper, i, features, in_effect)
-            for i, name in enumerate(shaper.scene.agent_names)}
+    return {name: PoolRewardFn(shaper, i, features) for i, name in enumerate(shaper.scene.agent_names)}

@@ -23,9 +23,12 @@ class PettingZooRewardWrapper(BaseParallelWrapper[AgentID, ObsType, ActionType])
     """Replace or shape the reward of the agents named in ``reward_fns``; others keep the env's.
 
     Each agent's ``reward_fn`` sees that agent's own transition as a batch of one (``dones`` is its
-    true termination). The env reward stays in ``info[agent]["original_reward"]``, and when an
-    agent's episode ends ``info[agent]["original_episode"] = {"r": ..., "l": ...}`` holds its true
-    return and length. Everything else is the wrapped ``ParallelEnv``'s API, unchanged.
+    true termination). Its action is the one the env carried out when the env says so through
+    ``actions_in_effect()`` (one per possible agent; Overcooked's macros run over several steps,
+    ignoring what is sent meanwhile, and a busy agent may send nothing), else the action sent.
+    The env reward stays in ``info[agent]["original_reward"]``, and when an agent's episode ends
+    ``info[agent]["original_episode"] = {"r": ..., "l": ...}`` holds its true return and length.
+    Everything else is the wrapped ``ParallelEnv``'s API, unchanged.
     """
 
     def __init__(
@@ -39,6 +42,8 @@ class PettingZooRewardWrapper(BaseParallelWrapper[AgentID, ObsType, ActionType])
         self.set_reward_fns(reward_fns)
         for agent in self.reward_fns:
             validate_array_space(env.observation_space(agent), f"observation_space({agent!r})")
+        self._in_effect = getattr(env, "actions_in_effect", None)
+        self._agent_index = {agent: i for i, agent in enumerate(env.possible_agents)}
         self._prev_obs: dict[AgentID, np.ndarray] = {}
         self._returns: dict[AgentID, float] = {}
         self._lengths: dict[AgentID, int] = {}
@@ -115,7 +120,13 @@ class PettingZooRewardWrapper(BaseParallelWrapper[AgentID, ObsType, ActionType])
         obs: Mapping[AgentID, ObsType],
         terminations: Mapping[AgentID, bool],
     ) -> float:
-        if agent not in actions or agent not in self._prev_obs:
+        if self._in_effect is not None:
+            action = self._in_effect()[self._agent_index[agent]]
+        elif agent in actions:
+            action = actions[agent]
+        else:
+            action = None
+        if action is None or agent not in self._prev_obs:
             raise InvalidDataError(
                 f"the env rewarded agent {agent!r}, which took no action this step (or reset() "
                 "was not called); its learned reward is undefined"
@@ -127,7 +138,7 @@ class PettingZooRewardWrapper(BaseParallelWrapper[AgentID, ObsType, ActionType])
         learned = checked_rewards(
             self.reward_fns[agent](
                 self._prev_obs[agent][None],
-                np.asarray(actions[agent])[None],
+                np.asarray(action)[None],
                 next_obs[None],
                 np.array([bool(terminations.get(agent, False))]),
             ),
