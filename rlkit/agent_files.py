@@ -22,7 +22,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
 
 from rlkit.errors import FileFormatError, InvalidDataError
-from rlkit.io import atomic_write_json
+from rlkit.io import atomic_write_json, read_format_json
 
 FORMAT = "rlkit.sb3-agent/1"
 # The state of a run in progress, which SB3 would pickle; a loaded agent starts from a fresh
@@ -58,7 +58,7 @@ def load_agent(
     """The agent ``save_agent`` wrote. Without ``env`` it is for acting only: an off-policy agent
     gets no replay buffer worth the name (one slot), instead of the millions it trained with."""
     zip_path = Path(path).with_suffix(".zip")
-    plain = _read_plain(zip_path.with_suffix(".json"))
+    plain = read_format_json(zip_path.with_suffix(".json"), FORMAT)
     by_name = {cls.__name__: cls for cls in algorithms.values()}
     algo = by_name.get(plain["algo"])
     if algo is None:
@@ -109,16 +109,6 @@ def _constant(schedule: Any, name: str) -> float:
     if first != last:
         raise InvalidDataError(f"{name} is a schedule ({first} -> {last}); only a constant is saved as data")
     return first
-
-
-def _read_plain(path: Path) -> dict[str, Any]:
-    try:
-        plain = json.loads(path.read_text())
-    except (OSError, ValueError) as error:
-        raise FileFormatError(f"{path}: not readable ({error}); rlkit writes it beside the zip") from None
-    if plain.get("format") != FORMAT:
-        raise FileFormatError(f"{path}: format {plain.get('format')!r}, expected {FORMAT!r}")
-    return plain
 
 
 def _pickled_fields(zip_path: Path) -> set[str]:

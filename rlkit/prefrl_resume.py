@@ -13,7 +13,6 @@ resume point holds. Nothing is pickled: tensors are read back with ``weights_onl
 from __future__ import annotations
 
 import dataclasses
-import json
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -28,7 +27,7 @@ from stable_baselines3.common.save_util import recursive_getattr, recursive_seta
 from rlkit.ail.resume import load_replay, save_replay
 from rlkit.errors import FileFormatError, InvalidDataError
 from rlkit.feedback import PreferenceDataset
-from rlkit.io import atomic_write_bytes, atomic_write_json, replace_dir
+from rlkit.io import atomic_write_bytes, atomic_write_json, read_format_json, replace_dir
 from rlkit.reward import LoadedRewardModel, load_reward_model, save_reward_model
 
 if TYPE_CHECKING:
@@ -114,12 +113,7 @@ def load(directory: Path, config_json: dict[str, Any]) -> ResumePoint | None:
     state_path = directory / "state.json"
     if not state_path.is_file():
         return None
-    try:
-        state = json.loads(state_path.read_text())
-    except (OSError, ValueError) as error:
-        raise FileFormatError(f"{state_path}: not readable JSON ({error})") from None
-    if state.get("format") != FORMAT:
-        raise FileFormatError(f"{state_path}: format {state.get('format')!r}, expected {FORMAT!r}")
+    state = read_format_json(state_path, FORMAT)
     changed = [".".join(key) for key in _differences(state["config"], config_json)
                if key not in FREE_TO_CHANGE]
     if changed:

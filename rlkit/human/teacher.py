@@ -9,6 +9,7 @@ after a trainer crash keep their ids, so labels given before the crash are found
 from __future__ import annotations
 
 import time
+from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -125,13 +126,15 @@ class HumanTeacher:
 
     def responses(self, query_ids: np.ndarray) -> Answers:
         """The store's live responses to these queries now (a query may stand twice in a batch)."""
-        query_ids = np.asarray(query_ids)
+        positions: dict[int, list[int]] = defaultdict(list)
+        for i, query_id in enumerate(np.asarray(query_ids).tolist()):
+            positions[query_id].append(i)
         pair: list[int] = []
         value: list[float] = []
         annotator: list[str] = []
         interface: list[str] = []
         for record in self.store.live_labels(query_ids):  # oldest first
-            for i in np.flatnonzero(query_ids == record.query_id):
+            for i in positions[record.query_id]:
                 pair.append(int(i))
                 value.append(record.value)
                 annotator.append(record.annotator)

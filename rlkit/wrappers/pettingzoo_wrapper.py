@@ -43,7 +43,6 @@ class PettingZooRewardWrapper(BaseParallelWrapper[AgentID, ObsType, ActionType])
         for agent in self.reward_fns:
             validate_array_space(env.observation_space(agent), f"observation_space({agent!r})")
         self._in_effect = getattr(env, "actions_in_effect", None)
-        self._agent_index = {agent: i for i, agent in enumerate(env.possible_agents)}
         self._prev_obs: dict[AgentID, np.ndarray] = {}
         self._returns: dict[AgentID, float] = {}
         self._lengths: dict[AgentID, int] = {}
@@ -94,6 +93,8 @@ class PettingZooRewardWrapper(BaseParallelWrapper[AgentID, ObsType, ActionType])
         dict[AgentID, dict[str, Any]],
     ]:
         obs, env_rewards, terminations, truncations, infos = self.env.step(actions)
+        if self._in_effect is not None:  # what the env carried out, asked once per step
+            actions = dict(zip(self.env.possible_agents, self._in_effect(), strict=True))
         rewards: dict[AgentID, float] = {}
         new_infos: dict[AgentID, dict[str, Any]] = dict(infos)  # keeps extra keys like "common"
         for agent, env_reward in env_rewards.items():
@@ -120,13 +121,7 @@ class PettingZooRewardWrapper(BaseParallelWrapper[AgentID, ObsType, ActionType])
         obs: Mapping[AgentID, ObsType],
         terminations: Mapping[AgentID, bool],
     ) -> float:
-        if self._in_effect is not None:
-            action = self._in_effect()[self._agent_index[agent]]
-        elif agent in actions:
-            action = actions[agent]
-        else:
-            action = None
-        if action is None or agent not in self._prev_obs:
+        if agent not in actions or agent not in self._prev_obs:
             raise InvalidDataError(
                 f"the env rewarded agent {agent!r}, which took no action this step (or reset() "
                 "was not called); its learned reward is undefined"
@@ -138,7 +133,7 @@ class PettingZooRewardWrapper(BaseParallelWrapper[AgentID, ObsType, ActionType])
         learned = checked_rewards(
             self.reward_fns[agent](
                 self._prev_obs[agent][None],
-                np.asarray(action)[None],
+                np.asarray(actions[agent])[None],
                 next_obs[None],
                 np.array([bool(terminations.get(agent, False))]),
             ),
