@@ -2,7 +2,7 @@
 
 Setting: SAC on Pendulum-v1 (the pref-rl loop of ``rlkit pref-rl``), with ``--steps`` steps of
 experience already gathered: the trajectory store and the replay buffer both hold that many, as
-late in a long run. Each query round first writes the resume point (``rlkit.prefrl_resume``);
+late in a long run. Each query round first writes the resume point (``rlkit.prefrl.resume``);
 the baseline is the SAC training that happens between two rounds (``--every`` env steps,
 one gradient step per env step). Reported: write time, training time per round, and their ratio
 (the share of wall time resuming costs). Best of ``--rounds`` interleaved rounds. One JSON line.
@@ -21,11 +21,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from rlkit import prefrl_resume
 from rlkit.config import load_config
 from rlkit.data import Trajectory
-from rlkit.pipeline.configs import PrefRLConfig
+from rlkit.factories.configs import PrefRLConfig
 from rlkit.prefrl import PreferenceRL
+from rlkit.prefrl import resume as prefrl_resume
 
 
 def loop_with_experience(steps: int, every: int) -> PreferenceRL:

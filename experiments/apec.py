@@ -22,9 +22,9 @@ import numpy as np
 import torch
 
 from rlkit.apec.config import ApecConfig
-from rlkit.apec.pipeline import run_apec
 from rlkit.config import StrictModel, apply_overrides, experiment_parser, load_config, save_config
 from rlkit.logging import make_logger
+from rlkit.runners.apec import run_apec
 
 METRICS = (("accuracy", "held-out accuracy"), ("step_pearson", "per-step reward r"),
            ("return_pearson", "segment return r"), ("trajectory_pearson", "trajectory return r"),

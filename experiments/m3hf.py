@@ -54,7 +54,7 @@ def run_one(config: M3HFExperimentConfig, arm: str, seed: int, run_dir: Path) ->
     """One arm and seed (in a worker process: one torch thread, quiet)."""
     import torch
 
-    from rlkit.m3hf.loop import run_m3hf
+    from rlkit.runners.m3hf import run_m3hf
 
     torch.set_num_threads(1)
     run_config = arm_config(config, arm, seed)

@@ -15,9 +15,9 @@ from pydantic import BaseModel
 from rlkit.apec.config import ApecConfig, DemosConfig
 from rlkit.config import load_config
 from rlkit.errors import RlkitError
+from rlkit.factories import configs
 from rlkit.human.settings import ServeConfig
 from rlkit.m3hf.run_config import M3HFConfig
-from rlkit.pipeline import configs
 
 COMMANDS: dict[str, tuple[type[BaseModel], str]] = {
     "demo": (configs.DemoConfig, "collect, label (5-level teacher), train a reward, train an agent"),
@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _session(command: str, config: BaseModel, args: argparse.Namespace) -> tuple[Path, Any]:
     from rlkit.logging import make_logger
-    from rlkit.pipeline.rundir import make_run_dir
+    from rlkit.runners.rundir import make_run_dir
 
     run_dir = make_run_dir(command, args.run_dir, config)
     backends = tuple(b.strip() for b in args.logger.split(",") if b.strip())
@@ -110,7 +110,7 @@ def _run_demo(config: configs.DemoConfig, args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from rlkit.pipeline.demo import run_demo, summary_rows
+    from rlkit.runners.demo import run_demo, summary_rows
 
     run_dir, logger = _session("demo", config, args)
     try:
@@ -132,7 +132,7 @@ def _run_demo(config: configs.DemoConfig, args: argparse.Namespace) -> int:
 def _run_collect(config: configs.CollectConfig, args: argparse.Namespace) -> int:
     import numpy as np
 
-    from rlkit.pipeline.steps import collect_store
+    from rlkit.factories.builders import collect_store
 
     run_dir, logger = _session("collect", config, args)
     store = collect_store(config, np.random.default_rng(config.seed))
@@ -158,7 +158,7 @@ def _run_label(config: configs.LabelConfig, args: argparse.Namespace) -> int:
         return 0
 
     from rlkit.data import TrajectoryStore
-    from rlkit.pipeline.steps import label_pairs
+    from rlkit.factories.builders import label_pairs
 
     if config.trajectories is None:
         raise configs_error("label", "trajectories", "the .npz written by `rlkit collect`")
@@ -178,9 +178,9 @@ def _run_label(config: configs.LabelConfig, args: argparse.Namespace) -> int:
 def _run_train_reward(config: configs.TrainRewardConfig, args: argparse.Namespace) -> int:
     import numpy as np
 
+    from rlkit.factories.builders import build_reward_model, store_spaces, trainer_config
     from rlkit.feedback import PreferenceDataset
     from rlkit.io import atomic_write_json
-    from rlkit.pipeline.steps import build_reward_model, store_spaces, trainer_config
     from rlkit.reward import RewardTrainer, evaluate_dataset, save_reward_model
 
     if config.dataset is None:
@@ -205,9 +205,9 @@ def _run_train_reward(config: configs.TrainRewardConfig, args: argparse.Namespac
 
 
 def _run_eval_reward(config: configs.EvalRewardConfig, args: argparse.Namespace) -> int:
+    from rlkit.factories.builders import store_spaces
     from rlkit.feedback import PreferenceDataset
     from rlkit.io import atomic_write_json
-    from rlkit.pipeline.steps import store_spaces
     from rlkit.reward import evaluate_dataset, load_reward_model
 
     if config.model is None or config.dataset is None:
@@ -225,14 +225,14 @@ def _run_eval_reward(config: configs.EvalRewardConfig, args: argparse.Namespace)
 
 def _run_pref_rl(config: configs.PrefRLConfig, args: argparse.Namespace) -> int:
     from rlkit.agent_files import save_agent
+    from rlkit.factories.builders import true_return
     from rlkit.io import atomic_write_json
-    from rlkit.pipeline.steps import true_return
-    from rlkit.prefrl import PreferenceRL
     from rlkit.reward import save_reward_model
+    from rlkit.runners.prefrl import build_preference_rl
 
     run_dir, logger = _session("pref-rl", config, args)
     try:
-        loop = PreferenceRL(config, logger, run_dir=run_dir)  # teacher.kind=human: its label store
+        loop = build_preference_rl(config, logger, run_dir)  # teacher.kind=human: its label store
         if loop.resume_point is not None:
             print(f"rlkit pref-rl: resuming {run_dir} at step {loop.resume_point.timestep} (the start of "
                   "its last query round)", file=sys.stderr)
@@ -268,7 +268,7 @@ def configs_error(command: str, field: str, what: str) -> RlkitError:
 
 
 def _run_demos(config: DemosConfig, args: argparse.Namespace) -> int:
-    from rlkit.apec.pipeline import run_demos
+    from rlkit.runners.apec import run_demos
 
     run_dir, logger = _session("demos", config, args)
     try:
@@ -284,7 +284,7 @@ def _run_demos(config: DemosConfig, args: argparse.Namespace) -> int:
 
 
 def _run_apec(config: ApecConfig, args: argparse.Namespace) -> int:
-    from rlkit.apec.pipeline import run_apec
+    from rlkit.runners.apec import run_apec
 
     run_dir, logger = _session("apec", config, args)
     try:
@@ -302,7 +302,7 @@ def _run_apec(config: ApecConfig, args: argparse.Namespace) -> int:
 
 
 def _run_m3hf(config: M3HFConfig, args: argparse.Namespace) -> int:
-    from rlkit.m3hf.loop import run_m3hf
+    from rlkit.runners.m3hf import run_m3hf
 
     run_dir, logger = _session("m3hf", config, args)
     try:

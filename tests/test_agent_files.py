@@ -8,7 +8,7 @@ from stable_baselines3.common.env_util import make_vec_env
 
 from rlkit.agent_files import load_agent, save_agent
 from rlkit.errors import FileFormatError
-from rlkit.pipeline.steps import ALGORITHMS, load_policy
+from rlkit.factories.builders import ALGORITHMS, load_policy
 
 
 @pytest.fixture

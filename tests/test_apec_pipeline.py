@@ -9,11 +9,11 @@ import pytest
 
 from rlkit.apec.config import ApecConfig
 from rlkit.apec.demonstrator import read_demo_report
-from rlkit.apec.pipeline import run_apec
 from rlkit.cli import main
 from rlkit.data import TrajectoryStore
 from rlkit.data.store import load_npz
 from rlkit.feedback import PreferenceDataset
+from rlkit.runners.apec import run_apec
 from tests.tiny_envs import POINT_ID
 
 TINY = [

@@ -4,7 +4,7 @@ import pytest
 import yaml
 
 from rlkit.config import ConfigError, load_config, save_config
-from rlkit.pipeline.configs import DemoConfig, PrefRLConfig
+from rlkit.factories.configs import DemoConfig, PrefRLConfig
 
 
 def test_yaml_and_overrides_merge_with_types(tmp_path):

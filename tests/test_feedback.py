@@ -15,8 +15,8 @@ from rlkit.feedback import (
     SimulatedTeacher,
     TeacherConfig,
     beta_for_spread,
-    make_selector,
 )
+from rlkit.prefrl.query import make_selector
 from tests.test_data import make_trajectory
 
 

@@ -12,9 +12,10 @@ import torch
 
 from rlkit.errors import InvalidDataError
 from rlkit.m3hf import LLMConfig, LLMParser, ScriptedSource, TeamPools
-from rlkit.m3hf.loop import M3HFRun, run_m3hf
+from rlkit.m3hf.loop import M3HFRun
 from rlkit.m3hf.run_config import M3HFConfig
 from rlkit.marl import load_checkpoint
+from rlkit.runners.m3hf import run_m3hf
 
 SCRIPT = {
     1: ["Agent 0 should pick up the tomato and chop it."],

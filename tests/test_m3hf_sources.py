@@ -13,7 +13,7 @@ from rlkit.m3hf import Feedback, FeedbackRequest, FeedbackSource, RuleParser, Sc
 from rlkit.m3hf.sources import (
     IRRELEVANT,
     ScriptedSource,
-    SimulatedTeacher,
+    SimulatedSource,
     TerminalSource,
     correct_advice,
     wrong_advice,
@@ -127,7 +127,7 @@ def test_what_the_rule_parser_makes_of_each_quality(scene: Scene) -> None:
 def test_the_teacher_mixes_qualities_at_the_configured_rates(scene: Scene) -> None:
     states = rollout({"agent_0": 10, "agent_1": 10, "agent_2": 10}, 2)
     request = FeedbackRequest(1, scene, states=states)
-    teacher = SimulatedTeacher(
+    teacher = SimulatedSource(
         {"correct": 0.5, "wrong": 0.3, "irrelevant": 0.2}, per_phase=2000, rng=np.random.default_rng(1)
     )
     feedback = teacher.feedback(request)
@@ -137,11 +137,11 @@ def test_the_teacher_mixes_qualities_at_the_configured_rates(scene: Scene) -> No
     assert abs(counts["irrelevant"] / 2000 - 0.2) < 0.04
     assert {f.text for f in feedback if f.quality == "correct"} == {correct_advice(scene, states)[0]}
     assert {f.text for f in feedback if f.quality == "wrong"} <= set(wrong_advice(scene, states))
-    again = SimulatedTeacher(
+    again = SimulatedSource(
         {"correct": 0.5, "wrong": 0.3, "irrelevant": 0.2}, per_phase=2000, rng=np.random.default_rng(1)
     )
     assert again.feedback(request) == feedback  # seeded: the same run, the same feedback
-    only_wrong = SimulatedTeacher({"wrong": 1.0}, per_phase=5).feedback(request)
+    only_wrong = SimulatedSource({"wrong": 1.0}, per_phase=5).feedback(request)
     assert {f.quality for f in only_wrong} == {"wrong"}
 
 
@@ -156,9 +156,9 @@ def test_the_teacher_mixes_qualities_at_the_configured_rates(scene: Scene) -> No
 )
 def test_the_teacher_refuses_bad_settings(kwargs: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        SimulatedTeacher(**kwargs)
+        SimulatedSource(**kwargs)
 
 
 def test_the_teacher_needs_the_true_state(scene: Scene) -> None:
     with pytest.raises(ValueError, match="needs the rollout's states"):
-        SimulatedTeacher().feedback(FeedbackRequest(1, scene))
+        SimulatedSource().feedback(FeedbackRequest(1, scene))

@@ -16,9 +16,10 @@ from rlkit.human import LabelStore, m3hf_source
 from rlkit.human.app import create_app
 from rlkit.human.settings import ServeConfig
 from rlkit.m3hf import TeamPools
-from rlkit.m3hf.loop import make_source, run_m3hf
+from rlkit.m3hf.loop import make_source
 from rlkit.m3hf.run_config import M3HFConfig
 from rlkit.marl import MultiAgentPPO
+from rlkit.runners.m3hf import run_m3hf
 from tests.test_human_app import login
 from tests.test_m3hf_loop import tiny_config
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from rlkit.config import load_config
-from rlkit.pipeline.configs import PrefRLConfig
+from rlkit.factories.configs import PrefRLConfig
 from rlkit.prefrl import PreferenceRL
 from rlkit.wrappers import relabel_replay_buffer
 

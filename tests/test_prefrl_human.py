@@ -11,14 +11,15 @@ import numpy as np
 import pytest
 import torch
 
-from rlkit import prefrl
 from rlkit.cli import main
 from rlkit.errors import InvalidDataError
+from rlkit.factories.builders import build_reward_model
+from rlkit.factories.configs import PrefRLConfig
 from rlkit.feedback import PreferenceDataset
 from rlkit.human import LabelStore
-from rlkit.pipeline.configs import PrefRLConfig
-from rlkit.pipeline.steps import build_reward_model
 from rlkit.prefrl import PreferenceRL
+from rlkit.prefrl import loop as prefrl_loop
+from rlkit.runners.prefrl import build_preference_rl
 from tests.test_human_store import make_pairs, make_trajectories
 from tests.test_prefrl import small_config
 from tests.test_prefrl_resume import KilledInRound
@@ -75,7 +76,7 @@ def test_the_reward_model_trains_on_every_label_people_give_through_the_store(tm
         person.start()
     try:
         config = human_config(**{"teacher.human.timeout_s": "60", "teacher.human.redundancy": "2"})
-        loop = PreferenceRL(config, run_dir=tmp_path)
+        loop = build_preference_rl(config, run_dir=tmp_path)
         result = loop.learn()
     finally:
         stop.set()
@@ -134,11 +135,11 @@ def test_with_nobody_answering_the_run_times_out_into_skipped_labels(tmp_path, c
 
 def test_people_need_the_run_directory_their_server_serves_and_a_fresh_one(tmp_path):
     with pytest.raises(InvalidDataError, match="teacher.kind=human needs a run directory"):
-        PreferenceRL(human_config())
+        build_preference_rl(human_config())
     # another run's queries index trajectories this run does not have: their labels would be wrong
     LabelStore(tmp_path).add_queries(make_pairs(make_trajectories(), 2))
     with pytest.raises(InvalidDataError, match="already holds 2 queries of an earlier run"):
-        PreferenceRL(human_config(), run_dir=tmp_path)
+        build_preference_rl(human_config(), run_dir=tmp_path)
 
 
 def test_a_trainer_killed_after_people_answered_resumes_with_their_labels(tmp_path, monkeypatch):
@@ -148,18 +149,18 @@ def test_a_trainer_killed_after_people_answered_resumes_with_their_labels(tmp_pa
     person.start()
     config = human_config(**{"teacher.human.timeout_s": "5"})
     killed = KilledInRound(kill_at=2)  # the trainer dies after round 2's answers came in
-    monkeypatch.setattr(prefrl, "evaluate_reward", killed)
+    monkeypatch.setattr(prefrl_loop, "evaluate_reward", killed)
     try:
         with pytest.raises(KeyboardInterrupt):
-            PreferenceRL(config, run_dir=tmp_path).learn()
+            build_preference_rl(config, run_dir=tmp_path).learn()
     finally:
         stop.set()
         person.join()
     assert not errors, errors
 
     # nobody is at the page any more: the resumed round must find alice's answers in the store
-    monkeypatch.setattr(prefrl, "evaluate_reward", again := KilledInRound(kill_at=0))
-    resumed = PreferenceRL(config, run_dir=tmp_path)
+    monkeypatch.setattr(prefrl_loop, "evaluate_reward", again := KilledInRound(kill_at=0))
+    resumed = build_preference_rl(config, run_dir=tmp_path)
     result = resumed.learn()
     assert not resumed.teacher.last_wait.timed_out and resumed.teacher.last_wait.answered == 2
     np.testing.assert_array_equal(again.rounds[0][0], killed.rounds[1][0])  # the same pairs

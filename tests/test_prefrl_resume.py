@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 import torch
 
-from rlkit import prefrl
 from rlkit.errors import InvalidDataError
 from rlkit.prefrl import PreferenceRL
+from rlkit.prefrl import loop as prefrl_loop
 from tests.test_prefrl import small_config
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,7 +29,7 @@ class KilledInRound:
     """Stands in for ``evaluate_reward``: records each round's pairs and labels, and kills the run
     in round ``kill_at`` (after the teacher answered, before the refit)."""
 
-    def __init__(self, kill_at: int, real=prefrl.evaluate_reward) -> None:
+    def __init__(self, kill_at: int, real=prefrl_loop.evaluate_reward) -> None:
         self.kill_at, self.real = kill_at, real
         self.rounds: list[tuple[np.ndarray, np.ndarray]] = []
 
@@ -44,7 +44,7 @@ class KilledInRound:
 def test_a_killed_run_resumes_at_the_round_it_was_killed_in(tmp_path, monkeypatch, algo):
     config = small_config(algo)
     killed = KilledInRound(kill_at=3)  # the initial round, one at step 200, killed at step 400
-    monkeypatch.setattr(prefrl, "evaluate_reward", killed)
+    monkeypatch.setattr(prefrl_loop, "evaluate_reward", killed)
     first = PreferenceRL(config, run_dir=tmp_path)
     with pytest.raises(KeyboardInterrupt):
         first.learn()
@@ -54,7 +54,7 @@ def test_a_killed_run_resumes_at_the_round_it_was_killed_in(tmp_path, monkeypatc
     if algo == "sac":
         saved_replay = first.agent.replay_buffer.rewards[: first.agent.replay_buffer.pos].copy()
 
-    monkeypatch.setattr(prefrl, "evaluate_reward", again := KilledInRound(kill_at=0))
+    monkeypatch.setattr(prefrl_loop, "evaluate_reward", again := KilledInRound(kill_at=0))
     resumed = PreferenceRL(config, run_dir=tmp_path)
     assert resumed.agent.num_timesteps == first.agent.num_timesteps >= 400
     assert torch.equal(vector(resumed.agent.policy), saved_policy)
@@ -73,7 +73,7 @@ def test_a_killed_run_resumes_at_the_round_it_was_killed_in(tmp_path, monkeypatc
 
 
 def test_a_resume_with_other_settings_is_refused_naming_them(tmp_path, monkeypatch):
-    monkeypatch.setattr(prefrl, "evaluate_reward", KilledInRound(kill_at=2))
+    monkeypatch.setattr(prefrl_loop, "evaluate_reward", KilledInRound(kill_at=2))
     with pytest.raises(KeyboardInterrupt):
         PreferenceRL(small_config("ppo"), run_dir=tmp_path).learn()
     with pytest.raises(InvalidDataError, match=r"other settings for \['query.pairs_per_round'\]"):

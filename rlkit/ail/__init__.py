@@ -11,7 +11,7 @@ from rlkit.ail.losses import (
     logistic_loss,
     maxent_irl_loss,
 )
-from rlkit.ail.trainer import AILConfig, AILTrainer, RoundCallback, RoundRecord
+from rlkit.ail.trainer import AILConfig, AILRound, AILTrainer, RoundCallback
 from rlkit.ail.transitions import TransitionBuffer, Transitions
 
 __all__ = [
@@ -22,7 +22,7 @@ __all__ = [
     "Discriminator",
     "DiscriminatorConfig",
     "RoundCallback",
-    "RoundRecord",
+    "AILRound",
     "TransitionBuffer",
     "Transitions",
     "airl_logits",

@@ -22,9 +22,10 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from rlkit.agent_files import load_agent, save_agent
 from rlkit.ail.discriminator import Discriminator, DiscriminatorConfig
-from rlkit.ail.generator import ALGORITHMS, Generator
+from rlkit.ail.generator import GENERATORS, Generator
 from rlkit.ail.resume import save_trainer_state
 from rlkit.errors import FileFormatError, InvalidDataError
+from rlkit.factories.algorithms import ALGORITHMS
 from rlkit.io import atomic_write_json, replace_dir
 from rlkit.reward import load_reward_model, save_reward_model
 
@@ -85,8 +86,8 @@ class CheckpointStore:
         if round_index < 0:
             raise InvalidDataError(f"round_index must be >= 0, got {round_index}")
         algo = type(generator).__name__
-        if algo not in ALGORITHMS:
-            raise InvalidDataError(f"generator must be one of {sorted(ALGORITHMS)}, got {algo}")
+        if algo.lower() not in GENERATORS:
+            raise InvalidDataError(f"generator must be one of {list(GENERATORS)}, got {algo}")
         self.root.mkdir(parents=True, exist_ok=True)
         final = self.path(round_index)
         tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp", dir=self.root))
@@ -138,7 +139,7 @@ def _read_meta(path: Path) -> dict[str, Any]:
     except (OSError, ValueError) as error:
         raise FileFormatError(f"{path}: not readable JSON ({error})") from None
     missing = {"format", "round", "algo", "discriminator", "diagnostics"} - set(meta)
-    if missing or meta["format"] != FORMAT or meta["algo"] not in ALGORITHMS:
+    if missing or meta["format"] != FORMAT or str(meta["algo"]).lower() not in GENERATORS:
         raise FileFormatError(f"{path}: not an rlkit AIL checkpoint (missing {sorted(missing)}, "
                               f"format {meta.get('format')!r}, algo {meta.get('algo')!r})")
     return meta

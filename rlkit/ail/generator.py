@@ -8,32 +8,35 @@ from typing import Any
 import numpy as np
 import torch
 from gymnasium import spaces
-from stable_baselines3 import PPO, SAC
+from stable_baselines3 import SAC
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
 
 from rlkit.errors import InvalidDataError
+from rlkit.factories.algorithms import ALGORITHMS
 from rlkit.types import RewardFn
 from rlkit.wrappers import relabel_replay_buffer
 
 Generator = OnPolicyAlgorithm | OffPolicyAlgorithm
 GeneratorFactory = Callable[[VecEnv], Generator]
-ALGORITHMS: dict[str, type[Generator]] = {"PPO": PPO, "SAC": SAC}
+GENERATORS = ("ppo", "sac")  # keys of rlkit.factories.ALGORITHMS
 
 
 def make_generator(algo: str, venv: VecEnv, steps_per_round: int, seed: int, device: str = "cpu",
                    kwargs: Mapping[str, Any] | None = None) -> Generator:
     """PPO or SAC with an MLP policy. PPO's rollout defaults to one round of steps, so each
     round is exactly one rollout collected under one (fixed) discriminator."""
-    name = algo.upper()
-    if name not in ALGORITHMS:
-        raise InvalidDataError(f"generator must be one of {sorted(ALGORITHMS)}, got {algo!r}")
+    name = algo.lower()
+    if name not in GENERATORS:
+        raise InvalidDataError(f"generator must be one of {list(GENERATORS)}, got {algo!r}")
     options = dict(kwargs or {})
-    if name == "PPO":
+    if name == "ppo":
         n_steps = options.setdefault("n_steps", max(steps_per_round // venv.num_envs, 2))
         options.setdefault("batch_size", min(64, n_steps * venv.num_envs))
-    return ALGORITHMS[name]("MlpPolicy", venv, seed=seed, device=device, **options)
+    generator = ALGORITHMS[name]("MlpPolicy", venv, seed=seed, device=device, **options)
+    assert isinstance(generator, OnPolicyAlgorithm | OffPolicyAlgorithm)
+    return generator
 
 
 def policy_log_prob(generator: Generator, obs: np.ndarray, acts: np.ndarray) -> torch.Tensor:

@@ -59,7 +59,7 @@ class AILConfig:
 
 
 @dataclass(frozen=True)
-class RoundRecord:
+class AILRound:
     """Diagnostics of one round; ``true_return`` is the mean env return of the episodes that
     finished during the round (None when none did). Never used for training."""
 
@@ -75,7 +75,7 @@ class RoundRecord:
         return asdict(self)
 
 
-RoundCallback = Callable[[RoundRecord, "AILTrainer"], None]
+RoundCallback = Callable[[AILRound, "AILTrainer"], None]
 
 
 class AILTrainer:
@@ -129,15 +129,15 @@ class AILTrainer:
         self.checkpoints = checkpoints
         self.callbacks = list(callbacks)
         self.round = 0
-        self.records: list[RoundRecord] = []
+        self.records: list[AILRound] = []
 
-    def train(self) -> list[RoundRecord]:
+    def train(self) -> list[AILRound]:
         """Run the rounds still to go (all of them on a fresh trainer)."""
         while self.round < self.config.rounds:
             self.run_round()
         return self.records
 
-    def run_round(self) -> RoundRecord:
+    def run_round(self) -> AILRound:
         self.generator.learn(self.config.steps_per_round, reset_num_timesteps=False,
                              progress_bar=False, callback=self.relabeller)
         agent = self.agent.transitions()
@@ -146,7 +146,7 @@ class AILTrainer:
         returns = self.agent.pop_episode_returns()
         probe = min(len(agent), 1024)
         expert_probe, agent_probe = self.expert.sample(self.rng, probe), agent.sample(self.rng, probe)
-        record = RoundRecord(
+        record = AILRound(
             round=self.round,
             timesteps=int(self.generator.num_timesteps),
             disc=disc_metrics,
@@ -177,12 +177,12 @@ class AILTrainer:
         replay = self.checkpoints.resume_dir / REPLAY_FILE
         if isinstance(self.generator, OffPolicyAlgorithm) and replay.is_file():
             load_replay(self.generator.replay_buffer, replay)  # type: ignore[arg-type]
-        self.records = [RoundRecord(**self.checkpoints.meta(r)["diagnostics"])
+        self.records = [AILRound(**self.checkpoints.meta(r)["diagnostics"])
                         for r in self.checkpoints.rounds() if r <= latest]
         self.round = latest + 1
         return latest
 
-    def _checkpoint(self, record: RoundRecord) -> None:
+    def _checkpoint(self, record: AILRound) -> None:
         assert self.checkpoints is not None
         if isinstance(self.generator, OffPolicyAlgorithm):
             save_replay(self.generator.replay_buffer, self.checkpoints.resume_dir / REPLAY_FILE)  # type: ignore[arg-type]

@@ -11,7 +11,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from rlkit.config import StrictModel
-from rlkit.pipeline.configs import AgentConfig, TrainerSettings
+from rlkit.factories.configs import AgentConfig, TrainerSettings
 
 Method = Literal["apec", "apec_ordinal", "gap_only", "ot_only", "drex", "raw_ail"]
 METHODS: tuple[str, ...] = ("apec", "gap_only", "ot_only", "drex", "raw_ail")

@@ -125,7 +125,7 @@ def suboptimal_demos(make_venv: VenvFactory, checkpoints: list[Path], config: De
     try:
         scores = {}
         for k, path in enumerate(checkpoints):
-            model = load_checkpoint(algorithms[config.algo], path)
+            model = load_demonstrator(algorithms[config.algo], path)
             episodes = demos_from_policy(venv, model, config.eval_episodes, rng, seed=config.seed + 100 + k)
             scores[path.name] = float(np.mean([t.ret for t in episodes]))
         best = max(scores.values())
@@ -143,7 +143,7 @@ def suboptimal_demos(make_venv: VenvFactory, checkpoints: list[Path], config: De
         target = base + config.target_fraction * (best - base)
         name = min(scores, key=lambda n: abs(scores[n] - target))
         path = next(p for p in checkpoints if p.name == name)
-        demos = demos_from_policy(venv, load_checkpoint(algorithms[config.algo], path), config.n_demos, rng,
+        demos = demos_from_policy(venv, load_demonstrator(algorithms[config.algo], path), config.n_demos, rng,
                                   seed=config.seed + 1000)
     finally:
         venv.close()
@@ -172,6 +172,6 @@ def read_demo_report(out_dir: str | os.PathLike[str]) -> DemoReport:
         raise FileFormatError(f"{path}: not a demo report ({error})") from None
 
 
-def load_checkpoint(algo: type[BaseAlgorithm], path: Path) -> BaseAlgorithm:
+def load_demonstrator(algo: type[BaseAlgorithm], path: Path) -> BaseAlgorithm:
     """A saved demonstrator checkpoint, for acting."""
     return load_agent({algo.__name__: algo}, path)

@@ -1,13 +1,6 @@
-"""Feedback: ordinal scales, labelled-pair datasets, simulated teachers, query selection."""
+"""Feedback: ordinal scales, labelled-pair datasets, simulated teachers."""
 
 from rlkit.feedback.dataset import PreferenceDataset
-from rlkit.feedback.query import (
-    DisagreementSelector,
-    EntropySelector,
-    QuerySelector,
-    UniformSelector,
-    make_selector,
-)
 from rlkit.feedback.scale import BINARY, FIVE, ORACLE, TERNARY, OrdinalScale
 from rlkit.feedback.teachers import SimulatedTeacher, TeacherConfig, beta_for_spread
 
@@ -16,14 +9,9 @@ __all__ = [
     "FIVE",
     "ORACLE",
     "TERNARY",
-    "DisagreementSelector",
-    "EntropySelector",
     "OrdinalScale",
     "PreferenceDataset",
-    "QuerySelector",
     "SimulatedTeacher",
     "TeacherConfig",
-    "UniformSelector",
     "beta_for_spread",
-    "make_selector",
 ]

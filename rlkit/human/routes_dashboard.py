@@ -8,8 +8,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 from pydantic import BaseModel
 
-from rlkit.human.app import ERROR_RESPONSES, page
 from rlkit.human.dashboard import dashboard_stats, polyline
+from rlkit.human.deps import ERROR_RESPONSES, page
 
 router = APIRouter(responses=ERROR_RESPONSES)
 

@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 
 from rlkit.errors import InvalidLabelError
 from rlkit.human import security
-from rlkit.human.app import ERROR_RESPONSES, current_annotator, page, require_annotator, require_csrf
+from rlkit.human.deps import ERROR_RESPONSES, current_annotator, page, require_annotator, require_csrf
 from rlkit.human.store import (
     ANNOTATOR_PATTERN,
     LabelConflictError,

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import HTMLResponse
 from pydantic import BaseModel, Field, ValidationError
 
-from rlkit.human.app import ERROR_RESPONSES, page, require_annotator, require_csrf
+from rlkit.human.deps import ERROR_RESPONSES, page, require_annotator, require_csrf
 from rlkit.human.m3hf_source import scene_from_json
 from rlkit.human.records import PhaseClosedError, UnknownQueryError
 from rlkit.m3hf.specs import TEMPLATE_PARAMS, RewardSpec, Scene, validate_specs

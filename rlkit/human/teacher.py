@@ -13,11 +13,13 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from rlkit.data.segments import SegmentPairs
 from rlkit.errors import InvalidLabelError
+from rlkit.feedback.answers import Answers
 from rlkit.human.media import FrameFn, render_pairs
 from rlkit.human.store import LabelStore
 
@@ -53,30 +55,6 @@ class WaitReport:
     timed_out: bool
 
 
-@dataclass(frozen=True)
-class Answers:
-    """Every live response people gave to a batch, a row each, oldest first: the pair's position
-    in the batch, the label (NaN = skipped), who gave it and through which interface. A pair
-    nobody answered has one NaN row, from annotator ``""`` through interface ``"unanswered"``."""
-
-    pair: np.ndarray
-    value: np.ndarray
-    annotator: tuple[str, ...]
-    interface: tuple[str, ...]
-
-    def responses_per_pair(self, n_pairs: int) -> np.ndarray:
-        answered = np.array([i != "unanswered" for i in self.interface], dtype=bool)
-        return np.bincount(self.pair[answered], minlength=n_pairs)
-
-    def mean_per_pair(self, n_pairs: int) -> np.ndarray:
-        """The mean of each pair's labels (skips left out), NaN where there is none."""
-        given = np.isfinite(self.value)
-        total = np.bincount(self.pair[given], weights=self.value[given], minlength=n_pairs)
-        count = np.bincount(self.pair[given], minlength=n_pairs)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(count > 0, total / np.maximum(count, 1), np.nan).astype(np.float32)
-
-
 class HumanTeacher:
     """Labels pairs with people; each pair waits for ``redundancy`` responses (labels or skips)."""
 
@@ -97,6 +75,13 @@ class HumanTeacher:
         self.clock = clock
         self.batches = 0
         self.last_wait: WaitReport | None = None
+
+    def resume_state(self) -> dict[str, Any]:
+        """What a resumed trainer restores: the number of batches asked (it names the next one)."""
+        return {"batches": self.batches}
+
+    def restore_state(self, state: dict[str, Any]) -> None:
+        self.batches = int(state["batches"])
 
     def label(self, pairs: SegmentPairs) -> np.ndarray:
         """One z per pair (the ``Teacher`` protocol): the mean of its people's labels, NaN if all

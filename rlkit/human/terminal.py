@@ -22,7 +22,7 @@ from rlkit.feedback.scale import OrdinalScale
 from rlkit.human.store import LabelConflictError, LabelStore, Query
 
 if TYPE_CHECKING:
-    from rlkit.pipeline.configs import LabelConfig
+    from rlkit.factories.configs import LabelConfig
 
 SPARKS = "▁▂▃▄▅▆▇█"
 MAX_DIMENSIONS = 8

@@ -10,7 +10,7 @@
 - ``weights``: ``WeightRule`` (alpha, beta), ``RewardPool`` per agent, ``TeamPools`` (save/load JSON).
 - ``shaping``: ``PoolShaper`` (a ``TeamRewardShaper`` for ``rlkit.marl``) and ``pool_reward_fns``
   (per-agent ``RewardFn`` for ``PettingZooRewardWrapper(mode="add")``).
-- ``sources``: ``FeedbackSource`` — ``TerminalSource``, ``ScriptedSource`` (YAML), ``SimulatedTeacher``
+- ``sources``: ``FeedbackSource`` — ``TerminalSource``, ``ScriptedSource`` (YAML), ``SimulatedSource``
   (correct / irrelevant / wrong feedback at set rates from the env's true state).
 """
 
@@ -22,7 +22,7 @@ from rlkit.m3hf.sources import (
     FeedbackRequest,
     FeedbackSource,
     ScriptedSource,
-    SimulatedTeacher,
+    SimulatedSource,
     TerminalSource,
 )
 from rlkit.m3hf.specs import TEMPLATE_PARAMS, FeedbackParser, RewardSpec, Scene, validate_specs
@@ -46,7 +46,7 @@ __all__ = [
     "RuleParser",
     "Scene",
     "ScriptedSource",
-    "SimulatedTeacher",
+    "SimulatedSource",
     "TeamPools",
     "TerminalSource",
     "WeightRule",

@@ -25,6 +25,7 @@ import numpy as np
 from envs.overcooked.parallel import OvercookedParallelEnv
 from envs.overcooked.vector import OvercookedVecEnv
 from envs.overcooked.video import record_episode
+from rlkit.config import ConfigError
 from rlkit.errors import FileFormatError, InvalidDataError
 from rlkit.io import atomic_open, atomic_write_json
 from rlkit.logging import Logger
@@ -37,7 +38,7 @@ from rlkit.m3hf.sources import (
     FeedbackRequest,
     FeedbackSource,
     ScriptedSource,
-    SimulatedTeacher,
+    SimulatedSource,
     TerminalSource,
 )
 from rlkit.m3hf.specs import FeedbackParser, RewardSpec, Scene
@@ -57,11 +58,11 @@ def make_source(config: M3HFConfig, phase: int) -> FeedbackSource | None:
     if settings.source == "terminal":
         return TerminalSource()
     if settings.source == "web":
-        raise ValueError("feedback.source=web needs the run's label store: M3HFRun builds it "
-                         "(make_web_source)")
+        raise ConfigError("feedback.source=web needs the run's label store: "
+                          "rlkit.runners.m3hf.make_web_source builds it")
     if settings.source == "simulated":
         rng = np.random.default_rng([config.seed, phase])
-        return SimulatedTeacher(dict(settings.rates), settings.per_phase, rng)
+        return SimulatedSource(dict(settings.rates), settings.per_phase, rng)
     if settings.script is not None:
         return ScriptedSource.from_yaml(settings.script, settings.script_quality)
     return ScriptedSource(settings.texts, settings.script_quality)
@@ -71,32 +72,6 @@ def make_feedback_parser(config: M3HFConfig) -> FeedbackParser:
     if config.parser == "rule":
         return RuleParser()
     return LLMParser(config.llm) if config.parser == "llm" else make_parser(config.llm)
-
-
-def make_web_source(
-    config: M3HFConfig, run_dir: Path, fallback: FeedbackParser, logger: Logger | None = None
-) -> tuple[FeedbackSource, FeedbackParser, Logger]:
-    """The web page's source on the run's label store (the database ``rlkit serve --run-dir``
-    opens, media in its ``media/``), a parser that hands the loop exactly the specs people
-    confirmed there (``fallback`` parses any other text), and ``logger`` with that store's
-    dashboard added, so people see the training curve. Imported here: only web runs need the store."""
-    from rlkit.human.dashboard import with_dashboard
-    from rlkit.human.m3hf_source import ConfirmedSpecsParser, WebFeedbackSource
-    from rlkit.human.store import LabelStore
-
-    store = LabelStore(run_dir)
-    earlier = store.latest_phase()
-    if earlier is not None and not (run_dir / "state.json").is_file():
-        raise InvalidDataError(
-            f"{run_dir}: its label store holds M3HF phases of an earlier run (up to phase "
-            f"{earlier['phase']}) but no state.json to resume that run; a new run would take the old "
-            "feedback as its own: use a new run directory"
-        )
-    settings = config.feedback
-    source = WebFeedbackSource(store, run_dir / "media", min_items=settings.min_items,
-                               timeout_s=settings.timeout_s, poll_s=settings.poll_s)
-    log.info("each phase waits for feedback on the M3HF page of `rlkit serve --run-dir %s`", run_dir)
-    return source, ConfirmedSpecsParser(source, fallback), with_dashboard(logger, store, run_dir / "media")
 
 
 class M3HFRun:
@@ -113,9 +88,9 @@ class M3HFRun:
         """``source``/``parser`` override the configured ones (tests, a custom interface)."""
         self.config, self.run_dir, self.logger = config, Path(run_dir), logger
         self._source, self.parser = source, parser or make_feedback_parser(config)
-        if source is None and config.feedback.source == "web":  # one source: it remembers confirmations
-            self._source, self.parser, self.logger = make_web_source(config, self.run_dir, self.parser,
-                                                                     logger)
+        if source is None and config.feedback.source == "web":
+            raise ConfigError("feedback.source=web: pass the web page's source and parser in "
+                              "(rlkit.runners.m3hf.run_m3hf makes them on the run's label store)")
         env = config.env.model_dump()
         self.venv = OvercookedVecEnv(config.num_games, keep_features=True, **env)
         self.rows = OvercookedRows(self.venv)
@@ -277,14 +252,3 @@ def _play(env: OvercookedParallelEnv, policy: Any) -> None:
     obs, infos = env.reset()
     while env.agents:
         obs, _, _, _, infos = env.step(policy(obs, infos))
-
-
-def run_m3hf(
-    config: M3HFConfig,
-    run_dir: str | Path,
-    logger: Logger | None = None,
-    source: FeedbackSource | None = None,
-    parser: FeedbackParser | None = None,
-) -> dict[str, Any]:
-    """Start or resume the run in ``run_dir``; see ``M3HFRun``."""
-    return M3HFRun(config, run_dir, logger, source, parser).run()

@@ -7,7 +7,7 @@ env's true state at every step of the rollout, ``features()`` without the game a
 - ``TerminalSource``: prints the video path, reads typed lines until an empty one;
 - ``ScriptedSource``: texts per phase from a YAML file (``{phases: {1: [...], 2: [...]}}`` or a
   list whose first item is phase 1);
-- ``SimulatedTeacher``: writes correct, irrelevant or wrong feedback at configurable rates from
+- ``SimulatedSource``: writes correct, irrelevant or wrong feedback at configurable rates from
   the true state (what the recipe still needs, who is nearest, who stood still), seeded, each text
   labelled with its quality so an experiment can report what the team was told.
 """
@@ -123,7 +123,7 @@ IRRELEVANT = (
 
 
 @dataclass
-class SimulatedTeacher:
+class SimulatedSource:
     """A teacher of mixed quality that reads the true state instead of watching the video.
 
     Each text is correct, irrelevant or wrong with probabilities ``rates`` (normalised), drawn
@@ -150,7 +150,7 @@ class SimulatedTeacher:
 
     def feedback(self, request: FeedbackRequest) -> list[Feedback]:
         if not request.states:
-            raise ValueError("SimulatedTeacher needs the rollout's states (FeedbackRequest.states)")
+            raise ValueError("SimulatedSource needs the rollout's states (FeedbackRequest.states)")
         correct = correct_advice(request.scene, request.states)[0]  # the most useful thing to say
         wrong = wrong_advice(request.scene, request.states)
         out = []

@@ -5,10 +5,11 @@ experience. Every ``query.every_steps`` steps, candidate pairs are drawn from th
 the most informative are labelled by a teacher, the reward model is refit, and an off-policy
 replay buffer is relabelled with the new reward.
 
-The teacher is simulated, or people (``teacher.kind=human``): the queries then go to the run
-directory's label store and media folder, which ``rlkit serve --run-dir <run dir>`` serves; each
-person's label is a row of its own in the dataset, with its annotator and interface, and pairs
-nobody answered before the timeout are NaN (skipped), never guessed.
+The teacher is simulated, or any ``Teacher`` passed in. A teacher with several annotators
+(``AnnotatedTeacher``, e.g. people through ``rlkit.human.HumanTeacher``, which
+``rlkit.runners.prefrl`` wires for ``teacher.kind=human``) gives each person's label a row of its
+own in the dataset, with its annotator and interface; pairs nobody answered are NaN (skipped),
+never guessed.
 """
 
 from __future__ import annotations
@@ -25,24 +26,24 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 
-from rlkit import prefrl_resume
+from rlkit.config import ConfigError
 from rlkit.data import TrajectoryRecorder, TrajectoryStore, collect_trajectories, sample_pairs
 from rlkit.data.segments import SegmentPairs
 from rlkit.errors import InvalidDataError
-from rlkit.feedback import OrdinalScale, PreferenceDataset, SimulatedTeacher, TeacherConfig, make_selector
-from rlkit.human.dashboard import with_dashboard
-from rlkit.human.store import LabelStore
-from rlkit.human.teacher import Answers, HumanTeacher, HumanTeacherConfig
-from rlkit.logging import Logger
-from rlkit.pipeline.agent import EpisodeLog, EpisodeLogCallback
-from rlkit.pipeline.configs import PrefRLConfig, PrefRLTeacherSettings
-from rlkit.pipeline.steps import (
+from rlkit.factories.agent import EpisodeLog, EpisodeLogCallback
+from rlkit.factories.builders import (
     build_reward_model,
     make_agent,
     make_teacher,
     make_venv,
     trainer_config,
 )
+from rlkit.factories.configs import PrefRLConfig
+from rlkit.feedback import OrdinalScale, PreferenceDataset, SimulatedTeacher, TeacherConfig
+from rlkit.feedback.answers import AnnotatedTeacher, Answers
+from rlkit.logging import Logger
+from rlkit.prefrl import resume as prefrl_resume
+from rlkit.prefrl.query import make_selector
 from rlkit.reward import RewardEnsemble, RewardTrainer, RunningNorm
 from rlkit.reward.metrics import evaluate_reward
 from rlkit.reward.nets import TorchRewardFn
@@ -54,7 +55,7 @@ log = logging.getLogger(__name__)
 
 
 @dataclass
-class RoundRecord:
+class QueryRound:
     timestep: int
     n_labels: int
     val_accuracy: float
@@ -66,7 +67,7 @@ class RoundRecord:
 class PrefRLResult:
     agent: BaseAlgorithm
     dataset: PreferenceDataset
-    rounds: list[RoundRecord] = field(default_factory=list)
+    rounds: list[QueryRound] = field(default_factory=list)
     episodes: EpisodeLog = field(default_factory=EpisodeLog)
 
 
@@ -80,7 +81,7 @@ class PreferenceRL:
     def __init__(self, config: PrefRLConfig, logger: Logger | None = None,
                  teacher: Teacher | None = None, run_dir: str | Path | None = None) -> None:
         """With ``run_dir``, each round first saves a resume point there, and a run directory
-        holding one resumes from it (``rlkit.prefrl_resume``)."""
+        holding one resumes from it (``rlkit.prefrl.resume``)."""
         self.config = config
         self.logger = logger
         self.run_dir = None if run_dir is None else Path(run_dir)
@@ -107,9 +108,8 @@ class PreferenceRL:
         self.wrapped = RewardVecEnvWrapper(self.venv, self.reward_fn, observers=[recorder])
         self.agent = make_agent(config.agent, self.wrapped, config.seed)
         if teacher is None and config.teacher.kind == "human":
-            teacher = make_human_teacher(config.teacher, run_dir, resuming=point is not None)
-        if isinstance(teacher, HumanTeacher):  # the study's dashboard shows the curves too
-            self.logger = with_dashboard(logger, teacher.store, (self.run_dir or Path(".")) / "media")
+            raise ConfigError("teacher.kind=human: pass the people's teacher in "
+                              "(rlkit.runners.prefrl.build_preference_rl makes it from the config)")
         self.teacher: Teacher | None = teacher
         self.result = PrefRLResult(self.agent, self.dataset)
         if point is not None:
@@ -126,9 +126,9 @@ class PreferenceRL:
         teacher = point.state["teacher"]
         if self.teacher is None and teacher["kind"] == "simulated":
             self.teacher = SimulatedTeacher(TeacherConfig(**teacher["config"]), self.rng)
-        if isinstance(self.teacher, HumanTeacher) and teacher["kind"] == "human":
-            self.teacher.batches = int(teacher["batches"])
-        self.result.rounds = [RoundRecord(**record) for record in point.state["rounds"]]
+        if isinstance(self.teacher, AnnotatedTeacher) and teacher["kind"] == "annotated":
+            self.teacher.restore_state(teacher["state"])
+        self.result.rounds = [QueryRound(**record) for record in point.state["rounds"]]
         self.result.episodes = EpisodeLog(**point.state["episodes"])
         log.info("resuming %s at step %d: its round of %d pairs is asked again", self.run_dir,
                  point.timestep, point.state["pending_pairs"])
@@ -147,12 +147,12 @@ class PreferenceRL:
         """What a resumed run needs to rebuild the teacher (a custom one is passed in again)."""
         if isinstance(self.teacher, SimulatedTeacher):
             return {"kind": "simulated", "config": dataclasses.asdict(self.teacher.config)}
-        if isinstance(self.teacher, HumanTeacher):
-            return {"kind": "human", "batches": self.teacher.batches}
+        if isinstance(self.teacher, AnnotatedTeacher):
+            return {"kind": "annotated", "state": self.teacher.resume_state()}
         return {"kind": "custom" if self.teacher is not None else "not yet made"}
 
     # -- one round of feedback ------------------------------------------------------------
-    def query_and_refit(self, n_pairs: int, save_resume_point: bool = True) -> RoundRecord:
+    def query_and_refit(self, n_pairs: int, save_resume_point: bool = True) -> QueryRound:
         query = self.config.query
         if save_resume_point and self.run_dir is not None:
             prefrl_resume.save(self, self.resume_dir, n_pairs)
@@ -164,14 +164,14 @@ class PreferenceRL:
         meta: dict[str, Any] = {}
         if isinstance(self.teacher, SimulatedTeacher):
             labels, meta["oracle_p"] = self.teacher.label_with_oracle(chosen)
-        elif isinstance(self.teacher, HumanTeacher):  # each person's label is a row of its own
+        elif isinstance(self.teacher, AnnotatedTeacher):  # each person's label is a row of its own
             answers = self.teacher.answers(chosen)
             chosen, labels = chosen.subset(answers.pair), answers.value
         else:
             labels = self.teacher.label(chosen)
         fresh = evaluate_reward(self.model, chosen, labels)  # before the refit: generalisation
         meta["timestep"] = self.agent.num_timesteps
-        if isinstance(self.teacher, HumanTeacher):
+        if isinstance(self.teacher, AnnotatedTeacher):
             self._append_by_person(chosen, answers, meta)
         else:
             self.dataset.append(chosen, labels, source=type(self.teacher).__name__, meta=meta)
@@ -186,7 +186,7 @@ class PreferenceRL:
         else:
             log.warning("no labels for the %d pairs asked at step %d; the reward model is not refit",
                         len(chosen), self.agent.num_timesteps)
-        record = RoundRecord(
+        record = QueryRound(
             timestep=self.agent.num_timesteps, n_labels=len(self.dataset), val_accuracy=val_accuracy,
             fresh_accuracy=fresh["accuracy"], return_pearson=fresh["return_pearson"],
         )
@@ -229,25 +229,6 @@ class PreferenceRL:
     def wants_query(self) -> bool:
         limit = self.config.query.max_pairs
         return limit is None or len(self.dataset) < limit
-
-
-def make_human_teacher(settings: PrefRLTeacherSettings, run_dir: str | Path | None,
-                       resuming: bool = False) -> HumanTeacher:
-    """People at ``rlkit serve --run-dir run_dir``: queries in its label store, videos in its media/."""
-    if run_dir is None:
-        raise InvalidDataError("teacher.kind=human needs a run directory: the one `rlkit serve --run-dir` "
-                               "serves to annotators")
-    store = LabelStore(run_dir)
-    if store.n_queries() and not resuming:
-        raise InvalidDataError(
-            f"{run_dir}: its label store already holds {store.n_queries()} queries of an earlier run "
-            "but no resume point with their trajectories, so their labels would be read as labels of "
-            "other segments: use a new run directory"
-        )
-    store.set_scale(OrdinalScale.get(settings.scale))
-    log.info("queries wait for labels at `rlkit serve --run-dir %s`", run_dir)
-    return HumanTeacher(store, HumanTeacherConfig(**settings.human.model_dump()),
-                        media_dir=Path(run_dir) / "media")
 
 
 class _QueryCallback(BaseCallback):

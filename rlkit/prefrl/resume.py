@@ -31,7 +31,7 @@ from rlkit.io import atomic_write_bytes, atomic_write_json, read_format_json, re
 from rlkit.reward import LoadedRewardModel, load_reward_model, save_reward_model
 
 if TYPE_CHECKING:
-    from rlkit.prefrl import PreferenceRL
+    from rlkit.prefrl.loop import PreferenceRL
 
 RESUME_DIR = "resume"
 FORMAT = "rlkit.prefrl.resume/1"
@@ -107,11 +107,16 @@ def _write(loop: PreferenceRL, folder: Path, pending_pairs: int) -> None:
     })
 
 
+def exists(directory: Path) -> bool:
+    """Whether ``directory`` holds a resume point."""
+    return (directory / "state.json").is_file()
+
+
 def load(directory: Path, config_json: dict[str, Any]) -> ResumePoint | None:
     """The resume point in ``directory``, or None when there is none; refused (naming the
     settings) when the run was started with another config."""
     state_path = directory / "state.json"
-    if not state_path.is_file():
+    if not exists(directory):
         return None
     state = read_format_json(state_path, FORMAT)
     changed = [".".join(key) for key in _differences(state["config"], config_json)

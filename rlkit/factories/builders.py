@@ -8,7 +8,6 @@ from typing import Any
 
 import numpy as np
 from gymnasium import spaces
-from stable_baselines3 import A2C, PPO, SAC, TD3
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecEnv
@@ -16,14 +15,8 @@ from stable_baselines3.common.vec_env import VecEnv
 from rlkit.agent_files import load_agent
 from rlkit.data import TrajectoryStore, collect_trajectories, sample_pairs
 from rlkit.data.segments import SegmentPairs
-from rlkit.feedback import (
-    OrdinalScale,
-    PreferenceDataset,
-    SimulatedTeacher,
-    TeacherConfig,
-    beta_for_spread,
-)
-from rlkit.pipeline.configs import (
+from rlkit.factories.algorithms import ALGORITHMS
+from rlkit.factories.configs import (
     AgentConfig,
     CollectConfig,
     EnvConfig,
@@ -32,9 +25,14 @@ from rlkit.pipeline.configs import (
     TeacherSettings,
     TrainerSettings,
 )
+from rlkit.feedback import (
+    OrdinalScale,
+    PreferenceDataset,
+    SimulatedTeacher,
+    TeacherConfig,
+    beta_for_spread,
+)
 from rlkit.reward import RewardEnsemble, RewardNet, TrainerConfig, build_reward_net
-
-ALGORITHMS: dict[str, type[BaseAlgorithm]] = {"ppo": PPO, "sac": SAC, "a2c": A2C, "td3": TD3}
 
 
 def make_venv(env: EnvConfig, seed_offset: int = 0) -> VecEnv:

@@ -32,7 +32,7 @@ from rlkit.apec.demonstrator import (
     VenvFactory,
     checkpoint_step,
     demonstrator_checkpoints,
-    load_checkpoint,
+    load_demonstrator,
     save_demo_set,
     suboptimal_demos,
     train_demonstrator,
@@ -44,11 +44,12 @@ from rlkit.apec.rollouts import RolloutConfig, policy_rollouts
 from rlkit.data import Trajectory, TrajectoryStore
 from rlkit.data.store import load_npz
 from rlkit.errors import InvalidDataError
+from rlkit.factories.agent import EpisodeLog, EpisodeLogCallback
+from rlkit.factories.algorithms import ALGORITHMS
+from rlkit.factories.builders import make_agent, trainer_config
 from rlkit.feedback import PreferenceDataset
 from rlkit.io import atomic_write_bytes, atomic_write_json
 from rlkit.logging import Logger
-from rlkit.pipeline.agent import EpisodeLog, EpisodeLogCallback
-from rlkit.pipeline.steps import ALGORITHMS, make_agent, trainer_config
 from rlkit.reward import RewardNet, RewardTrainer, build_reward_net, load_reward_model, save_reward_model
 from rlkit.reward.nets import TorchRewardFn
 from rlkit.reward.normalize import NormalizedReward, RunningNorm
@@ -239,7 +240,7 @@ def run_heldout(config: ApecConfig, make_venv: VenvFactory, checkpoints: Checkpo
         try:
             store, sources = heldout_store(
                 venv, np.random.default_rng(config.seed + 5), _generators(checkpoints, ail_rounds),
-                ((k, load_checkpoint(algo, path)) for k, path in enumerate(demo_ckpts)),
+                ((k, load_demonstrator(algo, path)) for k, path in enumerate(demo_ckpts)),
                 settings.episodes_per_policy, settings.random_episodes, seed=config.seed + 5)
         finally:
             venv.close()

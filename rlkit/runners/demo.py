@@ -9,11 +9,8 @@ from typing import Any
 import numpy as np
 
 from rlkit.agent_files import save_agent
-from rlkit.io import atomic_write_json
-from rlkit.logging import Logger
-from rlkit.pipeline.agent import EpisodeLog, train_agent_on_reward
-from rlkit.pipeline.configs import CollectConfig, DemoConfig
-from rlkit.pipeline.steps import (
+from rlkit.factories.agent import EpisodeLog, train_agent_on_reward
+from rlkit.factories.builders import (
     build_reward_model,
     collect_store,
     label_pairs,
@@ -21,6 +18,9 @@ from rlkit.pipeline.steps import (
     trainer_config,
     true_return,
 )
+from rlkit.factories.configs import CollectConfig, DemoConfig
+from rlkit.io import atomic_write_json
+from rlkit.logging import Logger
 from rlkit.reward import RewardTrainer, TrainReport, save_reward_model
 from rlkit.reward.metrics import evaluate_dataset, predict_step_rewards
 from rlkit.reward.nets import TorchRewardFn

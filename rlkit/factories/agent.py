@@ -8,9 +8,9 @@ import numpy as np
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 
+from rlkit.factories.builders import make_agent, make_venv
+from rlkit.factories.configs import AgentConfig, EnvConfig
 from rlkit.logging import Logger
-from rlkit.pipeline.configs import AgentConfig, EnvConfig
-from rlkit.pipeline.steps import make_agent, make_venv
 from rlkit.reward import RunningNorm
 from rlkit.reward.normalize import NormalizedReward
 from rlkit.types import RewardFn

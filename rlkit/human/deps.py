@@ -1,0 +1,64 @@
+"""What the web app's routers share: page rendering, the annotator and CSRF checks, the error
+model of every response."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from fastapi import HTTPException, Request
+from fastapi.responses import HTMLResponse
+from fastapi.templating import Jinja2Templates
+from pydantic import BaseModel
+
+from rlkit.human import security
+from rlkit.human.security import Signer
+
+PACKAGE_DIR = Path(__file__).parent
+
+
+class Problem(BaseModel):
+    """Every error: a sentence naming the field and value, or pydantic's list of field errors."""
+
+    detail: str | list[dict[str, Any]]
+
+
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    code: {"model": Problem, "description": what} for code, what in (
+        (401, "no access token or no annotator session"), (403, "missing or wrong CSRF token"),
+        (404, "no such pair, phase or file"), (409, "already labelled, or the phase closed"),
+        (413, "request body too large"), (422, "invalid input (named in the detail)"),
+    )
+}
+templates = Jinja2Templates(directory=str(PACKAGE_DIR / "templates"))
+
+
+
+def page(request: Request, name: str, **context: Any) -> HTMLResponse:
+    """Render a page with the annotator and the CSRF token its scripts send back."""
+    signer: Signer = request.app.state.signer
+    return templates.TemplateResponse(request, name, {
+        "annotator": current_annotator(request),
+        "csrf": signer.csrf_token(request.state.visitor),
+        **context,
+    })
+
+
+def current_annotator(request: Request) -> str | None:
+    signer: Signer = request.app.state.signer
+    return signer.annotator_from_cookie(request.cookies.get(security.ANNOTATOR_COOKIE))
+
+
+def require_csrf(request: Request) -> None:
+    """State-changing calls must come from our own pages (or a client that read /api/session)."""
+    signer: Signer = request.app.state.signer
+    given = request.headers.get(security.CSRF_HEADER, "")
+    if not signer.verify("csrf", request.state.visitor, given):
+        raise HTTPException(403, "missing or wrong X-CSRF-Token header")
+
+
+def require_annotator(request: Request) -> str:
+    annotator = current_annotator(request)
+    if annotator is None:
+        raise HTTPException(401, "no annotator session: POST /api/session with your annotator id")
+    return annotator

@@ -1,0 +1,55 @@
+"""``rlkit pref-rl`` assembled: the loop with its teacher, people included.
+
+``teacher.kind=human`` puts the queries in the run directory's label store and media folder,
+which ``rlkit serve --run-dir <run dir>`` serves, and adds that store's dashboard to the logger.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from rlkit.errors import InvalidDataError
+from rlkit.factories.configs import PrefRLConfig, PrefRLTeacherSettings
+from rlkit.feedback import OrdinalScale
+from rlkit.human.dashboard import with_dashboard
+from rlkit.human.store import LabelStore
+from rlkit.human.teacher import HumanTeacher, HumanTeacherConfig
+from rlkit.logging import Logger
+from rlkit.prefrl import PreferenceRL
+from rlkit.prefrl import resume as prefrl_resume
+from rlkit.types import Teacher
+
+log = logging.getLogger(__name__)
+
+
+def build_preference_rl(config: PrefRLConfig, logger: Logger | None = None,
+                        run_dir: str | Path | None = None) -> PreferenceRL:
+    """The loop ``config`` describes; with people, their teacher on ``run_dir``'s label store."""
+    teacher: Teacher | None = None
+    if config.teacher.kind == "human":
+        resuming = run_dir is not None and prefrl_resume.exists(Path(run_dir) / prefrl_resume.RESUME_DIR)
+        human = make_human_teacher(config.teacher, run_dir, resuming=resuming)
+        logger = with_dashboard(logger, human.store, Path(str(run_dir)) / "media")  # the curves too
+        teacher = human
+    return PreferenceRL(config, logger, teacher, run_dir)
+
+
+def make_human_teacher(settings: PrefRLTeacherSettings, run_dir: str | Path | None,
+                       resuming: bool = False) -> HumanTeacher:
+    """People at ``rlkit serve --run-dir run_dir``: queries in its label store, videos in its media/."""
+    if run_dir is None:
+        raise InvalidDataError("teacher.kind=human needs a run directory: the one `rlkit serve --run-dir` "
+                               "serves to annotators")
+    store = LabelStore(run_dir)
+    if store.n_queries() and not resuming:
+        raise InvalidDataError(
+            f"{run_dir}: its label store already holds {store.n_queries()} queries of an earlier run "
+            "but no resume point with their trajectories, so their labels would be read as labels of "
+            "other segments: use a new run directory"
+        )
+    store.set_scale(OrdinalScale.get(settings.scale))
+    log.info("queries wait for labels at `rlkit serve --run-dir %s`", run_dir)
+    return HumanTeacher(store, HumanTeacherConfig(**settings.human.model_dump()),
+                        media_dir=Path(run_dir) / "media")
+
