@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 
 from rlkit.config import StrictModel, experiment_parser, load_config, save_config
-from rlkit.io import atomic_open, atomic_write_json
 from rlkit.m3hf.run_config import FeedbackSettings, M3HFConfig
+from rlkit.persistence import atomic_open, atomic_write_json
 
 ARM_LABELS = {
     "ippo": "IPPO (env reward)",

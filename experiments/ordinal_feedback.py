@@ -24,13 +24,13 @@ from pydantic import Field
 from stable_baselines3 import PPO
 from stable_baselines3.common.env_util import make_vec_env
 
-from rlkit.agent_files import load_agent, save_agent
 from rlkit.config import StrictModel, experiment_parser, load_config, save_config
 from rlkit.data import SegmentPairs, TrajectoryStore, collect_trajectories, sample_pairs
 from rlkit.factories.builders import build_reward_model, store_spaces, trainer_config
 from rlkit.factories.configs import RewardModelConfig, TrainerSettings
 from rlkit.feedback import OrdinalScale, beta_for_spread
 from rlkit.logging import progress
+from rlkit.persistence.agents import load_agent, save_agent
 from rlkit.reward import RewardTrainer, evaluate_reward
 
 

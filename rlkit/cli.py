@@ -180,7 +180,7 @@ def _run_train_reward(config: configs.TrainRewardConfig, args: argparse.Namespac
 
     from rlkit.factories.builders import build_reward_model, store_spaces, trainer_config
     from rlkit.feedback import PreferenceDataset
-    from rlkit.io import atomic_write_json
+    from rlkit.persistence import atomic_write_json
     from rlkit.reward import RewardTrainer, evaluate_dataset, save_reward_model
 
     if config.dataset is None:
@@ -207,7 +207,7 @@ def _run_train_reward(config: configs.TrainRewardConfig, args: argparse.Namespac
 def _run_eval_reward(config: configs.EvalRewardConfig, args: argparse.Namespace) -> int:
     from rlkit.factories.builders import store_spaces
     from rlkit.feedback import PreferenceDataset
-    from rlkit.io import atomic_write_json
+    from rlkit.persistence import atomic_write_json
     from rlkit.reward import evaluate_dataset, load_reward_model
 
     if config.model is None or config.dataset is None:
@@ -224,9 +224,9 @@ def _run_eval_reward(config: configs.EvalRewardConfig, args: argparse.Namespace)
 
 
 def _run_pref_rl(config: configs.PrefRLConfig, args: argparse.Namespace) -> int:
-    from rlkit.agent_files import save_agent
     from rlkit.factories.builders import true_return
-    from rlkit.io import atomic_write_json
+    from rlkit.persistence import atomic_write_json
+    from rlkit.persistence.agents import save_agent
     from rlkit.reward import save_reward_model
     from rlkit.runners.prefrl import build_preference_rl
 

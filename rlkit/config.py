@@ -11,7 +11,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from rlkit.errors import RlkitError
-from rlkit.io import atomic_open
+from rlkit.persistence import atomic_open
 
 Config = TypeVar("Config", bound=BaseModel)
 

@@ -6,9 +6,9 @@ import stable_baselines3.common.save_util as sb3_save_util
 from stable_baselines3 import PPO, SAC
 from stable_baselines3.common.env_util import make_vec_env
 
-from rlkit.agent_files import load_agent, save_agent
 from rlkit.errors import FileFormatError
 from rlkit.factories.builders import ALGORITHMS, load_policy
+from rlkit.persistence.agents import load_agent, save_agent
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 """Per-round AIL checkpoints: generator policy, discriminator nets, round index, diagnostics.
 
 Layout: ``<root>/round_000012/{generator.zip, generator.json, reward/, shaping/ (AIRL),
-trainer_state.pt, meta.json}`` (the generator through ``rlkit.agent_files``: nothing unpickled)
+trainer_state.pt, meta.json}`` (the generator through ``rlkit.persistence.agents``: nothing unpickled)
 and ``<root>/resume/replay.npz`` (the latest off-policy replay buffer). A checkpoint
 is written in a hidden temp directory and renamed into place, so a crash mid-write leaves either
 no checkpoint or a complete one; listing only sees complete ones.
@@ -20,18 +20,18 @@ from typing import Any
 
 from stable_baselines3.common.vec_env import VecEnv
 
-from rlkit.agent_files import load_agent, save_agent
 from rlkit.ail.discriminator import Discriminator, DiscriminatorConfig
 from rlkit.ail.generator import GENERATORS, Generator
 from rlkit.ail.resume import save_trainer_state
 from rlkit.errors import FileFormatError, InvalidDataError
 from rlkit.factories.algorithms import ALGORITHMS
-from rlkit.io import atomic_write_json, replace_dir
+from rlkit.persistence import atomic_write_json, replace_dir
+from rlkit.persistence.agents import load_agent, save_agent
 from rlkit.reward import load_reward_model, save_reward_model
 
 FORMAT = "rlkit.ail_checkpoint/1"
 META_FILE = "meta.json"
-GENERATOR_NAME = "generator"  # generator.zip (SB3) + generator.json (rlkit.agent_files)
+GENERATOR_NAME = "generator"  # generator.zip (SB3) + generator.json (rlkit.persistence.agents)
 _NAME = re.compile(r"^round_(\d{6,})$")
 
 

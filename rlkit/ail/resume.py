@@ -17,7 +17,7 @@ import torch
 from stable_baselines3.common.buffers import ReplayBuffer
 
 from rlkit.errors import FileFormatError
-from rlkit.io import atomic_write_bytes
+from rlkit.persistence import atomic_write_bytes
 
 TRAINER_STATE_FILE = "trainer_state.pt"
 REPLAY_FILE = "replay.npz"

@@ -20,11 +20,11 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecEnv
 
-from rlkit.agent_files import load_agent, save_agent
 from rlkit.ail.demos import demos_from_policy, save_demos
 from rlkit.data import Trajectory, collect_trajectories
 from rlkit.errors import FileFormatError, InvalidDataError
-from rlkit.io import atomic_write_json
+from rlkit.persistence import atomic_write_json
+from rlkit.persistence.agents import load_agent, save_agent
 
 VenvFactory = Callable[[int], VecEnv]
 """Builds a fresh VecEnv from a seed; every stage of the APEC pipeline gets its envs this way."""
@@ -74,7 +74,7 @@ class DemoReport:
 
 class _SaveEvery(BaseCallback):
     """Save the model every ``every`` steps as ``step_<n>.zip`` (SB3's format, plus the
-    ``.json`` that lets ``rlkit.agent_files`` load it without unpickling)."""
+    ``.json`` that lets ``rlkit.persistence.agents`` load it without unpickling)."""
 
     def __init__(self, directory: Path, every: int) -> None:
         super().__init__()

@@ -12,7 +12,7 @@ import numpy as np
 
 from rlkit.data.trajectory import Trajectory
 from rlkit.errors import FileFormatError, InvalidDataError
-from rlkit.io import atomic_write_bytes
+from rlkit.persistence import atomic_write_bytes
 
 _FORMAT = "rlkit.trajectories/1"
 

@@ -12,7 +12,6 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecEnv
 
-from rlkit.agent_files import load_agent
 from rlkit.data import TrajectoryStore, collect_trajectories, sample_pairs
 from rlkit.data.segments import SegmentPairs
 from rlkit.factories.algorithms import ALGORITHMS
@@ -32,6 +31,7 @@ from rlkit.feedback import (
     TeacherConfig,
     beta_for_spread,
 )
+from rlkit.persistence.agents import load_agent
 from rlkit.reward import RewardEnsemble, RewardNet, TrainerConfig, build_reward_net
 
 

@@ -15,7 +15,7 @@ from rlkit.data.segments import SegmentPairs
 from rlkit.data.store import TrajectoryStore, load_npz
 from rlkit.errors import FileFormatError, InvalidDataError, InvalidLabelError
 from rlkit.feedback.scale import OrdinalScale
-from rlkit.io import atomic_write_bytes, atomic_write_json
+from rlkit.persistence import atomic_write_bytes, atomic_write_json
 
 _FORMAT = "rlkit.preferences/1"
 MetaValue = np.ndarray | float | int | str

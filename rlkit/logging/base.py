@@ -11,7 +11,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from rlkit.errors import InvalidDataError
-from rlkit.io import atomic_open
+from rlkit.persistence import atomic_open
 
 PathLike = str | os.PathLike[str]
 Frames = np.ndarray

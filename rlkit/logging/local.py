@@ -13,8 +13,8 @@ from rich.console import Console
 from rich.text import Text
 
 from rlkit.errors import InvalidDataError
-from rlkit.io import atomic_write_json
 from rlkit.logging.base import Frames, PathLike, scalar_metrics, video_file
+from rlkit.persistence import atomic_write_json
 
 RESERVED_KEYS = ("step", "wall_time")
 

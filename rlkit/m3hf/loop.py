@@ -27,7 +27,6 @@ from envs.overcooked.vector import OvercookedVecEnv
 from envs.overcooked.video import record_episode
 from rlkit.config import ConfigError
 from rlkit.errors import FileFormatError, InvalidDataError
-from rlkit.io import atomic_open, atomic_write_json
 from rlkit.logging import Logger
 from rlkit.m3hf.parser_llm import LLMParser, make_parser
 from rlkit.m3hf.parser_rule import RuleParser
@@ -45,6 +44,7 @@ from rlkit.m3hf.specs import FeedbackParser, RewardSpec, Scene
 from rlkit.m3hf.weights import TeamPools, WeightRule
 from rlkit.marl import MultiAgentPPO, OvercookedRows, load_checkpoint, save_checkpoint
 from rlkit.marl.evaluate import evaluate
+from rlkit.persistence import atomic_open, atomic_write_json
 
 log = logging.getLogger(__name__)
 STATE_FORMAT = "rlkit.m3hf.run/1"

@@ -32,8 +32,8 @@ import numpy as np
 from pydantic import ValidationError
 
 from rlkit.errors import FileFormatError
-from rlkit.io import atomic_write_json
 from rlkit.m3hf.specs import RewardSpec
+from rlkit.persistence import atomic_write_json
 
 FORMAT = "rlkit.m3hf.pools/1"
 

@@ -18,11 +18,11 @@ import numpy as np
 import torch
 
 from rlkit.errors import FileFormatError, IncompatibleModelError
-from rlkit.io import atomic_open, atomic_write_json
 from rlkit.logging import Logger
 from rlkit.marl.config import MarlConfig
 from rlkit.marl.ppo import MultiAgentPPO
 from rlkit.marl.rows import AgentRows
+from rlkit.persistence import atomic_open, atomic_write_json
 
 FORMAT = "rlkit.marl.checkpoint/1"
 

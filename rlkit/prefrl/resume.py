@@ -27,7 +27,7 @@ from stable_baselines3.common.save_util import recursive_getattr, recursive_seta
 from rlkit.ail.resume import load_replay, save_replay
 from rlkit.errors import FileFormatError, InvalidDataError
 from rlkit.feedback import PreferenceDataset
-from rlkit.io import atomic_write_bytes, atomic_write_json, read_format_json, replace_dir
+from rlkit.persistence import atomic_write_bytes, atomic_write_json, read_format_json, replace_dir
 from rlkit.reward import LoadedRewardModel, load_reward_model, save_reward_model
 
 if TYPE_CHECKING:

@@ -15,7 +15,7 @@ import safetensors.torch
 from gymnasium import spaces
 
 from rlkit.errors import FileFormatError, IncompatibleModelError, InvalidDataError
-from rlkit.io import atomic_write_bytes, atomic_write_json
+from rlkit.persistence import atomic_write_bytes, atomic_write_json
 from rlkit.reward.ensemble import RewardEnsemble
 from rlkit.reward.nets import (
     RewardNet,

@@ -24,7 +24,6 @@ import numpy as np
 from stable_baselines3.common.env_util import make_vec_env
 
 from envs.fixed_horizon import make_fixed_horizon
-from rlkit.agent_files import save_agent
 from rlkit.ail import AILConfig, AILTrainer, CheckpointStore, DiscriminatorConfig, load_demos, save_demos
 from rlkit.apec.config import ApecConfig, ApecEnvConfig, DemosSettings
 from rlkit.apec.demonstrator import (
@@ -48,8 +47,9 @@ from rlkit.factories.agent import EpisodeLog, EpisodeLogCallback
 from rlkit.factories.algorithms import ALGORITHMS
 from rlkit.factories.builders import make_agent, trainer_config
 from rlkit.feedback import PreferenceDataset
-from rlkit.io import atomic_write_bytes, atomic_write_json
 from rlkit.logging import Logger
+from rlkit.persistence import atomic_write_bytes, atomic_write_json
+from rlkit.persistence.agents import save_agent
 from rlkit.reward import RewardNet, RewardTrainer, build_reward_net, load_reward_model, save_reward_model
 from rlkit.reward.nets import TorchRewardFn
 from rlkit.reward.normalize import NormalizedReward, RunningNorm

@@ -8,7 +8,6 @@ from typing import Any
 
 import numpy as np
 
-from rlkit.agent_files import save_agent
 from rlkit.factories.agent import EpisodeLog, train_agent_on_reward
 from rlkit.factories.builders import (
     build_reward_model,
@@ -19,8 +18,9 @@ from rlkit.factories.builders import (
     true_return,
 )
 from rlkit.factories.configs import CollectConfig, DemoConfig
-from rlkit.io import atomic_write_json
 from rlkit.logging import Logger
+from rlkit.persistence import atomic_write_json
+from rlkit.persistence.agents import save_agent
 from rlkit.reward import RewardTrainer, TrainReport, save_reward_model
 from rlkit.reward.metrics import evaluate_dataset, predict_step_rewards
 from rlkit.reward.nets import TorchRewardFn

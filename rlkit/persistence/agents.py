@@ -22,7 +22,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
 
 from rlkit.errors import FileFormatError, InvalidDataError
-from rlkit.io import atomic_write_json, read_format_json
+from rlkit.persistence import atomic_write_json, read_format_json
 
 FORMAT = "rlkit.sb3-agent/1"
 # The state of a run in progress, which SB3 would pickle; a loaded agent starts from a fresh

@@ -1,5 +1,4 @@
-"""Atomic writes: a crash leaves the old file (or folder) or the new one, never half of either;
-and the reading back of rlkit's JSON headers, checked against their format tag."""
+"""Atomic writes: a crash leaves the old file (or folder) or the new one, never half of either."""
 
 from __future__ import annotations
 
@@ -11,8 +10,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
-
-from rlkit.errors import FileFormatError
 
 
 @contextmanager
@@ -41,19 +38,6 @@ def atomic_write_json(path: str | os.PathLike[str], data: Any) -> None:
 def atomic_write_bytes(path: str | os.PathLike[str], write: Callable[[IO[bytes]], None]) -> None:
     with atomic_open(path, "wb") as handle:
         write(handle)
-
-
-def read_format_json(path: str | os.PathLike[str], expected_format: str) -> dict[str, Any]:
-    """A JSON object rlkit wrote with ``"format": expected_format``; anything else is a
-    FileFormatError naming the file."""
-    try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as error:
-        raise FileFormatError(f"{path}: not readable JSON ({error})") from None
-    if not isinstance(data, dict) or data.get("format") != expected_format:
-        found = data.get("format") if isinstance(data, dict) else type(data).__name__
-        raise FileFormatError(f"{path}: format {found!r}, expected {expected_format!r}")
-    return data
 
 
 def _json_default(value: Any) -> Any:
