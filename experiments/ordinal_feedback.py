@@ -27,11 +27,12 @@ from stable_baselines3.common.env_util import make_vec_env
 from rlkit.config import StrictModel, experiment_parser, load_config, save_config
 from rlkit.data import SegmentPairs, TrajectoryStore, collect_trajectories, sample_pairs
 from rlkit.factories.builders import build_reward_model, store_spaces, trainer_config
-from rlkit.factories.configs import RewardModelConfig, TrainerSettings
+from rlkit.factories.configs import RewardModelConfig
 from rlkit.feedback import OrdinalScale, beta_for_spread
 from rlkit.logging import progress
 from rlkit.persistence.agents import load_agent, save_agent
 from rlkit.reward import RewardTrainer, evaluate_reward
+from rlkit.reward.config import TrainerConfig
 
 
 class TaskConfig(StrictModel):
@@ -54,7 +55,7 @@ class OrdinalExperimentConfig(StrictModel):
     granularities: list[str] = ["binary", "ternary", "five", "oracle"]
     tie_ratios: list[float] = [0.0, 0.25, 0.5, 0.75, 1.0]
     model: RewardModelConfig = RewardModelConfig(hidden=(64, 64))
-    trainer: TrainerSettings = TrainerSettings()
+    trainer: TrainerConfig = TrainerConfig()
 
 
 def train_checkpoints(task: TaskConfig, config: OrdinalExperimentConfig, folder: Path) -> list[Path]:

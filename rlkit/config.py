@@ -4,26 +4,78 @@ from __future__ import annotations
 
 import argparse
 import os
+from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, Self, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from rlkit.errors import RlkitError
+from rlkit.errors import ConfigError
 from rlkit.persistence import atomic_open
+
+__all__ = ["ConfigError", "StrictModel", "apply_overrides", "load_config", "parse_override", "save_config"]
 
 Config = TypeVar("Config", bound=BaseModel)
 
-
-class ConfigError(RlkitError, ValueError):
-    """A config file or override that does not fit the command's config schema."""
+_VALIDATING: ContextVar[bool] = ContextVar("rlkit_config_validating", default=False)
+_BOUNDS = {"greater_than": ("gt", ">"), "greater_than_equal": ("ge", ">="),
+           "less_than": ("lt", "<"), "less_than_equal": ("le", "<=")}
 
 
 class StrictModel(BaseModel):
-    """Base of every config: unknown keys are errors (a typo must not silently do nothing)."""
+    """Base of every config: unknown keys are errors (a typo must not silently do nothing), values
+    are frozen, and a bad value built in code raises ``invalid_error`` (an ``rlkit.errors`` type,
+    a ``ValueError``) naming the class, the field and the value. Loaded from YAML (``load_config``)
+    the same problems are a ``ConfigError`` naming the field's path in the file."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+    invalid_error: ClassVar[type[ValueError]] = ConfigError
+
+    def __init__(self, /, **data: Any) -> None:
+        if _VALIDATING.get():  # a section of a config being validated: its errors join the whole's
+            super().__init__(**data)
+            return
+        token = _VALIDATING.set(True)
+        try:
+            super().__init__(**data)
+        except ValidationError as error:
+            raise self.invalid_error(describe_errors(type(self).__name__, error)) from None
+        finally:
+            _VALIDATING.reset(token)
+
+    @classmethod
+    def model_validate(cls, obj: Any, **kwargs: Any) -> Self:
+        """Pydantic's, raising its ``ValidationError`` (``load_config`` words it by path)."""
+        token = _VALIDATING.set(True)
+        try:
+            return super().model_validate(obj, **kwargs)
+        finally:
+            _VALIDATING.reset(token)
+
+    def replace(self, **changes: Any) -> Self:
+        """A copy with ``changes``, validated again (``model_copy`` would not check them)."""
+        return type(self)(**{**dict(self), **changes})
+
+
+def describe_errors(owner: str, error: ValidationError) -> str:
+    """One line per problem: ``Owner.field must be >= 1, got 0``; a validator's own message is
+    kept as it is, after the field's name."""
+    lines = []
+    for problem in error.errors():
+        where = ".".join(str(part) for part in problem["loc"])
+        name = f"{owner}.{where}" if where else owner
+        kind, value = problem["type"], problem.get("input")
+        if kind == "value_error":
+            lines.append(f"{name}: {problem['msg'].removeprefix('Value error, ')}")
+        elif kind in _BOUNDS:
+            key, sign = _BOUNDS[kind]
+            lines.append(f"{name} is out of range: {value!r} (must be {sign} {problem['ctx'][key]})")
+        elif kind == "extra_forbidden":
+            lines.append(f"{name} is not a field of {owner}")
+        else:
+            lines.append(f"{name} is invalid: {value!r} ({problem['msg'][:1].lower()}{problem['msg'][1:]})")
+    return "; ".join(lines)
 
 
 def parse_override(text: str) -> tuple[list[str], Any]:

@@ -19,3 +19,22 @@ class FileFormatError(RlkitError, ValueError):
 
 class IncompatibleModelError(RlkitError, ValueError):
     """A saved reward model whose spaces do not match the environment it is used with."""
+
+
+class ConfigError(RlkitError, ValueError):
+    """A setting that does not fit its config: a config file or override off the command's schema,
+    a config field out of range, an unknown option name."""
+
+
+class WrongTypeError(RlkitError, TypeError):
+    """A value of the wrong kind: a float where an int is needed, an off-policy algorithm where an
+    on-policy one is, an env without the interface a caller needs."""
+
+
+class StateError(RlkitError, RuntimeError):
+    """An operation that cannot run now: a step before ``reset`` or past the episode's end, a
+    helper process (ffmpeg, the web server) that failed, agents that wait on each other."""
+
+
+class UnknownKeyError(RlkitError, KeyError):
+    """A name looked up where it does not exist (an agent not in the game)."""

@@ -11,7 +11,8 @@ from typing import Any, Literal
 from pydantic import Field
 
 from rlkit.config import StrictModel
-from rlkit.factories.configs import AgentConfig, TrainerSettings
+from rlkit.factories.configs import AgentConfig
+from rlkit.reward.config import TrainerConfig
 
 Method = Literal["apec", "apec_ordinal", "gap_only", "ot_only", "drex", "raw_ail"]
 METHODS: tuple[str, ...] = ("apec", "gap_only", "ot_only", "drex", "raw_ail")
@@ -102,7 +103,7 @@ class RewardSettings(StrictModel):
 
     inputs: tuple[str, ...] = ("obs",)
     hidden: tuple[int, ...] = (256, 256)
-    trainer: TrainerSettings = TrainerSettings(loss="bt", lr=1e-4, weight_decay=0.0, batch_size=64,
+    trainer: TrainerConfig = TrainerConfig(loss="bt", lr=1e-4, weight_decay=0.0, batch_size=64,
                                                max_epochs=30, patience=5)
 
 

@@ -14,6 +14,7 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from rlkit.data import TrajectoryStore, collect_trajectories, sample_pairs
 from rlkit.data.segments import SegmentPairs
+from rlkit.errors import ConfigError
 from rlkit.factories.algorithms import ALGORITHMS
 from rlkit.factories.configs import (
     AgentConfig,
@@ -21,8 +22,6 @@ from rlkit.factories.configs import (
     EnvConfig,
     LabelConfig,
     RewardModelConfig,
-    TeacherSettings,
-    TrainerSettings,
 )
 from rlkit.feedback import (
     OrdinalScale,
@@ -57,7 +56,7 @@ def collect_store(config: CollectConfig, rng: np.random.Generator) -> Trajectory
             policy = None
             if source.kind == "sb3":
                 if source.path is None:
-                    raise ValueError(f"policies[{i}]: an sb3 policy needs a path")
+                    raise ConfigError(f"policies[{i}]: an sb3 policy needs a path")
                 policy = load_policy(source.algo, source.path)
             store.extend(collect_trajectories(
                 venv, policy, rng, n_steps=source.n_steps, max_length=config.max_length,
@@ -69,20 +68,18 @@ def collect_store(config: CollectConfig, rng: np.random.Generator) -> Trajectory
 
 
 def make_teacher(
-    settings: TeacherSettings, calibration: SegmentPairs, rng: np.random.Generator
+    config: TeacherConfig, calibration: SegmentPairs, rng: np.random.Generator
 ) -> SimulatedTeacher:
-    """A simulated teacher; ``beta="auto"`` is fitted on ``calibration`` pairs' return gaps."""
-    beta = settings.beta
+    """A simulated teacher; ``beta="auto"`` is fitted on ``calibration`` pairs' return gaps. A
+    section that says more (pref-rl's ``kind``, ``human``) gives the teacher its ``TeacherConfig``
+    fields only."""
+    beta = config.beta
     if beta == "auto":
         left, right = calibration.gather()
-        gaps = left.returns(settings.gamma) - right.returns(settings.gamma)
-        beta = beta_for_spread(gaps, settings.auto_beta_std)
-    config = TeacherConfig(
-        scale=settings.scale, beta=float(beta), gamma=settings.gamma,
-        mistake_rate=settings.mistake_rate, skip_threshold=settings.skip_threshold,
-        equal_threshold=settings.equal_threshold,
-    )
-    return SimulatedTeacher(config, rng)
+        gaps = left.returns(config.gamma) - right.returns(config.gamma)
+        beta = beta_for_spread(gaps, config.auto_beta_std)
+    fields = {name: getattr(config, name) for name in TeacherConfig.model_fields}
+    return SimulatedTeacher(TeacherConfig(**fields | {"beta": float(beta)}), rng)
 
 
 def label_pairs(
@@ -112,8 +109,9 @@ def build_reward_model(
     return RewardEnsemble([member(i) for i in range(config.ensemble_size)])
 
 
-def trainer_config(settings: TrainerSettings, seed: int) -> TrainerConfig:
-    return TrainerConfig(**settings.model_dump(), seed=seed)
+def trainer_config(config: TrainerConfig, seed: int) -> TrainerConfig:
+    """A command's ``trainer`` section with the command's ``seed``."""
+    return config.replace(seed=seed)
 
 
 def store_spaces(store: TrajectoryStore) -> tuple[spaces.Box, spaces.Space]:

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator, model_validator
 
 from rlkit.config import StrictModel
+from rlkit.errors import InvalidLabelError
+from rlkit.feedback.teachers import TeacherConfig
+from rlkit.reward.config import TrainerConfig
 
 
 class EnvConfig(StrictModel):
@@ -35,23 +38,11 @@ class CollectConfig(StrictModel):
     seed: int = 0
 
 
-class TeacherSettings(StrictModel):
-    """``beta="auto"`` fits beta so that beta * (G_A - G_B) has std ``auto_beta_std``."""
-
-    scale: str = "five"
-    beta: float | Literal["auto"] = "auto"
-    auto_beta_std: float = Field(2.0, gt=0)
-    gamma: float = Field(1.0, gt=0, le=1)
-    mistake_rate: float = Field(0.0, ge=0, le=1)
-    skip_threshold: float | None = None
-    equal_threshold: float = Field(0.0, ge=0)
-
-
 class LabelConfig(StrictModel):
     trajectories: str | None = Field(None, description="a TrajectoryStore .npz from `rlkit collect`")
     n_pairs: int = Field(1000, ge=1)
     segment_length: int = Field(50, ge=1)
-    teacher: TeacherSettings = TeacherSettings()
+    teacher: TeacherConfig = TeacherConfig(beta="auto")
     seed: int = 0
     annotator: str | None = Field(None, description="with --human: your annotator id")
     database: str | None = Field(None, description="with --human: label store (dir or URL); default run dir")
@@ -65,21 +56,11 @@ class RewardModelConfig(StrictModel):
     ensemble_size: int = Field(1, ge=1)
 
 
-class TrainerSettings(StrictModel):
-    loss: Literal["ordinal", "bt", "rao_kupper", "hinge"] = "ordinal"
-    lr: float = Field(1e-3, gt=0)
-    weight_decay: float = Field(1e-4, ge=0)
-    batch_size: int = Field(64, ge=1)
-    max_epochs: int = Field(100, ge=1)
-    val_fraction: float = Field(0.1, ge=0, lt=1)
-    patience: int = Field(10, ge=1)
-
-
 class TrainRewardConfig(StrictModel):
     dataset: str | None = Field(None, description="a PreferenceDataset from `rlkit label`")
     held_out_fraction: float = Field(0.2, gt=0, lt=1)
     model: RewardModelConfig = RewardModelConfig()
-    trainer: TrainerSettings = TrainerSettings()
+    trainer: TrainerConfig = TrainerConfig()
     seed: int = 0
 
 
@@ -104,7 +85,7 @@ class DemoConfig(StrictModel):
     max_length: int = Field(200, ge=1, description="cut episodes into pieces this long")
     label: LabelConfig = LabelConfig(n_pairs=2000)
     train_reward: TrainRewardConfig = TrainRewardConfig(
-        trainer=TrainerSettings(max_epochs=50, patience=5),
+        trainer=TrainerConfig(max_epochs=50, patience=5),
     )
     agent: AgentConfig = AgentConfig(
         total_timesteps=200_000,
@@ -123,23 +104,48 @@ class QueryConfig(StrictModel):
     max_pairs: int | None = Field(None, ge=1, description="stop querying at this many labels")
 
 
-class HumanTeacherSettings(StrictModel):
-    """People label the queries on ``rlkit serve --run-dir <the run's dir>`` (or ``rlkit label --human``)."""
+class HumanTeacherConfig(StrictModel):
+    """People label the queries on ``rlkit serve --run-dir <the run's dir>`` (or ``rlkit label --human``);
+    the ``teacher.human`` section of ``rlkit pref-rl`` and the argument of ``rlkit.human.HumanTeacher``."""
+
+    invalid_error = InvalidLabelError
 
     wait: bool = Field(True, description="pause training for labels; false: go on at once, unanswered = NaN")
-    min_fraction: float = Field(1.0, gt=0, le=1, description="share of a batch to wait for")
-    timeout_s: float = Field(3600.0, ge=0, description="then go on; unanswered pairs are NaN (skipped)")
-    poll_s: float = Field(0.5, gt=0, description="how often the label store is checked")
-    redundancy: int = Field(1, ge=1, description="annotators asked per pair")
+    min_fraction: float = Field(1.0, description="share of a batch to wait for, in (0, 1]")
+    timeout_s: float = Field(3600.0, description="then go on; unanswered pairs are NaN (skipped)")
+    poll_s: float = Field(0.5, description="how often the label store is checked")
+    redundancy: int = Field(1, description="annotators asked per pair (> 1: the dashboard shows agreement)")
     render_media: bool = Field(True, description="videos in the run's media/ for `rlkit serve`")
     fps: float = Field(10.0, gt=0)
 
+    @field_validator("min_fraction")
+    @classmethod
+    def _fraction(cls, value: float) -> float:
+        if not 0.0 < value <= 1.0:
+            raise ValueError(f"min_fraction must lie in (0, 1], got {value}")
+        return value
 
-class PrefRLTeacherSettings(TeacherSettings):
-    """``simulated`` (the settings above) or ``human`` (``human``; ``scale`` is the one people label on)."""
+    @field_validator("redundancy")
+    @classmethod
+    def _redundancy(cls, value: int) -> int:
+        if value < 1:
+            raise ValueError(f"redundancy must be >= 1, got {value}")
+        return value
 
+    @model_validator(mode="after")
+    def _waits(self) -> HumanTeacherConfig:
+        if self.timeout_s < 0 or self.poll_s <= 0:
+            raise ValueError(f"timeout_s must be >= 0 and poll_s > 0, got {self.timeout_s} and {self.poll_s}")
+        return self
+
+
+class PrefRLTeacherSettings(TeacherConfig):
+    """``simulated`` (a ``TeacherConfig``, ``beta`` fitted by default) or ``human`` (``human``;
+    ``scale`` is the one people label on)."""
+
+    beta: float | Literal["auto"] = "auto"
     kind: Literal["simulated", "human"] = "simulated"
-    human: HumanTeacherSettings = HumanTeacherSettings()
+    human: HumanTeacherConfig = HumanTeacherConfig()
 
 
 class PrefRLConfig(StrictModel):
@@ -148,5 +154,5 @@ class PrefRLConfig(StrictModel):
     query: QueryConfig = QueryConfig()
     teacher: PrefRLTeacherSettings = PrefRLTeacherSettings()
     model: RewardModelConfig = RewardModelConfig(ensemble_size=3)
-    trainer: TrainerSettings = TrainerSettings(max_epochs=30)
+    trainer: TrainerConfig = TrainerConfig(max_epochs=30)
     seed: int = 0

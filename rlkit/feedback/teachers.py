@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
+from pydantic import Field, model_validator
 
+from rlkit.config import StrictModel
 from rlkit.data.segments import SegmentPairs
+from rlkit.errors import ConfigError, InvalidDataError
 from rlkit.feedback.scale import OrdinalScale
 
 
-@dataclass(frozen=True)
-class TeacherConfig:
+class TeacherConfig(StrictModel):
     """B-Pref's teacher grid plus the ordinal scale.
 
     ``beta``: rationality of ``p = sigmoid(beta * (G_A - G_B))``; ``inf`` gives a perfectly rational
-    teacher. ``gamma < 1`` is the myopic teacher that weighs later steps more.
+    teacher. ``"auto"`` (the commands' default) is fitted on sample pairs so that beta * (G_A - G_B)
+    has std ``auto_beta_std`` (``rlkit.factories.builders.make_teacher``); ``SimulatedTeacher``
+    needs it resolved. ``gamma < 1`` is the myopic teacher that weighs later steps more.
     ``skip_threshold``: skip (NaN) when both segment returns are below it.
     ``equal_threshold``: label a tie (0.5) when ``|G_A - G_B|`` is below it — B-Pref's deterministic
     "equal" teacher, which breaks unbiasedness (E[z] != p); leave it 0 for the ordinal setting.
@@ -23,14 +27,16 @@ class TeacherConfig:
     """
 
     scale: str = "five"
-    beta: float = 1.0
+    beta: float | Literal["auto"] = 1.0
+    auto_beta_std: float = Field(2.0, gt=0)
     gamma: float = 1.0
     mistake_rate: float = 0.0
     skip_threshold: float | None = None
     equal_threshold: float = 0.0
 
-    def __post_init__(self) -> None:
-        if not self.beta > 0:
+    @model_validator(mode="after")
+    def _ranges(self) -> TeacherConfig:
+        if self.beta != "auto" and not self.beta > 0:
             raise ValueError(f"beta must be > 0, got {self.beta}")
         if not 0.0 < self.gamma <= 1.0:
             raise ValueError(f"gamma must lie in (0, 1], got {self.gamma}")
@@ -39,6 +45,7 @@ class TeacherConfig:
         if self.equal_threshold < 0:
             raise ValueError(f"equal_threshold must be >= 0, got {self.equal_threshold}")
         OrdinalScale.get(self.scale)
+        return self
 
 
 class SimulatedTeacher:
@@ -47,6 +54,9 @@ class SimulatedTeacher:
     def __init__(
         self, config: TeacherConfig, rng: np.random.Generator, name: str = "simulated"
     ) -> None:
+        if config.beta == "auto":
+            raise ConfigError("TeacherConfig.beta is 'auto': fit it first "
+                              "(rlkit.factories.builders.make_teacher)")
         self.config = config
         self.scale = OrdinalScale.get(config.scale)
         self.rng = rng
@@ -95,5 +105,5 @@ def beta_for_spread(return_gaps: np.ndarray, target_std: float = 2.0) -> float:
     """
     spread = float(np.std(return_gaps))
     if spread == 0.0:
-        raise ValueError("all return gaps are equal; no beta can spread them")
+        raise InvalidDataError("all return gaps are equal; no beta can spread them")
     return target_std / spread

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 def open_store(config: ServeConfig) -> LabelStore:
     if config.database is None and config.run_dir is None:
-        from rlkit.config import ConfigError
+        from rlkit.errors import ConfigError
 
         raise ConfigError("`rlkit serve` needs run_dir=... (the run to label) or database=<URL>")
     # The run directory may not exist yet: name the file, so it is not taken for a database file.

@@ -19,29 +19,10 @@ import numpy as np
 
 from rlkit.data.segments import SegmentPairs
 from rlkit.errors import InvalidLabelError
+from rlkit.factories.configs import HumanTeacherConfig
 from rlkit.feedback.answers import Answers
 from rlkit.human.media import FrameFn, render_pairs
 from rlkit.human.store import LabelStore
-
-
-@dataclass(frozen=True)
-class HumanTeacherConfig:
-    wait: bool = True  # pause training for labels; False returns at once (NaN for unanswered)
-    min_fraction: float = 1.0  # share of the batch that must be answered before training goes on
-    timeout_s: float = 3600.0  # then go on with what there is (unanswered pairs are NaN)
-    poll_s: float = 0.5
-    redundancy: int = 1  # people asked per pair (> 1 gives the dashboard its agreement)
-    render_media: bool = True
-    fps: float = 10.0
-
-    def __post_init__(self) -> None:
-        if not 0.0 < self.min_fraction <= 1.0:
-            raise InvalidLabelError(f"min_fraction must lie in (0, 1], got {self.min_fraction}")
-        if self.redundancy < 1:
-            raise InvalidLabelError(f"redundancy must be >= 1, got {self.redundancy}")
-        if self.timeout_s < 0 or self.poll_s <= 0:
-            raise InvalidLabelError(f"timeout_s must be >= 0 and poll_s > 0, got "
-                                    f"{self.timeout_s} and {self.poll_s}")
 
 
 @dataclass(frozen=True)

@@ -15,9 +15,9 @@ from rich.console import Console
 from rich.prompt import Prompt
 from rich.table import Table
 
-from rlkit.config import ConfigError
 from rlkit.data.segments import gather, sample_pairs
 from rlkit.data.store import TrajectoryStore
+from rlkit.errors import ConfigError
 from rlkit.feedback.scale import OrdinalScale
 from rlkit.human.store import LabelConflictError, LabelStore, Query
 

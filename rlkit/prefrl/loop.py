@@ -14,7 +14,6 @@ never guessed.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,10 +25,9 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 
-from rlkit.config import ConfigError
 from rlkit.data import TrajectoryRecorder, TrajectoryStore, collect_trajectories, sample_pairs
 from rlkit.data.segments import SegmentPairs
-from rlkit.errors import InvalidDataError
+from rlkit.errors import ConfigError, InvalidDataError
 from rlkit.factories.agent import EpisodeLog, EpisodeLogCallback
 from rlkit.factories.builders import (
     build_reward_model,
@@ -146,7 +144,7 @@ class PreferenceRL:
     def teacher_state(self) -> dict[str, Any]:
         """What a resumed run needs to rebuild the teacher (a custom one is passed in again)."""
         if isinstance(self.teacher, SimulatedTeacher):
-            return {"kind": "simulated", "config": dataclasses.asdict(self.teacher.config)}
+            return {"kind": "simulated", "config": self.teacher.config.model_dump()}
         if isinstance(self.teacher, AnnotatedTeacher):
             return {"kind": "annotated", "state": self.teacher.resume_state()}
         return {"kind": "custom" if self.teacher is not None else "not yet made"}

@@ -12,53 +12,13 @@ import torch
 
 from rlkit.data import SegmentPairs, gather
 from rlkit.errors import InvalidDataError, InvalidLabelError
+from rlkit.reward.config import TrainerConfig
 from rlkit.reward.ensemble import RewardEnsemble
 from rlkit.reward.losses import make_loss
 from rlkit.reward.metrics import evaluate_reward, preference_accuracy
 from rlkit.reward.nets import RewardNet, numpy_to_tensors
 
 _ARRAY_OF_INPUT = {"obs": "obs", "act": "acts", "next_obs": "next_obs", "done": "dones"}
-
-
-@dataclass(frozen=True)
-class TrainerConfig:
-    """How to train.
-
-    ``patience``: epochs without a better validation loss before stopping (None: never stop early).
-    ``discount``: step t of a segment weighs discount**t in its return.
-    ``bootstrap``: resample each ensemble member's training pairs with replacement.
-    ``memory_budget_bytes``: cap on pre-gathered tensors; past it, pairs are gathered per batch.
-    """
-
-    lr: float = 1e-3
-    weight_decay: float = 1e-4
-    batch_size: int = 64
-    max_epochs: int = 100
-    val_fraction: float = 0.1
-    patience: int | None = 10
-    loss: str = "ordinal"
-    hinge_margin: float = 2.0
-    rao_kupper_theta: float = 2.0
-    discount: float = 1.0
-    bootstrap: bool = False
-    seed: int = 0
-    device: str = "cpu"
-    memory_budget_bytes: int = 2**30
-    eval_batch_size: int = 256
-
-    def __post_init__(self) -> None:
-        checks = {
-            "lr": self.lr > 0, "weight_decay": self.weight_decay >= 0,
-            "batch_size": self.batch_size >= 1, "max_epochs": self.max_epochs >= 1,
-            "val_fraction": 0 <= self.val_fraction < 1,
-            "patience": self.patience is None or self.patience >= 1,
-            "discount": 0 < self.discount <= 1, "eval_batch_size": self.eval_batch_size >= 1,
-            "memory_budget_bytes": self.memory_budget_bytes >= 0,
-        }
-        for name, ok in checks.items():
-            if not ok:
-                raise ValueError(f"TrainerConfig.{name} is out of range: {getattr(self, name)!r}")
-        make_loss(self.loss, self.hinge_margin, self.rao_kupper_theta)  # fails on a bad name/param
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from rlkit.factories.configs import PrefRLConfig, PrefRLTeacherSettings
 from rlkit.feedback import OrdinalScale
 from rlkit.human.dashboard import with_dashboard
 from rlkit.human.store import LabelStore
-from rlkit.human.teacher import HumanTeacher, HumanTeacherConfig
+from rlkit.human.teacher import HumanTeacher
 from rlkit.logging import Logger
 from rlkit.prefrl import PreferenceRL
 from rlkit.prefrl import resume as prefrl_resume
@@ -50,6 +50,6 @@ def make_human_teacher(settings: PrefRLTeacherSettings, run_dir: str | Path | No
         )
     store.set_scale(OrdinalScale.get(settings.scale))
     log.info("queries wait for labels at `rlkit serve --run-dir %s`", run_dir)
-    return HumanTeacher(store, HumanTeacherConfig(**settings.human.model_dump()),
+    return HumanTeacher(store, settings.human,
                         media_dir=Path(run_dir) / "media")
 

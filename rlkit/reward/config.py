@@ -1,0 +1,65 @@
+"""How a reward model is fitted (``TrainerConfig``): the ``trainer`` section of the commands'
+configs and the argument of ``RewardTrainer``. Pydantic only, so configs load without torch."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field, model_serializer, model_validator
+
+from rlkit.config import StrictModel
+
+Loss = Literal["ordinal", "bt", "rao_kupper", "hinge"]
+
+
+class TrainerConfig(StrictModel):
+    """How to train.
+
+    ``patience``: epochs without a better validation loss before stopping (None: never stop early).
+    ``discount``: step t of a segment weighs discount**t in its return.
+    ``bootstrap``: resample each ensemble member's training pairs with replacement.
+    ``memory_budget_bytes``: cap on pre-gathered tensors; past it, pairs are gathered per batch.
+
+    The fields after ``patience`` are written to a resolved config file only when they differ from
+    their defaults, so the files of the commands read as before; ``seed`` is the command's own.
+    """
+
+    loss: Loss = "ordinal"
+    lr: float = Field(1e-3, gt=0)
+    weight_decay: float = Field(1e-4, ge=0)
+    batch_size: int = Field(64, ge=1)
+    max_epochs: int = Field(100, ge=1)
+    val_fraction: float = Field(0.1, ge=0, lt=1)
+    patience: int | None = Field(10, ge=1)
+    hinge_margin: float = 2.0
+    rao_kupper_theta: float = 2.0
+    discount: float = Field(1.0, gt=0, le=1)
+    bootstrap: bool = False
+    seed: int = 0
+    device: str = "cpu"
+    memory_budget_bytes: int = Field(2**30, ge=0)
+    eval_batch_size: int = Field(256, ge=1)
+
+    written_when_set: ClassVar[tuple[str, ...]] = (
+        "hinge_margin", "rao_kupper_theta", "discount", "bootstrap", "seed", "device",
+        "memory_budget_bytes", "eval_batch_size",
+    )
+
+    @model_validator(mode="after")
+    def _loss_parameters(self) -> TrainerConfig:
+        """The same checks as ``rlkit.reward.losses.make_loss``, without importing torch."""
+        if self.loss == "rao_kupper" and not (math.isfinite(self.rao_kupper_theta)
+                                              and self.rao_kupper_theta > 1.0):
+            raise ValueError(f"rao_kupper_ties needs a finite theta > 1, got theta={self.rao_kupper_theta}")
+        if self.loss == "hinge" and not (math.isfinite(self.hinge_margin) and self.hinge_margin >= 0.0):
+            raise ValueError(f"hinge needs a finite margin >= 0, got margin={self.hinge_margin}")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _omit_unset_extras(self, handler: Any) -> dict[str, Any]:
+        data = handler(self)
+        for name in self.written_when_set:
+            if name in data and getattr(self, name) == type(self).model_fields[name].default:
+                del data[name]
+        return data
