@@ -21,6 +21,7 @@ from rlkit.ail import (
     save_demos,
 )
 from rlkit.ail import checkpoints as checkpoints_module
+from rlkit.ail.discriminator import build_discriminator
 from rlkit.errors import FileFormatError, InvalidDataError
 from tests.tiny_envs import Point
 
@@ -118,16 +119,35 @@ def test_interrupted_checkpoint_write_leaves_nothing_half_written(demos, tmp_pat
 
 
 def test_airl_and_maxent_run_with_sac(demos):
-    for disc in (DiscriminatorConfig(loss="airl", hidden=(16,)),
+    for disc in (DiscriminatorConfig(loss="airl", hidden=(16,), updates_per_round=20, lr=1e-2),
                  DiscriminatorConfig(loss="maxent", state_only=True, reward_clip=10.0,
-                                     weight_decay=1e-3, hidden=(16,))):
+                                     weight_decay=1e-3, hidden=(16,), updates_per_round=20,
+                                     lr=1e-2)):
         config = AILConfig(rounds=1, steps_per_round=120, discriminator=disc)
-        trainer = AILTrainer(config, venv(), demos, "sac",
+        env = venv()
+        trainer = AILTrainer(config, env, demos, "sac",
                              {"learning_starts": 100, "policy_kwargs": {"net_arch": [16]}})
         record = trainer.train()[0]
         assert np.isfinite(record.disc["loss"]) and np.isfinite(record.agent_reward)
         assert ("accuracy" if disc.loss == "airl" else "reward_gap") in record.disc
         assert (trainer.discriminator.shaping_net is not None) == (disc.loss == "airl")
+        # on fresh demo and generator transitions the trained discriminator beats its own start
+        rng = np.random.default_rng(3)
+        expert_batch = trainer.expert.sample(rng, 512)
+        agent_batch = trainer.agent.transitions().sample(rng, 512)
+        log_pis = ([policy_log_prob(trainer.generator, b.obs, b.acts)
+                    for b in (expert_batch, agent_batch)] if disc.loss == "airl" else [])
+        untrained = build_discriminator(disc, env.observation_space, env.action_space,
+                                        seed=config.seed)
+        (start, _), (loss, metrics) = (
+            d.loss(expert_batch.to_torch("cpu"), agent_batch.to_torch("cpu"), *log_pis)
+            for d in (untrained, trainer.discriminator))
+        assert loss.item() < start.item() - 0.2, disc.loss
+        if disc.loss == "airl":  # ~0.53 untrained
+            assert metrics["accuracy"] > 0.7
+        else:  # the max-ent reward rose on the demos against the generator's (~0.04 untrained)
+            assert metrics["reward_gap"] > 0.2
+        assert record.expert_reward > record.agent_reward
 
 
 def test_sac_log_prob_matches_sb3(demos):
