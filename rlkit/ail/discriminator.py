@@ -6,15 +6,16 @@ straight into ``RewardVecEnvWrapper`` and replay-buffer relabelling.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 import torch
 from gymnasium import spaces
+from pydantic import Field, field_validator
 from torch import nn
 
 from rlkit.ail import losses
+from rlkit.config import StrictModel
 from rlkit.errors import InvalidDataError
 from rlkit.reward import RewardNet, build_reward_net
 from rlkit.reward.nets import ACTIVATIONS, numpy_to_tensors
@@ -23,54 +24,43 @@ LossKind = Literal["gail", "airl", "maxent"]
 Batch = dict[str, torch.Tensor]
 
 
-@dataclass(frozen=True)
-class DiscriminatorConfig:
+class DiscriminatorConfig(StrictModel):
     """How the discriminator is built and trained.
 
     ``reward_clip`` bounds the raw output (APEC's max-ent reward uses 10); ``gamma`` is AIRL's
     shaping discount; ``grad_penalty`` weighs ``losses.gradient_penalty`` (0 = off).
     """
 
+    invalid_error = InvalidDataError
+
     loss: LossKind = "gail"
     state_only: bool = False
-    hidden: tuple[int, ...] = (64, 64)
+    hidden: tuple[Annotated[int, Field(ge=1)], ...] = (64, 64)
     activation: str = "relu"
-    gamma: float = 0.99
+    gamma: float = Field(0.99, ge=0.0, le=1.0)
     gail_reward: losses.GailReward = "positive"
-    reward_clip: float | None = None
-    grad_penalty: float = 0.0
-    lr: float = 3e-4
-    weight_decay: float = 0.0
-    batch_size: int = 256
-    updates_per_round: int = 1
+    reward_clip: float | None = Field(None, gt=0)
+    grad_penalty: float = Field(0.0, ge=0)
+    lr: float = Field(3e-4, gt=0)
+    weight_decay: float = Field(0.0, ge=0)
+    batch_size: int = Field(256, ge=1)
+    updates_per_round: int = Field(1, ge=0)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "hidden", tuple(self.hidden))
-        checks = {
-            "loss": self.loss in ("gail", "airl", "maxent"),
-            "gail_reward": self.gail_reward in ("positive", "logit"),
-            "activation": self.activation in ACTIVATIONS,
-            "hidden": all(int(h) >= 1 for h in self.hidden),
-            "gamma": 0.0 <= self.gamma <= 1.0,
-            "reward_clip": self.reward_clip is None or self.reward_clip > 0,
-            "grad_penalty": self.grad_penalty >= 0,
-            "lr": self.lr > 0,
-            "weight_decay": self.weight_decay >= 0,
-            "batch_size": self.batch_size >= 1,
-            "updates_per_round": self.updates_per_round >= 0,
-        }
-        bad = [name for name, ok in checks.items() if not ok]
-        if bad:
-            raise InvalidDataError(f"DiscriminatorConfig.{bad[0]} is invalid: {getattr(self, bad[0])!r}")
+    @field_validator("activation")
+    @classmethod
+    def _activation(cls, value: str) -> str:
+        if value not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {value!r}")
+        return value
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+        return self.model_dump(mode="json")
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DiscriminatorConfig:
         try:
             return cls(**data)
-        except TypeError as error:
+        except InvalidDataError as error:
             raise InvalidDataError(f"not a discriminator config: {error}") from None
 
 

@@ -10,11 +10,12 @@ buffer relabelled, then the round callbacks and, every N rounds, a checkpoint.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 import torch
+from pydantic import Field
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
 
@@ -31,6 +32,7 @@ from rlkit.ail.generator import (
 from rlkit.ail.losses import gradient_penalty
 from rlkit.ail.resume import REPLAY_FILE, load_replay, restore_trainer_state, save_replay, trainer_state
 from rlkit.ail.transitions import TransitionBuffer, Transitions
+from rlkit.config import StrictModel
 from rlkit.data import Trajectory
 from rlkit.errors import InvalidDataError
 from rlkit.reward.nets import action_shape
@@ -38,24 +40,18 @@ from rlkit.wrappers import RewardVecEnvWrapper
 from rlkit.wrappers.relabel import RolloutRewardRelabeller, per_rollout_reward
 
 
-@dataclass(frozen=True)
-class AILConfig:
+class AILConfig(StrictModel):
     """``agent_buffer`` (default: one round of steps) is how many recent agent transitions the
     discriminator sees; APEC uses the last 1000 of 5000."""
 
-    rounds: int
-    steps_per_round: int
-    discriminator: DiscriminatorConfig = field(default_factory=DiscriminatorConfig)
-    agent_buffer: int | None = None
+    invalid_error = InvalidDataError
+
+    rounds: int = Field(ge=1)
+    steps_per_round: int = Field(ge=1)
+    discriminator: DiscriminatorConfig = DiscriminatorConfig()
+    agent_buffer: int | None = Field(None, ge=1)
     seed: int = 0
     device: str = "cpu"
-
-    def __post_init__(self) -> None:
-        for name in ("rounds", "steps_per_round"):
-            if getattr(self, name) < 1:
-                raise InvalidDataError(f"AILConfig.{name} must be >= 1, got {getattr(self, name)}")
-        if self.agent_buffer is not None and self.agent_buffer < 1:
-            raise InvalidDataError(f"AILConfig.agent_buffer must be >= 1, got {self.agent_buffer}")
 
 
 @dataclass(frozen=True)

@@ -13,14 +13,16 @@ import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
+from pydantic import Field
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecEnv
 
 from rlkit.ail.demos import demos_from_policy, save_demos
+from rlkit.config import StrictModel
 from rlkit.data import Trajectory, collect_trajectories
 from rlkit.errors import FileFormatError, InvalidDataError
 from rlkit.persistence import atomic_write_json
@@ -30,31 +32,23 @@ VenvFactory = Callable[[int], VecEnv]
 """Builds a fresh VecEnv from a seed; every stage of the APEC pipeline gets its envs this way."""
 
 
-@dataclass(frozen=True)
-class DemonstratorConfig:
+class DemonstratorConfig(StrictModel):
     """``target_fraction`` of the best checkpoint's return; ``eval_episodes`` per checkpoint.
 
     ``baseline``: the return that counts as 0% — ``"zero"`` (MuJoCo locomotion, returns > 0) or
     ``"random"`` (the random policy's mean return, for envs whose returns are negative)."""
 
+    invalid_error = InvalidDataError
+
     algo: str = "sac"
-    total_timesteps: int = 100_000
-    checkpoint_every: int = 10_000
-    target_fraction: float = 0.65
-    n_demos: int = 1
-    eval_episodes: int = 3
+    total_timesteps: int = Field(100_000, ge=1)
+    checkpoint_every: int = Field(10_000, ge=1)
+    target_fraction: float = Field(0.65, gt=0.0, le=1.0)
+    n_demos: int = Field(1, ge=1)
+    eval_episodes: int = Field(3, ge=1)
     seed: int = 0
     kwargs: tuple[tuple[str, Any], ...] = ()
-    baseline: str = "zero"
-
-    def __post_init__(self) -> None:
-        for name in ("total_timesteps", "checkpoint_every", "n_demos", "eval_episodes"):
-            if getattr(self, name) < 1:
-                raise InvalidDataError(f"DemonstratorConfig.{name} must be >= 1, got {getattr(self, name)}")
-        if self.baseline not in ("zero", "random"):
-            raise InvalidDataError(f"baseline must be 'zero' or 'random', got {self.baseline!r}")
-        if not 0.0 < self.target_fraction <= 1.0:
-            raise InvalidDataError(f"target_fraction must be in (0, 1], got {self.target_fraction}")
+    baseline: Literal["zero", "random"] = "zero"
 
 
 @dataclass(frozen=True)

@@ -7,15 +7,16 @@ behaviours. Datasets follow APEC's conventions (shuffled sides, provenance in th
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 from gymnasium import spaces
+from pydantic import Field, field_validator
 from stable_baselines3.common.vec_env import VecEnv
 from torch import nn
 
 from rlkit.apec.pairs import shuffled_pairs
+from rlkit.config import StrictModel
 from rlkit.data.rollout import collect_trajectories, random_actions
 from rlkit.data.store import TrajectoryStore
 from rlkit.data.trajectory import Trajectory
@@ -26,32 +27,32 @@ from rlkit.feedback.scale import BINARY
 NOISE_GRID: tuple[float, ...] = tuple(round(0.05 * k, 2) for k in range(20))  # 0.0 .. 0.95
 
 
-@dataclass(frozen=True)
-class DrexConfig:
+class DrexConfig(StrictModel):
     """The paper's D-REX: eps in 0..0.95 step 0.05, 5 rollouts per level, noise gap >= 0.5."""
 
-    noise_levels: tuple[float, ...] = NOISE_GRID
-    rollouts_per_level: int = 5
-    min_gap: float = 0.5
-    n_pairs: int = 1000
-    segment_length: int | None = None
-    hidden: tuple[int, ...] = (64, 64)
-    bc_epochs: int = 200
-    bc_lr: float = 1e-3
-    bc_batch_size: int = 256
-    seed: int = 0
-    max_draws: int = 100
+    invalid_error = InvalidDataError
 
-    def __post_init__(self) -> None:
-        if not self.noise_levels or not all(0.0 <= e <= 1.0 for e in self.noise_levels):
-            raise InvalidDataError(f"noise_levels must be non-empty, in [0, 1]: {self.noise_levels}")
-        for name in ("rollouts_per_level", "n_pairs", "bc_epochs", "bc_batch_size", "max_draws"):
-            if getattr(self, name) < 1:
-                raise InvalidDataError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.min_gap <= 0:
-            raise InvalidDataError(f"min_gap must be > 0, got {self.min_gap}")
-        if self.segment_length is not None and self.segment_length < 1:
-            raise InvalidDataError(f"segment_length must be >= 1, got {self.segment_length}")
+    noise_levels: tuple[float, ...] = NOISE_GRID
+    rollouts_per_level: int = Field(5, ge=1)
+    min_gap: float = Field(0.5, gt=0)
+    n_pairs: int = Field(1000, ge=1)
+    segment_length: int | None = Field(None, ge=1)
+    hidden: tuple[int, ...] = (64, 64)
+    bc_epochs: int = Field(200, ge=1)
+    bc_lr: float = 1e-3
+    bc_batch_size: int = Field(256, ge=1)
+    seed: int = 0
+    max_draws: int = Field(100, ge=1)
+
+    @field_validator("noise_levels")
+    @classmethod
+    def _levels(cls, value: tuple[float, ...]) -> tuple[float, ...]:
+        if not value or not all(0.0 <= e <= 1.0 for e in value):
+            raise ValueError(f"noise_levels must be non-empty, in [0, 1]: {value}")
+        return value
+
+
+DEFAULT_DREX = DrexConfig()
 
 
 class BCPolicy(nn.Module):
@@ -80,7 +81,7 @@ class BCPolicy(nn.Module):
 
 
 def train_bc(demos: Sequence[Trajectory], action_space: spaces.Space,
-             config: DrexConfig = DrexConfig()) -> BCPolicy:
+             config: DrexConfig = DEFAULT_DREX) -> BCPolicy:
     """Fit a BCPolicy to the demos' (state, action) pairs with MSE; leaves torch's global RNG alone."""
     if not demos:
         raise InvalidDataError("demos is empty: behaviour cloning needs demonstrations")
@@ -110,7 +111,7 @@ def train_bc(demos: Sequence[Trajectory], action_space: spaces.Space,
 
 
 def noisy_rollouts(policy: BCPolicy, venv: VecEnv, rng: np.random.Generator,
-                   config: DrexConfig = DrexConfig()) -> tuple[TrajectoryStore, np.ndarray]:
+                   config: DrexConfig = DEFAULT_DREX) -> tuple[TrajectoryStore, np.ndarray]:
     """Episodes at each noise level (each step random with probability eps); returns eps per trajectory."""
     store, noise = TrajectoryStore(), []
     for k, eps in enumerate(config.noise_levels):
@@ -130,7 +131,7 @@ def noisy_rollouts(policy: BCPolicy, venv: VecEnv, rng: np.random.Generator,
 
 
 def drex_pairs(store: TrajectoryStore, noise: np.ndarray, rng: np.random.Generator,
-               config: DrexConfig = DrexConfig()) -> PreferenceDataset:
+               config: DrexConfig = DEFAULT_DREX) -> PreferenceDataset:
     """Uniform trajectory pairs whose noise differs by >= min_gap; the lower-noise one is preferred."""
     noise = np.asarray(noise, dtype=np.float64)
     if noise.shape != (len(store),):
@@ -176,7 +177,7 @@ def drex_pairs(store: TrajectoryStore, noise: np.ndarray, rng: np.random.Generat
 
 
 def drex(demos: Sequence[Trajectory], venv: VecEnv, rng: np.random.Generator,
-         config: DrexConfig = DrexConfig()) -> PreferenceDataset:
+         config: DrexConfig = DEFAULT_DREX) -> PreferenceDataset:
     """The whole baseline: BC on the demos, noisy rollouts over the grid, labelled pairs."""
     policy = train_bc(demos, venv.action_space, config)
     store, noise = noisy_rollouts(policy, venv, rng, config)

@@ -9,12 +9,17 @@ diagnostics and never used for the label.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-import ot
 
+from rlkit.extras import extra
+
+with extra("apec"):
+    import ot
+from pydantic import Field
+
+from rlkit.config import StrictModel
 from rlkit.data.segments import SegmentPairs
 from rlkit.data.store import TrajectoryStore
 from rlkit.data.trajectory import Trajectory
@@ -23,8 +28,7 @@ from rlkit.feedback.dataset import PreferenceDataset
 from rlkit.feedback.scale import BINARY, OrdinalScale
 
 
-@dataclass(frozen=True)
-class PairConfig:
+class PairConfig(StrictModel):
     """APEC's defaults: 1000 pairs, gap 10, whole trajectories, binary labels, OT filter off.
 
     ``ot_threshold`` is in raw Sinkhorn units; the paper's 0.1 "on a x1000 scale" is 1e-4.
@@ -32,28 +36,19 @@ class PairConfig:
     ``max_draws`` bounds rejection sampling at ``max_draws * n_pairs`` candidate pairs.
     """
 
-    n_pairs: int = 1000
-    gap: int = 10
+    invalid_error = InvalidDataError
+
+    n_pairs: int = Field(1000, ge=1)
+    gap: int = Field(10, ge=0)
     ot_threshold: float | None = None
-    ot_reg: float = 0.05
-    segment_length: int | None = None
+    ot_reg: float = Field(0.05, gt=0)
+    segment_length: int | None = Field(None, ge=1)
     labels: Literal["binary", "gap"] = "binary"
     scale: str = "five"
-    max_draws: int = 100
+    max_draws: int = Field(100, ge=1)
 
-    def __post_init__(self) -> None:
-        if self.n_pairs < 1:
-            raise InvalidDataError(f"n_pairs must be >= 1, got {self.n_pairs}")
-        if self.gap < 0:
-            raise InvalidDataError(f"gap must be >= 0, got {self.gap}")
-        if self.segment_length is not None and self.segment_length < 1:
-            raise InvalidDataError(f"segment_length must be >= 1, got {self.segment_length}")
-        if self.labels not in ("binary", "gap"):
-            raise InvalidDataError(f"labels must be 'binary' or 'gap', got {self.labels!r}")
-        if self.ot_reg <= 0:
-            raise InvalidDataError(f"ot_reg must be > 0, got {self.ot_reg}")
-        if self.max_draws < 1:
-            raise InvalidDataError(f"max_draws must be >= 1, got {self.max_draws}")
+
+DEFAULT_PAIRS = PairConfig()
 
 
 def demo_ot_distances(
@@ -144,7 +139,7 @@ def select_pairs(
     store: TrajectoryStore,
     checkpoint: np.ndarray,
     rng: np.random.Generator,
-    config: PairConfig = PairConfig(),
+    config: PairConfig = DEFAULT_PAIRS,
     demos: Sequence[Trajectory] | None = None,
     ot_distances: np.ndarray | None = None,
 ) -> PreferenceDataset:
@@ -210,7 +205,7 @@ def ot_only_pairs(
     checkpoint: np.ndarray,
     ot_distances: np.ndarray,
     rng: np.random.Generator,
-    config: PairConfig = PairConfig(),
+    config: PairConfig = DEFAULT_PAIRS,
 ) -> PreferenceDataset:
     """The "OT only" ablation: two rollouts of any checkpoints, the one closer to the demos
     preferred, kept when closer by more than ``ot_threshold`` (any margin when None). The

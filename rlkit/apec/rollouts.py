@@ -6,35 +6,36 @@ APEC's labels come from the checkpoint index alone, so each trajectory must carr
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
 import numpy as np
+from pydantic import Field
 from stable_baselines3.common.vec_env import VecEnv
 
 from rlkit.ail.checkpoints import CheckpointStore
+from rlkit.config import StrictModel
 from rlkit.data.rollout import ActionFn, Predictor, collect_trajectories
 from rlkit.data.store import TrajectoryStore
 from rlkit.errors import InvalidDataError
 
 
-@dataclass(frozen=True)
-class RolloutConfig:
+class RolloutConfig(StrictModel):
     """``per_checkpoint`` finished episodes per checkpoint; stochastic by default, as in APEC."""
 
-    per_checkpoint: int = 10
+    invalid_error = InvalidDataError
+
+    per_checkpoint: int = Field(10, ge=1)
     deterministic: bool = False
     seed: int = 0
 
-    def __post_init__(self) -> None:
-        if self.per_checkpoint < 1:
-            raise InvalidDataError(f"per_checkpoint must be >= 1, got {self.per_checkpoint}")
+
+DEFAULT_ROLLOUTS = RolloutConfig()
 
 
 def policy_rollouts(
     policies: Iterable[tuple[int, Predictor | ActionFn]],
     venv: VecEnv,
     rng: np.random.Generator,
-    config: RolloutConfig = RolloutConfig(),
+    config: RolloutConfig = DEFAULT_ROLLOUTS,
 ) -> tuple[TrajectoryStore, np.ndarray]:
     """Roll out each ``(index, policy)``; returns the store and each trajectory's index.
 
@@ -60,7 +61,7 @@ def checkpoint_rollouts(
     checkpoints: CheckpointStore,
     venv: VecEnv,
     rng: np.random.Generator,
-    config: RolloutConfig = RolloutConfig(),
+    config: RolloutConfig = DEFAULT_ROLLOUTS,
     rounds: Sequence[int] | None = None,
 ) -> tuple[TrajectoryStore, np.ndarray]:
     """Rollouts of every stored round (or the given ``rounds``); indices are the AIL round numbers."""

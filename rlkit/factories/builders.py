@@ -130,7 +130,7 @@ def true_return(
     model: BaseAlgorithm | None, env: EnvConfig, episodes: int, seed_offset: int = 10_000
 ) -> tuple[float, float]:
     """Mean and std of the env's own return over ``episodes`` (``model=None``: random actions)."""
-    venv = make_venv(env.model_copy(update={"n_envs": 1}), seed_offset)
+    venv = make_venv(env.replace(n_envs=1), seed_offset)
     trajectories = collect_trajectories(
         venv, model, np.random.default_rng(seed_offset), n_episodes=episodes,
         deterministic=True,

@@ -80,7 +80,7 @@ def run_demos(env: ApecEnvConfig, settings: DemosSettings, seed: int, out_dir: P
     """The demos stage (``rlkit demos``): given demos are checked and copied, else trained for.
     SAC takes one update per vectorised step, so ``settings.n_envs`` sets its update ratio."""
     if settings.n_envs is not None:
-        env = env.model_copy(update={"n_envs": settings.n_envs})
+        env = env.replace(n_envs=settings.n_envs)
     make_venv = venv_factory(env)
     if (out_dir / "demos.npz").is_file():
         return load_demos(out_dir / "demos.npz")
@@ -202,10 +202,10 @@ def build_dataset(method: str, config: ApecConfig, make_venv: VenvFactory, demos
     if method == "apec":
         return select_pairs(store, index, rng, pair_config, ot_distances=distances)
     if method == "apec_ordinal":
-        graded = PairConfig(**{**pair_config.__dict__, "labels": "gap", "scale": "five"})
+        graded = pair_config.replace(labels="gap", scale="five")
         return select_pairs(store, index, rng, graded, ot_distances=distances)
     if method == "gap_only":
-        no_ot = PairConfig(**{**pair_config.__dict__, "ot_threshold": None})
+        no_ot = pair_config.replace(ot_threshold=None)
         return select_pairs(store, index, rng, no_ot)
     if method == "ot_only":
         return ot_only_pairs(store, index, distances, rng, pair_config)
@@ -304,7 +304,7 @@ def _cached_reward(directory: Path, config: ApecConfig, dataset: PreferenceDatas
     if settings.loss == "bt" and tuple(dataset.scale.levels) != (0.0, 1.0):
         # Bradley-Terry refuses graded labels; the ordinal cross-entropy is the same loss on
         # binary labels and the unbiased one on graded labels.
-        settings = settings.model_copy(update={"loss": "ordinal"})
+        settings = settings.replace(loss="ordinal")
     report = RewardTrainer(model, trainer_config(settings, config.seed)).fit(
         dataset, rng=np.random.default_rng(config.seed))
     save_reward_model(model, directory)
