@@ -1,12 +1,14 @@
 """The `rlkit` command end to end on a fast env: collect -> label -> train-reward -> eval-reward."""
 
+import argparse
 import json
 import os
+import re
 
 import numpy as np
 import pytest
 
-from rlkit.cli import main
+from rlkit.cli import RUNNERS, build_parser, command_schema, main
 from rlkit.feedback import PreferenceDataset
 
 os.environ.setdefault("WANDB_MODE", "offline")
@@ -18,12 +20,30 @@ def run(capsys, *argv: str) -> dict:
     return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
 
 
+def registered_commands() -> dict[str, argparse.ArgumentParser]:
+    """The subcommands as the parser registers them (not a hand-kept list)."""
+    (subparsers,) = (action for action in build_parser()._actions
+                     if isinstance(action, argparse._SubParsersAction))
+    return dict(subparsers.choices)
+
+
 def test_every_command_has_help(capsys):
-    for command in ("demo", "collect", "label", "train-reward", "eval-reward", "pref-rl"):
+    commands = registered_commands()
+    assert len(commands) >= 10 and set(commands) == set(RUNNERS)  # each one runs something
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--help"])
+    assert exit_info.value.code == 0
+    listing = capsys.readouterr().out
+    for command in commands:
+        assert command in listing
         with pytest.raises(SystemExit) as exit_info:
             main([command, "--help"])
-        assert exit_info.value.code == 0
-        assert "key=value" in capsys.readouterr().out
+        assert exit_info.value.code == 0, command
+        out = capsys.readouterr().out
+        assert "key=value" in out, command
+        # the help lists the fields of the command's config, each with its default
+        for field in command_schema(command).model_fields:
+            assert re.search(rf"^  {re.escape(field)}[. ]", out, re.M), (command, field)
 
 
 def test_collect_label_train_and_evaluate_a_reward(tmp_path, capsys):
