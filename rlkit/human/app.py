@@ -10,9 +10,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fastapi import FastAPI, HTTPException
-from fastapi.responses import FileResponse
-from fastapi.staticfiles import StaticFiles
+from rlkit.extras import extra
+
+with extra("human"):
+    from fastapi import FastAPI, HTTPException
+    from fastapi.responses import FileResponse
+    from fastapi.staticfiles import StaticFiles
 
 from rlkit.feedback.scale import OrdinalScale
 from rlkit.human import routes_dashboard, routes_label, routes_m3hf, security

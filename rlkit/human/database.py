@@ -14,7 +14,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Engine, create_engine, event, insert, make_url, select, update
+from rlkit.extras import extra
+
+with extra("human"):
+    from sqlalchemy import Connection, Engine, create_engine, event, insert, make_url, select, update
 
 from rlkit.errors import InvalidLabelError
 from rlkit.human import schema

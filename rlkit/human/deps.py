@@ -6,9 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from fastapi import HTTPException, Request
-from fastapi.responses import HTMLResponse
-from fastapi.templating import Jinja2Templates
+from rlkit.extras import extra
+
+with extra("human"):
+    from fastapi import HTTPException, Request
+    from fastapi.responses import HTMLResponse
+    from fastapi.templating import Jinja2Templates
+
 from pydantic import BaseModel
 
 from rlkit.human import security

@@ -9,7 +9,10 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import Select, insert, select, update
+from rlkit.extras import extra
+
+with extra("human"):
+    from sqlalchemy import Select, insert, select, update
 
 from rlkit.errors import InvalidLabelError, RlkitError
 from rlkit.human import schema

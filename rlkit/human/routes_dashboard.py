@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from fastapi import APIRouter, Request
-from fastapi.responses import HTMLResponse
+from rlkit.extras import extra
+
+with extra("human"):
+    from fastapi import APIRouter, Request
+    from fastapi.responses import HTMLResponse
+
 from pydantic import BaseModel
 
 from rlkit.human.dashboard import dashboard_stats, polyline

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import math
 
-from fastapi import APIRouter, Depends, HTTPException, Request, Response
-from fastapi.responses import HTMLResponse
+from rlkit.extras import extra
+
+with extra("human"):
+    from fastapi import APIRouter, Depends, HTTPException, Request, Response
+    from fastapi.responses import HTMLResponse
+
 from pydantic import BaseModel, Field
 
 from rlkit.errors import InvalidLabelError

@@ -5,8 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, HTTPException, Request
-from fastapi.responses import HTMLResponse
+from rlkit.extras import extra
+
+with extra("human"):
+    from fastapi import APIRouter, Depends, HTTPException, Request
+    from fastapi.responses import HTMLResponse
+
 from pydantic import BaseModel, Field, ValidationError
 
 from rlkit.human.deps import ERROR_RESPONSES, page, require_annotator, require_csrf

@@ -10,24 +10,27 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from sqlalchemy import (
-    Column,
-    Connection,
-    Float,
-    ForeignKey,
-    Index,
-    Integer,
-    MetaData,
-    String,
-    Table,
-    Text,
-    UniqueConstraint,
-    func,
-    insert,
-    inspect,
-    select,
-    text,
-)
+from rlkit.extras import extra
+
+with extra("human"):
+    from sqlalchemy import (
+        Column,
+        Connection,
+        Float,
+        ForeignKey,
+        Index,
+        Integer,
+        MetaData,
+        String,
+        Table,
+        Text,
+        UniqueConstraint,
+        func,
+        insert,
+        inspect,
+        select,
+        text,
+    )
 
 from rlkit.errors import FileFormatError
 

@@ -18,9 +18,12 @@ import ipaddress
 import secrets
 from pathlib import Path
 
-from starlette.requests import Request
-from starlette.responses import JSONResponse, RedirectResponse
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from rlkit.extras import extra
+
+with extra("human"):
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse, RedirectResponse
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from rlkit.errors import RlkitError
 

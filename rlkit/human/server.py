@@ -6,6 +6,7 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rlkit.extras import extra
 from rlkit.human.security import check_bind
 from rlkit.human.settings import ServeConfig
 from rlkit.human.store import DB_NAME, LabelStore
@@ -25,7 +26,8 @@ def open_store(config: ServeConfig) -> LabelStore:
 
 def serve(config: ServeConfig, parser: FeedbackParser | None = None) -> None:
     """Serve until interrupted; every acknowledged label is already committed to the store."""
-    import uvicorn
+    with extra("human"):
+        import uvicorn
 
     from rlkit.human.app import create_app
 

@@ -15,8 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Connection, and_, bindparam, delete, exists, func, insert, select, update
-from sqlalchemy.exc import IntegrityError
+
+from rlkit.extras import extra
+
+with extra("human"):
+    from sqlalchemy import Connection, and_, bindparam, delete, exists, func, insert, select, update
+    from sqlalchemy.exc import IntegrityError
 
 from rlkit.data.segments import SegmentPairs
 from rlkit.data.store import TrajectoryStore

@@ -106,7 +106,10 @@ class TensorBoardLogger:
     """
 
     def __init__(self, run_dir: PathLike) -> None:
-        from torch.utils.tensorboard import SummaryWriter  # heavy import, only when used
+        from rlkit.extras import extra
+
+        with extra("tensorboard", "the tensorboard logger"):
+            from torch.utils.tensorboard import SummaryWriter  # heavy import, only when used
 
         self.run_dir = Path(run_dir)
         self.writer = SummaryWriter(log_dir=str(self.run_dir / "tensorboard"))
