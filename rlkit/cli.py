@@ -1,46 +1,80 @@
-"""The ``rlkit`` command: each subcommand is a typed config (YAML + ``key=value``) and a run dir."""
+"""The ``rlkit`` command: each subcommand is a typed config (YAML + ``key=value``) and a run dir.
+
+Start-up stays cheap: a command's config schema is imported when its help is shown or it runs, and
+its heavy stacks (torch, SB3, ...) only inside its runner.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
-
-from rlkit.apec.config import ApecConfig, DemosConfig
-from rlkit.config import load_config
 from rlkit.errors import RlkitError
-from rlkit.factories import configs
-from rlkit.human.settings import ServeConfig
-from rlkit.m3hf.run_config import M3HFConfig
 
-COMMANDS: dict[str, tuple[type[BaseModel], str]] = {
-    "demo": (configs.DemoConfig, "collect, label (5-level teacher), train a reward, train an agent"),
-    "collect": (configs.CollectConfig, "roll out policies and save their trajectories"),
-    "label": (configs.LabelConfig, "label random segment pairs with a simulated teacher"),
-    "train-reward": (configs.TrainRewardConfig, "fit a reward model to a preference dataset"),
-    "eval-reward": (configs.EvalRewardConfig, "measure a saved reward model on a dataset"),
-    "pref-rl": (configs.PrefRLConfig, "online preference-based RL with queries during training"),
-    "demos": (DemosConfig, "train a demonstrator and save suboptimal demos at a return fraction"),
-    "apec": (ApecConfig, "APEC end to end: demos, AIL, checkpoint pairs, reward models, policies"),
-    "serve": (ServeConfig, "serve the labelling web app (label queue, M3HF feedback, dashboard)"),
-    "m3hf": (M3HFConfig, "M3HF: IPPO on Overcooked reshaped by free-text feedback each phase (resumable)"),
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from rlkit.apec.config import ApecConfig, DemosConfig
+    from rlkit.factories import configs
+    from rlkit.human.settings import ServeConfig
+    from rlkit.m3hf.run_config import M3HFConfig
+
+# command -> (its config schema as "module:Class", imported on use; one-line summary)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "demo": ("rlkit.factories.configs:DemoConfig",
+             "collect, label (5-level teacher), train a reward, train an agent"),
+    "collect": ("rlkit.factories.configs:CollectConfig", "roll out policies and save their trajectories"),
+    "label": ("rlkit.factories.configs:LabelConfig", "label random segment pairs with a simulated teacher"),
+    "train-reward": ("rlkit.factories.configs:TrainRewardConfig",
+                     "fit a reward model to a preference dataset"),
+    "eval-reward": ("rlkit.factories.configs:EvalRewardConfig", "measure a saved reward model on a dataset"),
+    "pref-rl": ("rlkit.factories.configs:PrefRLConfig",
+                "online preference-based RL with queries during training"),
+    "demos": ("rlkit.apec.config:DemosConfig",
+              "train a demonstrator and save suboptimal demos at a return fraction"),
+    "apec": ("rlkit.apec.config:ApecConfig",
+             "APEC end to end: demos, AIL, checkpoint pairs, reward models, policies"),
+    "serve": ("rlkit.human.settings:ServeConfig",
+              "serve the labelling web app (label queue, M3HF feedback, dashboard)"),
+    "m3hf": ("rlkit.m3hf.run_config:M3HFConfig",
+             "M3HF: IPPO on Overcooked reshaped by free-text feedback each phase (resumable)"),
 }
+
+
+def command_schema(command: str) -> type[BaseModel]:
+    """The config class of ``command`` (importing its module)."""
+    module, _, name = COMMANDS[command][0].partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+class _CommandParser(argparse.ArgumentParser):
+    """A subcommand's parser: its config's fields join the description when help is shown."""
+
+    def __init__(self, *args: Any, command: str | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._command = command
+
+    def format_help(self) -> str:
+        if self._command is not None:
+            self.description = f"{self.description}\n\n{_fields_help(command_schema(self._command))}"
+            self._command = None
+        return super().format_help()
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="rlkit", description="Reward learning from feedback of any granularity."
     )
-    sub = parser.add_subparsers(dest="command", required=True)
-    for name, (schema, summary) in COMMANDS.items():
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_CommandParser)
+    for name, (_, summary) in COMMANDS.items():
         command = sub.add_parser(
-            name, help=summary, description=f"{summary}.\n\n{_fields_help(schema)}",
+            name, help=summary, description=f"{summary}.", command=name,
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         command.add_argument("overrides", nargs="*", metavar="key=value",
@@ -62,6 +96,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _fields_help(schema: type[BaseModel], prefix: str = "") -> str:
+    from pydantic import BaseModel
+
     lines = []
     for name, info in schema.model_fields.items():
         annotation = info.annotation
@@ -74,15 +110,17 @@ def _fields_help(schema: type[BaseModel], prefix: str = "") -> str:
     return "\n".join(line for line in lines if line)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    schema, _ = COMMANDS[args.command]
     os.environ.setdefault("WANDB_MODE", "offline")
     os.environ.setdefault("WANDB_SILENT", "true")  # the run directory says where W&B writes
-    import torch
-
-    torch.set_num_threads(max(1, args.torch_threads))
     try:
+        schema = command_schema(args.command)
+        import torch
+
+        from rlkit.config import load_config
+
+        torch.set_num_threads(max(1, args.torch_threads))
         config = load_config(schema, args.config, args.overrides)
         if args.print_config:
             import yaml

@@ -1,18 +1,25 @@
 """Adversarial imitation (GAIL, AIRL, max-ent IRL) on SB3 PPO/SAC generators, with checkpoints."""
 
-from rlkit.ail.checkpoints import Checkpoint, CheckpointStore
-from rlkit.ail.demos import check_demos, demos_from_policy, load_demos, save_demos
-from rlkit.ail.discriminator import Discriminator, DiscriminatorConfig, build_discriminator
-from rlkit.ail.generator import make_generator, policy_log_prob, relabel_generator_buffer
-from rlkit.ail.losses import (
-    airl_logits,
-    gail_reward,
-    gradient_penalty,
-    logistic_loss,
-    maxent_irl_loss,
-)
-from rlkit.ail.trainer import AILConfig, AILRound, AILTrainer, RoundCallback
-from rlkit.ail.transitions import TransitionBuffer, Transitions
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rlkit._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from rlkit.ail.checkpoints import Checkpoint, CheckpointStore
+    from rlkit.ail.demos import check_demos, demos_from_policy, load_demos, save_demos
+    from rlkit.ail.discriminator import Discriminator, DiscriminatorConfig, build_discriminator
+    from rlkit.ail.generator import make_generator, policy_log_prob, relabel_generator_buffer
+    from rlkit.ail.losses import (
+        airl_logits,
+        gail_reward,
+        gradient_penalty,
+        logistic_loss,
+        maxent_irl_loss,
+    )
+    from rlkit.ail.trainer import AILConfig, AILRound, AILTrainer, RoundCallback
+    from rlkit.ail.transitions import TransitionBuffer, Transitions
 
 __all__ = [
     "AILConfig",
@@ -39,3 +46,15 @@ __all__ = [
     "relabel_generator_buffer",
     "save_demos",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "rlkit.ail.checkpoints": ["Checkpoint", "CheckpointStore"],
+    "rlkit.ail.demos": ["check_demos", "demos_from_policy", "load_demos", "save_demos"],
+    "rlkit.ail.discriminator": ["Discriminator", "DiscriminatorConfig", "build_discriminator"],
+    "rlkit.ail.generator": ["make_generator", "policy_log_prob", "relabel_generator_buffer"],
+    "rlkit.ail.losses": [
+        "airl_logits", "gail_reward", "gradient_penalty", "logistic_loss", "maxent_irl_loss",
+    ],
+    "rlkit.ail.trainer": ["AILConfig", "AILRound", "AILTrainer", "RoundCallback"],
+    "rlkit.ail.transitions": ["TransitionBuffer", "Transitions"],
+})

@@ -1,16 +1,23 @@
 """APEC: preferences from the AIL process (later checkpoint preferred), and the D-REX baseline."""
 
-from rlkit.apec.drex import (
-    NOISE_GRID,
-    BCPolicy,
-    DrexConfig,
-    drex,
-    drex_pairs,
-    noisy_rollouts,
-    train_bc,
-)
-from rlkit.apec.pairs import PairConfig, demo_ot_distances, ot_only_pairs, select_pairs
-from rlkit.apec.rollouts import RolloutConfig, checkpoint_rollouts, policy_rollouts
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rlkit._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from rlkit.apec.drex import (
+        NOISE_GRID,
+        BCPolicy,
+        DrexConfig,
+        drex,
+        drex_pairs,
+        noisy_rollouts,
+        train_bc,
+    )
+    from rlkit.apec.pairs import PairConfig, demo_ot_distances, ot_only_pairs, select_pairs
+    from rlkit.apec.rollouts import RolloutConfig, checkpoint_rollouts, policy_rollouts
 
 __all__ = [
     "NOISE_GRID",
@@ -28,3 +35,11 @@ __all__ = [
     "select_pairs",
     "train_bc",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "rlkit.apec.drex": [
+        "NOISE_GRID", "BCPolicy", "DrexConfig", "drex", "drex_pairs", "noisy_rollouts", "train_bc",
+    ],
+    "rlkit.apec.pairs": ["PairConfig", "demo_ot_distances", "ot_only_pairs", "select_pairs"],
+    "rlkit.apec.rollouts": ["RolloutConfig", "checkpoint_rollouts", "policy_rollouts"],
+})

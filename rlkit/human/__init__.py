@@ -1,30 +1,43 @@
 """Interactive feedback from people: a label store, a web app, a terminal session, a teacher.
 
 Names are imported on first use, so ``rlkit.human.settings`` (read by the ``rlkit`` command's
-parser) does not pull in the store's numerical stack.
+parser) does not pull in the store's numerical stack, and works without the ``human`` extra
+(FastAPI, SQLAlchemy, ...) that the rest of this package needs.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from typing import TYPE_CHECKING
 
-_HOMES = {
-    "LabelConflictError": "rlkit.human.store",
-    "LabelRecord": "rlkit.human.store",
-    "LabelStore": "rlkit.human.store",
-    "Progress": "rlkit.human.store",
-    "Query": "rlkit.human.store",
-    "UnknownQueryError": "rlkit.human.store",
-    "Answers": "rlkit.human.teacher",
-    "HumanTeacher": "rlkit.human.teacher",
-    "HumanTeacherConfig": "rlkit.human.teacher",
-    "WaitReport": "rlkit.human.teacher",
-}
-__all__ = sorted(_HOMES)
+from rlkit._lazy import lazy_exports
 
+if TYPE_CHECKING:
+    from rlkit.human.store import (
+        LabelConflictError,
+        LabelRecord,
+        LabelStore,
+        Progress,
+        Query,
+        UnknownQueryError,
+    )
+    from rlkit.human.teacher import Answers, HumanTeacher, HumanTeacherConfig, WaitReport
 
-def __getattr__(name: str) -> Any:
-    if name not in _HOMES:
-        raise AttributeError(f"module 'rlkit.human' has no attribute {name!r}")
-    return getattr(importlib.import_module(_HOMES[name]), name)
+__all__ = [
+    "Answers",
+    "HumanTeacher",
+    "HumanTeacherConfig",
+    "LabelConflictError",
+    "LabelRecord",
+    "LabelStore",
+    "Progress",
+    "Query",
+    "UnknownQueryError",
+    "WaitReport",
+]
+
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "rlkit.human.store": [
+        "LabelConflictError", "LabelRecord", "LabelStore", "Progress", "Query", "UnknownQueryError",
+    ],
+    "rlkit.human.teacher": ["Answers", "HumanTeacher", "HumanTeacherConfig", "WaitReport"],
+})

@@ -1,12 +1,19 @@
 """One ``Logger`` interface over W&B (offline by default), TensorBoard, the console and JSONL,
 plus the bridge that brings Stable-Baselines3's own metrics into the same run."""
 
-from rlkit.logging.base import Logger, MultiLogger, scalar_metrics, video_file
-from rlkit.logging.factory import BACKENDS, make_logger
-from rlkit.logging.local import ConsoleLogger, JsonlLogger, TensorBoardLogger
-from rlkit.logging.progress import progress
-from rlkit.logging.sb3 import Sb3LogBridge, attach_to_sb3
-from rlkit.logging.wandb_logger import WandbLogger, resolve_wandb_mode
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rlkit._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from rlkit.logging.base import Logger, MultiLogger, scalar_metrics, video_file
+    from rlkit.logging.factory import BACKENDS, make_logger
+    from rlkit.logging.local import ConsoleLogger, JsonlLogger, TensorBoardLogger
+    from rlkit.logging.progress import progress
+    from rlkit.logging.sb3 import Sb3LogBridge, attach_to_sb3
+    from rlkit.logging.wandb_logger import WandbLogger, resolve_wandb_mode
 
 __all__ = [
     "BACKENDS",
@@ -24,3 +31,12 @@ __all__ = [
     "scalar_metrics",
     "video_file",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "rlkit.logging.base": ["Logger", "MultiLogger", "scalar_metrics", "video_file"],
+    "rlkit.logging.factory": ["BACKENDS", "make_logger"],
+    "rlkit.logging.local": ["ConsoleLogger", "JsonlLogger", "TensorBoardLogger"],
+    "rlkit.logging.progress": ["progress"],
+    "rlkit.logging.sb3": ["Sb3LogBridge", "attach_to_sb3"],
+    "rlkit.logging.wandb_logger": ["WandbLogger", "resolve_wandb_mode"],
+})

@@ -14,20 +14,27 @@
   (correct / irrelevant / wrong feedback at set rates from the env's true state).
 """
 
-from rlkit.m3hf.parser_llm import LLMConfig, LLMParser, ParseDecision, make_parser
-from rlkit.m3hf.parser_rule import RuleParser
-from rlkit.m3hf.shaping import PoolRewardFn, PoolShaper, pool_reward_fns
-from rlkit.m3hf.sources import (
-    Feedback,
-    FeedbackRequest,
-    FeedbackSource,
-    ScriptedSource,
-    SimulatedSource,
-    TerminalSource,
-)
-from rlkit.m3hf.specs import TEMPLATE_PARAMS, FeedbackParser, RewardSpec, Scene, validate_specs
-from rlkit.m3hf.templates import compile_term
-from rlkit.m3hf.weights import PoolEntry, RewardPool, TeamPools, WeightRule
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rlkit._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from rlkit.m3hf.parser_llm import LLMConfig, LLMParser, ParseDecision, make_parser
+    from rlkit.m3hf.parser_rule import RuleParser
+    from rlkit.m3hf.shaping import PoolRewardFn, PoolShaper, pool_reward_fns
+    from rlkit.m3hf.sources import (
+        Feedback,
+        FeedbackRequest,
+        FeedbackSource,
+        ScriptedSource,
+        SimulatedSource,
+        TerminalSource,
+    )
+    from rlkit.m3hf.specs import TEMPLATE_PARAMS, FeedbackParser, RewardSpec, Scene, validate_specs
+    from rlkit.m3hf.templates import compile_term
+    from rlkit.m3hf.weights import PoolEntry, RewardPool, TeamPools, WeightRule
 
 __all__ = [
     "TEMPLATE_PARAMS",
@@ -55,3 +62,16 @@ __all__ = [
     "pool_reward_fns",
     "validate_specs",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "rlkit.m3hf.parser_llm": ["LLMConfig", "LLMParser", "ParseDecision", "make_parser"],
+    "rlkit.m3hf.parser_rule": ["RuleParser"],
+    "rlkit.m3hf.shaping": ["PoolRewardFn", "PoolShaper", "pool_reward_fns"],
+    "rlkit.m3hf.sources": [
+        "Feedback", "FeedbackRequest", "FeedbackSource", "ScriptedSource", "SimulatedSource",
+        "TerminalSource",
+    ],
+    "rlkit.m3hf.specs": ["TEMPLATE_PARAMS", "FeedbackParser", "RewardSpec", "Scene", "validate_specs"],
+    "rlkit.m3hf.templates": ["compile_term"],
+    "rlkit.m3hf.weights": ["PoolEntry", "RewardPool", "TeamPools", "WeightRule"],
+})
