@@ -17,7 +17,7 @@ from rlkit.errors import RlkitError
 
 #: extra -> the top-level modules it brings (its packages' import names, not their pip names).
 EXTRAS: dict[str, tuple[str, ...]] = {
-    "human": ("fastapi", "starlette", "uvicorn", "sqlalchemy", "jinja2"),
+    "human": ("fastapi", "starlette", "uvicorn", "sqlalchemy", "jinja2", "httpx"),
     "apec": ("ot",),
     "tensorboard": ("tensorboard",),
     "postgresql": ("psycopg",),

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx
+from rlkit.extras import extra
+
+with extra("human"):
+    import httpx
 
 
 class AnnotatorClient:
