@@ -4,14 +4,15 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test install browser-deps service-deps bench lint clean
+.PHONY: demo test wheel-check install browser-deps service-deps bench lint clean
 
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	# A CPU build that lies on disk; an open range would pull a multi-GB CUDA build.
 	$(BIN)/python -m pip install --quiet torch==2.13.0
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	# Every extra (web app, APEC's optimal transport, TensorBoard, PostgreSQL) and the test tools.
+	$(BIN)/python -m pip install --quiet -e '.[all,dev]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -34,8 +35,13 @@ service-deps:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql; \
 	else echo "no PostgreSQL server and not root with apt-get: the PostgreSQL store tests will be skipped"; fi
 
-test: $(STAMP) browser-deps service-deps
+test: $(STAMP) browser-deps service-deps wheel-check
 	WANDB_MODE=offline $(BIN)/python -m pytest -q
+
+# The built wheel installed in a fresh venv outside the checkout runs `rlkit --help` and a tiny
+# collect + label (the editable install of `make install` would hide a module left out of it).
+wheel-check: $(STAMP)
+	bash .ci/wheel-check
 
 bench: $(STAMP)
 	for b in benchmarks/*.py; do $(BIN)/python $$b || exit 1; done
