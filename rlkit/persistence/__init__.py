@@ -1,7 +1,31 @@
-"""One home for what rlkit writes to disk: atomic file and folder writes (``atomic``), format-tagged
-headers (``formats``), SB3 agents without unpickling (``agents``)."""
+"""One home for what rlkit writes to disk.
 
-from rlkit.persistence.atomic import atomic_open, atomic_write_bytes, atomic_write_json, replace_dir
-from rlkit.persistence.formats import read_format_json
+- ``atomic``: atomic file writes and atomic folder writes (``atomic_dir``: stage beside, replace whole)
+- ``formats``: the table of every artefact kind (``FORMATS``: tag, version, checks) and the one way
+  to write and read their headers (tag + version + SHA-256 of the payload files)
+- ``arrays``: ``.npz`` files without pickle; ``rng``: RNG state as data; ``replay``: SB3 replay buffers
+- ``agents``: SB3 agents without unpickling (imported from its module: it loads SB3)
+"""
 
-__all__ = ["atomic_open", "atomic_write_bytes", "atomic_write_json", "read_format_json", "replace_dir"]
+from rlkit.persistence.atomic import (
+    atomic_dir,
+    atomic_open,
+    atomic_write_bytes,
+    atomic_write_json,
+    replace_dir,
+)
+from rlkit.persistence.formats import (
+    FORMATS,
+    Format,
+    check_tag,
+    read_format_json,
+    read_header,
+    read_json,
+    tag,
+    write_header,
+)
+
+__all__ = [
+    "FORMATS", "Format", "atomic_dir", "atomic_open", "atomic_write_bytes", "atomic_write_json",
+    "check_tag", "read_format_json", "read_header", "read_json", "replace_dir", "tag", "write_header",
+]

@@ -22,9 +22,11 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
 
 from rlkit.errors import FileFormatError, InvalidDataError
-from rlkit.persistence import atomic_write_json, read_format_json
+from rlkit.persistence.formats import read_header, tag, verify_checksums, write_header
 
-FORMAT = "rlkit.sb3-agent/1"
+KIND = "rlkit.sb3-agent"
+FORMAT = tag(KIND)
+_FIELDS = {"algo": str, "policy": str, "observation_space": dict, "action_space": dict}
 # The state of a run in progress, which SB3 would pickle; a loaded agent starts from a fresh
 # env reset anyway (SB3 discards the last observation on load).
 RUN_STATE = ("_last_obs", "_last_original_obs", "_last_episode_starts", "ep_info_buffer", "ep_success_buffer")
@@ -38,7 +40,7 @@ def save_agent(agent: BaseAlgorithm, path: str | os.PathLike[str]) -> Path:
         raise InvalidDataError(f"{type(agent.policy).__name__} is not one of {type(agent).__name__}'s "
                                f"named policies {sorted(agent.policy_aliases)}")
     plain: dict[str, Any] = {
-        "format": FORMAT, "algo": type(agent).__name__, "policy": policy,
+        "algo": type(agent).__name__, "policy": policy,
         "observation_space": space_to_json(agent.observation_space),
         "action_space": space_to_json(agent.action_space),
     }
@@ -47,7 +49,7 @@ def save_agent(agent: BaseAlgorithm, path: str | os.PathLike[str]) -> Path:
     if hasattr(agent, "train_freq"):  # off-policy
         plain["train_freq"] = [agent.train_freq.frequency, agent.train_freq.unit.value]
     agent.save(zip_path, exclude=list(RUN_STATE))
-    atomic_write_json(zip_path.with_suffix(".json"), plain)
+    write_header(zip_path.with_suffix(".json"), KIND, plain, covers=[zip_path])  # with the zip's SHA-256
     return zip_path
 
 
@@ -58,26 +60,37 @@ def load_agent(
     """The agent ``save_agent`` wrote. Without ``env`` it is for acting only: an off-policy agent
     gets no replay buffer worth the name (one slot), instead of the millions it trained with."""
     zip_path = Path(path).with_suffix(".zip")
-    plain = read_format_json(zip_path.with_suffix(".json"), FORMAT)
+    json_path = zip_path.with_suffix(".json")
+    plain = read_header(json_path, KIND, _FIELDS, verify=False)
     by_name = {cls.__name__: cls for cls in algorithms.values()}
     algo = by_name.get(plain["algo"])
     if algo is None:
         raise FileFormatError(f"{zip_path}: algorithm {plain['algo']!r} is not one of {sorted(by_name)}")
+    if plain["policy"] not in algo.policy_aliases:
+        raise FileFormatError(f"{json_path}: policy {plain['policy']!r} is not one of "
+                              f"{plain['algo']}'s {sorted(algo.policy_aliases)}")
     given: dict[str, Any] = {
-        "observation_space": space_from_json(plain["observation_space"]),
-        "action_space": space_from_json(plain["action_space"]),
+        "observation_space": space_from_json(plain["observation_space"], json_path),
+        "action_space": space_from_json(plain["action_space"], json_path),
         "policy_class": algo.policy_aliases[plain["policy"]],
         "lr_schedule": None,  # rebuilt from the stored learning rate by SB3's _setup_model
         "rollout_buffer_class": None, "replay_buffer_class": None,  # None: SB3's default for the spaces
     }
     if "clip_range" in plain:
+        if not isinstance(plain["clip_range"], int | float) or isinstance(plain["clip_range"], bool):
+            raise FileFormatError(f"{json_path}: clip_range is {plain['clip_range']!r}, expected a number")
         given["clip_range"] = plain["clip_range"]
     if "train_freq" in plain:
-        given["train_freq"] = tuple(plain["train_freq"])
+        freq = plain["train_freq"]
+        if not (isinstance(freq, list) and len(freq) == 2 and isinstance(freq[0], int)
+                and freq[1] in ("step", "episode")):
+            raise FileFormatError(f"{json_path}: train_freq is {freq!r}, expected [n, 'step' or 'episode']")
+        given["train_freq"] = tuple(freq)
     pickled = _pickled_fields(zip_path)
     unknown = sorted(pickled - set(given))
     if unknown:
         raise FileFormatError(f"{zip_path}: holds pickled {unknown}; rlkit loads no pickled code")
+    verify_checksums(json_path, plain)  # after the pickle check, which names what SB3's own save adds
     extra = {"buffer_size": 1} if env is None and "train_freq" in plain else {}
     try:
         return algo.load(zip_path, env=env, device=device,
@@ -95,13 +108,18 @@ def space_to_json(space: spaces.Space) -> dict[str, Any]:
     raise InvalidDataError(f"cannot write a {type(space).__name__} space as data (Box and Discrete only)")
 
 
-def space_from_json(data: dict[str, Any]) -> spaces.Space:
-    if data.get("type") == "Box":
-        dtype = np.dtype(data["dtype"])
-        return spaces.Box(np.asarray(data["low"], dtype), np.asarray(data["high"], dtype), dtype=dtype)
-    if data.get("type") == "Discrete":
-        return spaces.Discrete(int(data["n"]), start=int(data["start"]))
-    raise FileFormatError(f"unknown space {data.get('type')!r}")
+def space_from_json(data: dict[str, Any], where: str | os.PathLike[str] = "space") -> spaces.Space:
+    """The space ``space_to_json`` wrote; anything else is a FileFormatError naming ``where``."""
+    kind = data.get("type") if isinstance(data, dict) else None
+    try:
+        if kind == "Box":
+            dtype = np.dtype(data["dtype"])
+            return spaces.Box(np.asarray(data["low"], dtype), np.asarray(data["high"], dtype), dtype=dtype)
+        if kind == "Discrete":
+            return spaces.Discrete(int(data["n"]), start=int(data["start"]))
+    except (KeyError, TypeError, ValueError, OverflowError) as error:
+        raise FileFormatError(f"{where}: bad {kind} space ({type(error).__name__}: {error})") from None
+    raise FileFormatError(f"{where}: unknown space {kind!r}")
 
 
 def _constant(schedule: Any, name: str) -> float:

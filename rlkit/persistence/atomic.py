@@ -48,6 +48,22 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"cannot write {type(value).__name__} to JSON")
 
 
+@contextmanager
+def atomic_dir(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Stage a folder beside ``path``: write into the yielded folder; when the block ends without
+    an exception it replaces ``path`` whole (``replace_dir``), otherwise it is removed and ``path``
+    is left as it was."""
+    final = Path(path)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent))
+    try:
+        yield staging
+        replace_dir(staging, final)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
 def replace_dir(staging: Path, final: Path) -> None:
     """Rename the finished folder ``staging`` to ``final``; an existing ``final`` is moved aside
     first and removed after, so a crash leaves one of the two whole."""

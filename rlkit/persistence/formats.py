@@ -1,24 +1,260 @@
-"""rlkit's format-tagged JSON headers: every artefact names its format (``"rlkit.<kind>/<version>"``)
-and is refused by name when read as another."""
+"""Every kind of file rlkit writes and reads back, in one table (``FORMATS``), and the one way to
+write and read their headers.
+
+A header is a JSON object naming its format (``"format": "<kind>/<version>"``), the SHA-256 of its
+own fields (``"header_sha256"``: a flipped digit in the header is caught too) and, for the kinds
+whose payload has no check of its own (torch files), the SHA-256 of each payload file it covers
+(``"sha256": {"relative/path": hex}``), written last so its presence marks a complete artefact.
+Files written before the digest (an older version, or a v1 kind's file from an older rlkit) are
+read as before.
+Reading checks, in order: readable JSON, an object, the kind, a version this rlkit reads (a newer
+one is refused by name), the fields' types, and the checksums. Every defect is a
+``FileFormatError`` naming the file and what is wrong, never a raw traceback.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rlkit.errors import FileFormatError
+from rlkit.persistence.atomic import _json_default, atomic_write_json
+
+CHECKSUMS = "sha256"  # the header field that maps covered files to their SHA-256
+SELF_CHECKSUM = "header_sha256"  # the SHA-256 of the header's other fields (canonical JSON)
+
+
+@dataclass(frozen=True)
+class Format:
+    """One kind of artefact: its tag, where its header lives, what it covers and how it is checked.
+
+    ``older`` are earlier versions still read (their files carry no checksums; they are read as
+    before). ``checksummed``: the current version's header must list its payload's SHA-256."""
+
+    kind: str
+    version: int
+    header: str
+    payload: str
+    check: str
+    writer: str
+    older: tuple[int, ...] = ()
+    checksummed: bool = False
+
+    @property
+    def tag(self) -> str:
+        return f"{self.kind}/{self.version}"
+
+    @property
+    def reads(self) -> tuple[int, ...]:
+        return (*self.older, self.version)
+
+
+FORMATS: dict[str, Format] = {f.kind: f for f in (
+    Format("rlkit.sb3-agent", 1, "<name>.json", "<name>.zip (SB3's own file, nothing unpickled)",
+           "zip CRC-32 per member; pickled fields refused", "rlkit.persistence.agents"),
+    Format("rlkit.reward_model", 1, "model.json", "model.safetensors",
+           "weights_sha256 in model.json; safetensors header", "rlkit.reward.serialization"),
+    Format("rlkit.trajectories", 1, "_header array inside the .npz", "the .npz arrays",
+           "zip CRC-32 per array; shapes checked against the lengths", "rlkit.data.store"),
+    Format("rlkit.preferences", 1, "<name>.json", "<name>.npz (pairs, labels, trajectories)",
+           "npz_sha256 in the .json; zip CRC-32", "rlkit.feedback.dataset"),
+    Format("rlkit.replay", 1, "_header array inside replay.npz", "an SB3 replay buffer's filled rows",
+           "zip CRC-32 per array; shapes checked against the buffer", "rlkit.persistence.replay"),
+    Format("rlkit.ail_checkpoint", 2, "round_NNNNNN/meta.json",
+           "generator.zip/.json, reward/, shaping/, trainer_state.pt",
+           "sha256 of every payload file in meta.json", "rlkit.ail.checkpoints", older=(1,),
+           checksummed=True),
+    Format("rlkit.prefrl.resume", 2, "resume/state.json",
+           "tensors.pt, replay.npz, preferences.npz/.json, reward/",
+           "sha256 of every payload file in state.json", "rlkit.prefrl.resume", older=(1,),
+           checksummed=True),
+    Format("rlkit.marl.checkpoint", 2, "meta.json", "policies.pt",
+           "sha256 of policies.pt in meta.json", "rlkit.marl.checkpoint", older=(1,), checksummed=True),
+    Format("rlkit.m3hf.run", 2, "state.json",
+           "pools/gen_NNN.json and checkpoints/gen_NNN/meta.json of the last completed generation",
+           "sha256 of both in state.json (the checkpoint's meta.json covers its policies.pt)",
+           "rlkit.m3hf.loop", older=(1,), checksummed=True),
+    Format("rlkit.m3hf.pools", 1, "pools/gen_NNN.json", "(the JSON itself)",
+           "covered by the run's state.json; every field validated", "rlkit.m3hf.weights"),
+    Format("rlkit.human.labels", 3, "labels.sqlite (schema_version table)", "the label database",
+           "SQLite's own; migrations upgrade older schemas, a newer one is refused", "rlkit.human.schema"),
+)}
+
+# Written for people and other tools, never read back by rlkit, so they carry no format tag.
+REPORTS: dict[str, str] = {
+    "config.yaml / config.json": "a run's resolved config (secrets left out)",
+    "metrics.json / metrics.jsonl / summary.json / result.json": "results of a command",
+    "generations.jsonl": "an M3HF run's history, one line per generation (state.json holds it too)",
+    "feedback/phase_NNN.json": "what each M3HF feedback text was parsed into",
+    "training.json / demos.json / index.npz / sources.npz": "APEC intermediate reports",
+    "videos/*": "rendered rollouts",
+}
+
+
+def tag(kind: str) -> str:
+    """The current ``"<kind>/<version>"`` of a registered kind."""
+    return FORMATS[kind].tag
+
+
+def check_tag(found: Any, kind: str, where: str | os.PathLike[str]) -> int:
+    """The version of a format tag ``found`` in ``where``; FileFormatError unless it is a version
+    of ``kind`` this rlkit reads."""
+    spec = FORMATS[kind]
+    name, _, version = found.rpartition("/") if isinstance(found, str) else ("", "", "")
+    if name != kind or not version.isdigit():
+        raise FileFormatError(f"{where}: format is {found!r}, expected {spec.tag!r}")
+    number = int(version)
+    if number > spec.version:
+        raise FileFormatError(f"{where}: format is {found!r}, written by a newer rlkit; this one reads "
+                              f"{kind} versions {list(spec.reads)}")
+    if number not in spec.reads:
+        raise FileFormatError(f"{where}: format is {found!r}, an old version this rlkit no longer reads "
+                              f"(it reads {list(spec.reads)})")
+    return number
+
+
+def sha256_file(path: str | os.PathLike[str]) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def payload_files(folder: str | os.PathLike[str], exclude: Iterable[str] = ()) -> list[Path]:
+    """Every file under ``folder`` (recursively, sorted), but those named in ``exclude``."""
+    root, skip = Path(folder), set(exclude)
+    return sorted(p for p in root.rglob("*") if p.is_file() and p.relative_to(root).as_posix() not in skip)
+
+
+def write_header(path: str | os.PathLike[str], kind: str, data: Mapping[str, Any],
+                 covers: Iterable[str | os.PathLike[str]] = ()) -> dict[str, Any]:
+    """Write ``data`` as ``kind``'s header at ``path`` (atomically), stamped with the current tag
+    and the SHA-256 of each file in ``covers`` (paths under the header's folder)."""
+    path = Path(path)
+    header: dict[str, Any] = {**data, "format": tag(kind)}
+    files = [Path(f) for f in covers]
+    if files or FORMATS[kind].checksummed:
+        header[CHECKSUMS] = {f.resolve().relative_to(path.parent.resolve()).as_posix(): sha256_file(f)
+                             for f in files}
+    header.pop(SELF_CHECKSUM, None)
+    header = json.loads(json.dumps(header, default=_json_default))  # exactly what is read back
+    header[SELF_CHECKSUM] = _digest(header)
+    atomic_write_json(path, header)
+    return header
+
+
+def _digest(header: Mapping[str, Any]) -> str:
+    rest = {key: value for key, value in header.items() if key != SELF_CHECKSUM}
+    text = json.dumps(rest, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def read_json(path: str | os.PathLike[str]) -> Any:
+    """Parsed JSON; a missing, unreadable or malformed file is a FileFormatError naming it."""
+    try:
+        return json.loads(Path(path).read_bytes())
+    except FileNotFoundError:
+        raise FileFormatError(f"{path}: not readable: no such file") from None
+    except (OSError, ValueError, RecursionError) as error:  # ValueError covers Unicode and JSON errors
+        raise FileFormatError(f"{path}: not readable, not valid JSON ({error})") from None
+
+
+def read_header(path: str | os.PathLike[str], kind: str,
+                fields: Mapping[str, type | tuple[type, ...]] | None = None,
+                verify: bool = True) -> dict[str, Any]:
+    """``kind``'s header at ``path``, checked: the tag, each of ``fields`` present with its type,
+    and (with ``verify``) every covered file's checksum."""
+    header = read_json(path)
+    if not isinstance(header, dict):
+        raise FileFormatError(f"{path}: a JSON {type(header).__name__}, expected an object of format "
+                              f"{tag(kind)!r}")
+    version = check_tag(header.get("format"), kind, path)
+    if FORMATS[kind].checksummed and version == FORMATS[kind].version:
+        for name in (CHECKSUMS, SELF_CHECKSUM):
+            if name not in header:
+                raise FileFormatError(f"{path}: missing field {name!r} (checksums)")
+        _check_digest(path, header)
+    for name, types in (fields or {}).items():
+        if name not in header:
+            raise FileFormatError(f"{path}: missing field {name!r}")
+        if not isinstance(header[name], types):
+            expected = " or ".join(t.__name__ for t in (types if isinstance(types, tuple) else (types,)))
+            raise FileFormatError(f"{path}: field {name!r} is a {type(header[name]).__name__}, "
+                                  f"expected {expected}")
+    if verify:
+        verify_checksums(path, header)
+    return header
+
+
+def _check_digest(path: str | os.PathLike[str], header: Mapping[str, Any]) -> None:
+    if header.get(SELF_CHECKSUM, _digest(header)) != _digest(header):
+        raise FileFormatError(f"{path}: damaged: its fields differ from its {SELF_CHECKSUM} "
+                              "(changed after it was written)")
+
+
+def verify_checksums(path: str | os.PathLike[str], header: Mapping[str, Any]) -> None:
+    """The header's own digest (when it has one) is right, and each file it covers exists and has
+    the SHA-256 it lists. Kinds that check their fields one by one first call this last, so their
+    specific messages come first."""
+    _check_digest(path, header)
+    sums = header.get(CHECKSUMS, {})
+    if not isinstance(sums, dict) or not all(isinstance(v, str) for v in sums.values()):
+        raise FileFormatError(f"{path}: field {CHECKSUMS!r} is not a map of file names to checksums")
+    folder = Path(path).parent
+    for name, expected in sums.items():
+        target = folder / name
+        if ".." in Path(name).parts or Path(name).is_absolute():
+            raise FileFormatError(f"{path}: covers {name!r}, outside its folder")
+        try:
+            found = sha256_file(target)
+        except FileNotFoundError:
+            raise FileFormatError(f"{target}: missing (listed in {Path(path).name})") from None
+        except OSError as error:
+            raise FileFormatError(f"{target}: cannot be read ({error})") from None
+        if found != expected:
+            raise FileFormatError(f"{target}: damaged: its SHA-256 differs from the one in "
+                                  f"{Path(path).name} (truncated, changed, or from another save)")
 
 
 def read_format_json(path: str | os.PathLike[str], expected_format: str) -> dict[str, Any]:
-    """A JSON object rlkit wrote with ``"format": expected_format``; anything else is a
-    FileFormatError naming the file."""
-    try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as error:
-        raise FileFormatError(f"{path}: not readable JSON ({error})") from None
+    """A JSON object rlkit wrote with ``"format": expected_format`` (a registered tag); anything
+    else is a FileFormatError naming the file."""
+    kind = expected_format.rpartition("/")[0]
+    if kind in FORMATS:
+        return read_header(path, kind)
+    data = read_json(path)
     if not isinstance(data, dict) or data.get("format") != expected_format:
         found = data.get("format") if isinstance(data, dict) else type(data).__name__
         raise FileFormatError(f"{path}: format {found!r}, expected {expected_format!r}")
     return data
+
+
+def npz_header(kind: str) -> Any:
+    """The ``_header`` array that tags an ``.npz`` of ``kind`` (uint8 bytes of a JSON object)."""
+    import numpy as np
+
+    return np.frombuffer(json.dumps({"format": tag(kind)}).encode(), dtype=np.uint8)
+
+
+def check_npz_header(arrays: Mapping[str, Any], kind: str, where: str | os.PathLike[str],
+                     required: bool = True) -> int | None:
+    """The version in an ``.npz``'s ``_header`` array (None when it has none and none is
+    ``required``); a missing or foreign header is a FileFormatError naming the file."""
+    raw = arrays.get("_header")
+    if raw is None:
+        if required:
+            raise FileFormatError(f"{where}: format header missing (not a {kind} file)")
+        return None
+    try:
+        header = json.loads(bytes(raw.tobytes()))
+    except (AttributeError, ValueError, RecursionError) as error:
+        raise FileFormatError(f"{where}: unreadable format header ({error})") from None
+    if not isinstance(header, dict):
+        raise FileFormatError(f"{where}: format header is a {type(header).__name__}, expected an object")
+    return check_tag(header.get("format"), kind, where)

@@ -1,0 +1,30 @@
+"""Named arrays as ``.npz`` files: written atomically, read back without pickle."""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+
+import numpy as np
+
+from rlkit.errors import FileFormatError
+from rlkit.persistence.atomic import atomic_write_bytes
+
+
+def save_npz(path: str | os.PathLike[str], arrays: dict[str, np.ndarray], compressed: bool = False) -> None:
+    """Write ``arrays`` to ``path`` atomically (zip CRC-32 per array guards them on reading)."""
+    write = np.savez_compressed if compressed else np.savez
+    atomic_write_bytes(path, lambda handle: write(handle, **arrays))
+
+
+def load_npz(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
+    """Read every array of an ``.npz`` without pickle, turning any damage into a FileFormatError."""
+    try:
+        raw = Path(path).read_bytes()
+        with np.load(io.BytesIO(raw), allow_pickle=False) as npz:
+            return {name: npz[name] for name in npz.files}
+    except FileNotFoundError:
+        raise FileFormatError(f"{path}: no such file") from None
+    except Exception as error:  # zipfile, zlib and numpy each raise their own kinds
+        raise FileFormatError(f"{path}: damaged or not an .npz file ({error})") from None
