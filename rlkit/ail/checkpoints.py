@@ -3,17 +3,16 @@
 Layout: ``<root>/round_000012/{generator.zip, generator.json, reward/, shaping/ (AIRL),
 trainer_state.pt, meta.json}`` (the generator through ``rlkit.persistence.agents``: nothing unpickled)
 and ``<root>/resume/replay.npz`` (the latest off-policy replay buffer). A checkpoint
-is written in a hidden temp directory and renamed into place, so a crash mid-write leaves either
-no checkpoint or a complete one; listing only sees complete ones.
+is written in a staged folder and renamed into place (``rlkit.persistence.atomic_dir``), so a crash
+mid-write leaves either no checkpoint or a complete one; listing only sees complete ones.
+``meta.json`` (format ``rlkit.ail_checkpoint``) lists the SHA-256 of every other file, so a damaged
+one is refused by name on load.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,11 +24,14 @@ from rlkit.ail.generator import GENERATORS, Generator
 from rlkit.ail.resume import save_trainer_state
 from rlkit.errors import FileFormatError, InvalidDataError
 from rlkit.factories.algorithms import ALGORITHMS
-from rlkit.persistence import atomic_write_json, replace_dir
+from rlkit.persistence import atomic_dir, read_header, tag, write_header
 from rlkit.persistence.agents import load_agent, save_agent
+from rlkit.persistence.formats import payload_files
 from rlkit.reward import load_reward_model, save_reward_model
 
-FORMAT = "rlkit.ail_checkpoint/1"
+KIND = "rlkit.ail_checkpoint"
+FORMAT = tag(KIND)
+_FIELDS = {"round": int, "algo": str, "discriminator": dict, "diagnostics": dict}
 META_FILE = "meta.json"
 GENERATOR_NAME = "generator"  # generator.zip (SB3) + generator.json (rlkit.persistence.agents)
 _NAME = re.compile(r"^round_(\d{6,})$")
@@ -88,24 +90,18 @@ class CheckpointStore:
         algo = type(generator).__name__
         if algo.lower() not in GENERATORS:
             raise InvalidDataError(f"generator must be one of {list(GENERATORS)}, got {algo}")
-        self.root.mkdir(parents=True, exist_ok=True)
         final = self.path(round_index)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp", dir=self.root))
-        try:
+        with atomic_dir(final) as tmp:
             save_agent(generator, tmp / GENERATOR_NAME)
             save_reward_model(discriminator.reward_net, tmp / "reward")
             if discriminator.shaping_net is not None:
                 save_reward_model(discriminator.shaping_net, tmp / "shaping")
             if trainer_state is not None:
                 save_trainer_state(trainer_state, tmp)
-            atomic_write_json(tmp / META_FILE, {
-                "format": FORMAT, "round": round_index, "algo": algo,
+            write_header(tmp / META_FILE, KIND, {
+                "round": round_index, "algo": algo,
                 "discriminator": discriminator.config.to_dict(), "diagnostics": diagnostics,
-            })
-            replace_dir(tmp, final)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
+            }, covers=payload_files(tmp, exclude=[META_FILE]))
         return final
 
     def meta(self, round_index: int) -> dict[str, Any]:
@@ -113,17 +109,20 @@ class CheckpointStore:
         path = self.path(round_index) / META_FILE
         if not path.is_file():
             raise FileFormatError(f"{path}: no such checkpoint (saved rounds: {self.rounds()})")
-        return _read_meta(path)
+        return _read_meta(path, verify=False)
 
     def load(self, round_index: int, device: str = "cpu", env: VecEnv | None = None) -> Checkpoint:
         """Rebuild a saved round; a missing or damaged file raises FileFormatError naming it.
 
         ``env`` attaches the generator to an env so that it can go on training."""
         directory = self.path(round_index)
-        meta = self.meta(round_index)
+        if not (directory / META_FILE).is_file():
+            raise FileFormatError(f"{directory / META_FILE}: no such checkpoint "
+                                  f"(saved rounds: {self.rounds()})")
+        meta = _read_meta(directory / META_FILE, verify=True)  # and every file it covers
         try:
             config = DiscriminatorConfig.from_dict(meta["discriminator"])
-        except InvalidDataError as error:
+        except (TypeError, ValueError) as error:
             raise FileFormatError(f"{directory / META_FILE}: bad discriminator config ({error})") from None
         reward = load_reward_model(directory / "reward", device=device).model
         shaping = (load_reward_model(directory / "shaping", device=device).model
@@ -133,13 +132,9 @@ class CheckpointStore:
         return Checkpoint(meta["round"], generator, discriminator, meta["diagnostics"])
 
 
-def _read_meta(path: Path) -> dict[str, Any]:
-    try:
-        meta = json.loads(path.read_text())
-    except (OSError, ValueError) as error:
-        raise FileFormatError(f"{path}: not readable JSON ({error})") from None
-    missing = {"format", "round", "algo", "discriminator", "diagnostics"} - set(meta)
-    if missing or meta["format"] != FORMAT or str(meta["algo"]).lower() not in GENERATORS:
-        raise FileFormatError(f"{path}: not an rlkit AIL checkpoint (missing {sorted(missing)}, "
-                              f"format {meta.get('format')!r}, algo {meta.get('algo')!r})")
+def _read_meta(path: Path, verify: bool) -> dict[str, Any]:
+    """The checked ``meta.json``; with ``verify``, every file it covers is checked too."""
+    meta = read_header(path, KIND, _FIELDS, verify=verify)
+    if meta["algo"].lower() not in GENERATORS:
+        raise FileFormatError(f"{path}: algo {meta['algo']!r} is not one of {list(GENERATORS)}")
     return meta

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import io
-import json
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -12,9 +10,14 @@ import numpy as np
 
 from rlkit.data.trajectory import Trajectory
 from rlkit.errors import FileFormatError, InvalidDataError
-from rlkit.persistence import atomic_write_bytes
+from rlkit.persistence import tag
+from rlkit.persistence.arrays import load_npz, save_npz
+from rlkit.persistence.formats import check_npz_header, npz_header
 
-_FORMAT = "rlkit.trajectories/1"
+__all__ = ["TrajectoryStore", "load_npz"]
+
+_KIND = "rlkit.trajectories"
+_FORMAT = tag(_KIND)
 
 
 class TrajectoryStore:
@@ -171,7 +174,15 @@ class TrajectoryStore:
         missing = {"obs", "acts", "rews", "lengths", "terminal"} - set(arrays)
         if missing:
             raise FileFormatError(f"{origin}: missing arrays {sorted(missing)}")
-        lengths = np.asarray(arrays["lengths"], dtype=np.int64)
+        try:
+            lengths = np.asarray(arrays["lengths"], dtype=np.int64)
+            rews = np.asarray(arrays["rews"], dtype=np.float32)
+            terminal = np.asarray(arrays["terminal"], dtype=bool)
+        except (TypeError, ValueError) as error:
+            raise FileFormatError(f"{origin}: lengths, rews or terminal are not numbers ({error})") from None
+        if lengths.ndim != 1 or rews.ndim != 1 or terminal.ndim != 1 or np.ndim(arrays["obs"]) < 1 or (
+                np.ndim(arrays["acts"]) < 1):
+            raise FileFormatError(f"{origin}: lengths, rews and terminal must be 1-D, obs and acts arrays")
         n_steps, n_traj = int(lengths.sum()), len(lengths)
         if (lengths < 1).any():
             raise FileFormatError(f"{origin}: trajectory lengths must be >= 1")
@@ -185,13 +196,15 @@ class TrajectoryStore:
         store = cls()
         store._obs = np.asarray(arrays["obs"])
         store._acts = np.asarray(arrays["acts"])
-        store._rews = np.asarray(arrays["rews"], dtype=np.float32)
+        store._rews = rews
         for name in ("obs", "acts", "rews"):
             values = getattr(store, f"_{name}")
+            if values.dtype.kind not in "biuf":
+                raise FileFormatError(f"{origin}: {name} holds {values.dtype}, not numbers")
             if np.issubdtype(values.dtype, np.floating) and not np.isfinite(values).all():
                 raise InvalidDataError(f"{origin}: {name} holds NaN or inf")
         store._lengths = lengths
-        store._terminal = np.asarray(arrays["terminal"], dtype=bool)
+        store._terminal = terminal
         store._obs_offsets = np.concatenate([[0], np.cumsum(lengths + 1)[:-1]]).astype(np.int64)
         store._step_offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
         return store
@@ -199,26 +212,12 @@ class TrajectoryStore:
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write the store as one ``.npz`` (atomic, no pickle)."""
         path = Path(path).with_suffix(".npz")
-        header = np.frombuffer(json.dumps({"format": _FORMAT}).encode(), dtype=np.uint8)
-        atomic_write_bytes(path, lambda f: np.savez(f, _header=header, **self.arrays()))
+        save_npz(path, {"_header": npz_header(_KIND), **self.arrays()})
         return path
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> TrajectoryStore:
         arrays = load_npz(path)
-        header = arrays.pop("_header", None)
-        if header is None or json.loads(header.tobytes()).get("format") != _FORMAT:
-            raise FileFormatError(f"{path}: not an rlkit trajectory file (format header missing)")
+        check_npz_header(arrays, _KIND, path)
+        arrays.pop("_header")
         return cls.from_arrays(arrays, origin=str(path))
-
-
-def load_npz(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
-    """Read every array of an ``.npz`` without pickle, turning any damage into a FileFormatError."""
-    try:
-        raw = Path(path).read_bytes()
-        with np.load(io.BytesIO(raw), allow_pickle=False) as npz:
-            return {name: npz[name] for name in npz.files}
-    except FileNotFoundError:
-        raise FileFormatError(f"{path}: no such file") from None
-    except Exception as error:  # zipfile, zlib and numpy each raise their own kinds
-        raise FileFormatError(f"{path}: damaged or not an .npz file ({error})") from None

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -12,12 +10,17 @@ from typing import Any
 import numpy as np
 
 from rlkit.data.segments import SegmentPairs
-from rlkit.data.store import TrajectoryStore, load_npz
+from rlkit.data.store import TrajectoryStore
 from rlkit.errors import FileFormatError, InvalidDataError, InvalidLabelError
 from rlkit.feedback.scale import OrdinalScale
-from rlkit.persistence import atomic_write_bytes, atomic_write_json
+from rlkit.persistence import read_header, tag, write_header
+from rlkit.persistence.arrays import load_npz, save_npz
+from rlkit.persistence.formats import sha256_file, verify_checksums
 
-_FORMAT = "rlkit.preferences/1"
+_KIND = "rlkit.preferences"
+_FORMAT = tag(_KIND)
+_FIELDS = {"n_pairs": int, "sources": list, "annotators": list, "meta_columns": list, "npz_sha256": str,
+           "scale": (dict, type(None))}
 MetaValue = np.ndarray | float | int | str
 
 
@@ -133,7 +136,7 @@ class PreferenceDataset:
     ) -> tuple[PreferenceDataset, PreferenceDataset]:
         """A random (train, held-out) split."""
         if not 0.0 < held_out_fraction < 1.0:
-            raise ValueError(f"held_out_fraction must lie in (0, 1), got {held_out_fraction}")
+            raise InvalidDataError(f"held_out_fraction must lie in (0, 1), got {held_out_fraction}")
         order = rng.permutation(len(self))
         n_held = int(round(held_out_fraction * len(self)))
         return self.filter(np.sort(order[n_held:])), self.filter(np.sort(order[:n_held]))
@@ -179,9 +182,8 @@ class PreferenceDataset:
             "source": self._source, "annotator": self._annotator,
         }
         arrays |= {f"meta__{key}": column for key, column in self.meta.items()}
-        atomic_write_bytes(npz_path, lambda f: np.savez_compressed(f, **arrays))
-        atomic_write_json(json_path, {
-            "format": _FORMAT,
+        save_npz(npz_path, arrays, compressed=True)
+        write_header(json_path, _KIND, {
             "n_pairs": len(self),
             "sources": self.source_names,
             "annotators": self.annotator_names,
@@ -191,27 +193,18 @@ class PreferenceDataset:
             },
             "obs_shape": self.store.obs_shape,
             "act_shape": self.store.act_shape,
-            "npz_sha256": hashlib.sha256(npz_path.read_bytes()).hexdigest(),
+            "npz_sha256": sha256_file(npz_path),
         })
         return npz_path, json_path
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> PreferenceDataset:
         npz_path, json_path = _paths(path)
-        try:
-            header = json.loads(json_path.read_text())
-        except FileNotFoundError:
-            raise FileFormatError(f"{json_path}: no such file") from None
-        except (json.JSONDecodeError, UnicodeDecodeError) as error:
-            raise FileFormatError(f"{json_path}: not valid JSON ({error})") from None
-        if not isinstance(header, dict) or header.get("format") != _FORMAT:
-            raise FileFormatError(f"{json_path}: not an rlkit preference dataset ({_FORMAT})")
-        missing = {"n_pairs", "sources", "annotators", "meta_columns", "npz_sha256"} - set(header)
-        if missing:
-            raise FileFormatError(f"{json_path}: missing fields {sorted(missing)}")
-        if npz_path.exists() and hashlib.sha256(npz_path.read_bytes()).hexdigest() != header[
-            "npz_sha256"
-        ]:
+        header = read_header(json_path, _KIND, _FIELDS, verify=False)  # its digest last, below
+        if not all(isinstance(name, str) for name in
+                   [*header["sources"], *header["annotators"], *header["meta_columns"]]):
+            raise FileFormatError(f"{json_path}: sources, annotators and meta_columns must be text")
+        if npz_path.exists() and sha256_file(npz_path) != header["npz_sha256"]:
             raise FileFormatError(
                 f"{npz_path} does not match {json_path.name} (checksum differs): the file was "
                 "damaged, replaced, or its save was interrupted"
@@ -219,10 +212,13 @@ class PreferenceDataset:
         arrays = load_npz(npz_path)
         traj = {k.removeprefix("traj__"): v for k, v in arrays.items() if k.startswith("traj__")}
         store = TrajectoryStore.from_arrays(traj, origin=str(npz_path))
-        scale_info = header.get("scale")
-        scale = None if scale_info is None else OrdinalScale(
-            scale_info["name"], tuple(scale_info["levels"]), tuple(scale_info["names"])
-        )
+        scale_info = header["scale"]
+        try:
+            scale = None if scale_info is None else OrdinalScale(
+                scale_info["name"], tuple(scale_info["levels"]), tuple(scale_info["names"])
+            )
+        except (KeyError, TypeError, ValueError) as error:
+            raise FileFormatError(f"{json_path}: bad scale ({type(error).__name__}: {error})") from None
         dataset = cls(store, scale)
         try:
             left, right = arrays["left"], arrays["right"]
@@ -233,19 +229,24 @@ class PreferenceDataset:
         n = header["n_pairs"]
         for name, column in {"left": left, "right": right, "labels": labels, "source": source,
                              "annotator": annotator, **meta}.items():
-            if len(column) != n:
-                raise FileFormatError(f"{npz_path}: column {name!r} has {len(column)} rows, not {n}")
+            rows = len(column) if column.ndim else 0
+            if column.ndim == 0 or rows != n:
+                raise FileFormatError(f"{npz_path}: column {name!r} has {rows} rows, not {n}")
         for name, codes, names in (("source", source, header["sources"]),
                                    ("annotator", annotator, header["annotators"])):
             if n and (codes.min() < 0 or codes.max() >= len(names)):
                 raise FileFormatError(f"{npz_path}: {name} codes outside the {len(names)} names")
-        pairs = SegmentPairs(store, left, right)  # re-validates every index against the store
+        try:
+            pairs = SegmentPairs(store, left, right)  # re-validates every index against the store
+        except (InvalidDataError, TypeError) as error:
+            raise FileFormatError(f"{npz_path}: pairs do not index its trajectories ({error})") from None
         (scale or OrdinalScale.get("oracle")).validate(labels, what=f"{npz_path}: labels")
         dataset._left, dataset._right = pairs.left, pairs.right
         dataset.labels = labels.astype(np.float32)
         dataset._source, dataset._annotator = source.astype(np.int32), annotator.astype(np.int32)
         dataset.source_names, dataset.annotator_names = header["sources"], header["annotators"]
         dataset.meta = meta
+        verify_checksums(json_path, header)
         return dataset
 
 

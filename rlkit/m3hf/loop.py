@@ -10,6 +10,8 @@ the best generation's policies are kept in ``checkpoints/best``.
 The run directory is the run's memory. A phase's artefacts (checkpoint, pools, feedback, video)
 are written first and ``state.json`` last, atomically, so a run killed at any point restarts at
 the last completed generation with its pools and RNG states, and continues as if never stopped.
+``state.json`` (format ``rlkit.m3hf.run``) holds the SHA-256 of that generation's pools file and
+checkpoint header (which covers its policies), so a damaged one is refused by name on resume.
 """
 
 from __future__ import annotations
@@ -44,10 +46,14 @@ from rlkit.m3hf.specs import FeedbackParser, RewardSpec, Scene
 from rlkit.m3hf.weights import TeamPools, WeightRule
 from rlkit.marl import MultiAgentPPO, OvercookedRows, load_checkpoint, save_checkpoint
 from rlkit.marl.evaluate import evaluate
-from rlkit.persistence import atomic_open, atomic_write_json
+from rlkit.persistence import atomic_open, atomic_write_json, read_header, tag, write_header
+from rlkit.persistence.formats import CHECKSUMS, SELF_CHECKSUM
 
 log = logging.getLogger(__name__)
-STATE_FORMAT = "rlkit.m3hf.run/1"
+STATE_KIND = "rlkit.m3hf.run"
+STATE_FORMAT = tag(STATE_KIND)
+STATE_FILE = "state.json"
+_STATE_FIELDS = {"config": dict, "completed": int, "history": list, "best": (dict, type(None))}
 
 
 def make_source(config: M3HFConfig, phase: int) -> FeedbackSource | None:
@@ -122,7 +128,7 @@ class M3HFRun:
             self._train_generation(trainer, pools, state, [])
         else:
             trainer = load_checkpoint(self._checkpoint(state["completed"]), self.rows, self.logger)
-            pools = TeamPools.load(self._pools(state["completed"]))
+            pools = _load_pools(self._pools(state["completed"]))
             log.info("resuming %s after generation %d", self.run_dir, state["completed"])
         for phase in range(state["completed"] + 1, self.config.phases + 1):
             feedback = self._ask(trainer, phase, state)
@@ -169,7 +175,9 @@ class M3HFRun:
         state["completed"] = generation
         with atomic_open(self.run_dir / "generations.jsonl", "w") as handle:
             handle.writelines(json.dumps(r) + "\n" for r in state["history"])
-        atomic_write_json(self.run_dir / "state.json", state)  # last: the generation is now complete
+        # last: the generation is now complete; its pools and checkpoint are covered by checksums
+        write_header(self.run_dir / STATE_FILE, STATE_KIND, state,
+                     covers=[self._pools(generation), self._checkpoint(generation) / "meta.json"])
         if self.logger is not None:
             scalars = {key: float(value) for key, value in row.items() if isinstance(value, int | float)}
             self.logger.log({f"m3hf/{key}": value for key, value in scalars.items()}, trainer.num_timesteps)
@@ -231,12 +239,17 @@ class M3HFRun:
         return specs
 
     def _load_state(self) -> dict[str, Any] | None:
-        path = self.run_dir / "state.json"
+        path = self.run_dir / STATE_FILE
         if not path.is_file():
             return None
-        state = json.loads(path.read_text())
-        if state.get("format") != STATE_FORMAT:
-            raise FileFormatError(f"{path}: format {state.get('format')!r}, expected {STATE_FORMAT!r}")
+        header = read_header(path, STATE_KIND, _STATE_FIELDS)  # and the files it covers
+        state = {key: value for key, value in header.items() if key not in (CHECKSUMS, SELF_CHECKSUM)}
+        state["format"] = STATE_FORMAT  # an older version is rewritten as this one
+        rows_ok = all(isinstance(row, dict) and isinstance(row.get("original_return"), int | float)
+                      for row in state["history"])
+        if not rows_ok or state["completed"] < 0 or len(state["history"]) != state["completed"] + 1:
+            raise FileFormatError(f"{path}: completed={state['completed']} with "
+                                  f"{len(state['history'])} generations of history")
         # more phases may be added to a finished run; anything else would mix two experiments
         now = self.config.model_dump(mode="json", exclude={"llm": {"api_key"}})
         changed = sorted(k for k in now if k != "phases" and now[k] != state["config"].get(k))
@@ -246,6 +259,13 @@ class M3HFRun:
                 "config (only 'phases' may grow) or use a new run directory"
             )
         return state
+
+
+def _load_pools(path: Path) -> TeamPools:
+    try:
+        return TeamPools.load(path)
+    except (OSError, UnicodeDecodeError, RecursionError) as error:  # e.g. a run written before checksums
+        raise FileFormatError(f"{path}: not a readable pools file ({error})") from None
 
 
 def _play(env: OvercookedParallelEnv, policy: Any) -> None:

@@ -1,16 +1,15 @@
 """Save and resume a ``MultiAgentPPO`` run: every policy, its optimizer and the RNG states.
 
 A checkpoint is a directory: ``policies.pt`` (state dicts only, loaded with ``weights_only=True``)
-and ``meta.json`` (config, counters, numpy RNG state, spaces). It is written beside its target and
-renamed into place, so a crash leaves the old checkpoint or the new one. Resuming restores the
-RNG states too: a resumed run takes the same actions as the run that never stopped.
+and ``meta.json`` (format ``rlkit.marl.checkpoint``: config, counters, numpy RNG state, spaces, and
+the SHA-256 of ``policies.pt``, so a damaged file is refused by name, never loaded). It is staged
+beside its target and renamed into place (``rlkit.persistence.atomic_dir``), so a crash leaves the
+old checkpoint or the new one. Resuming restores the RNG states too: a resumed run takes the same
+actions as the run that never stopped.
 """
 
 from __future__ import annotations
 
-import json
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -22,32 +21,33 @@ from rlkit.logging import Logger
 from rlkit.marl.config import MarlConfig
 from rlkit.marl.ppo import MultiAgentPPO
 from rlkit.marl.rows import AgentRows
-from rlkit.persistence import atomic_open, atomic_write_json
+from rlkit.persistence import atomic_dir, atomic_write_bytes, read_header, tag, write_header
+from rlkit.persistence.rng import check_torch_rng_state, random_state_from_json, random_state_to_json
 
-FORMAT = "rlkit.marl.checkpoint/1"
+KIND = "rlkit.marl.checkpoint"
+FORMAT = tag(KIND)
+META_FILE = "meta.json"
+POLICIES_FILE = "policies.pt"
+_FIELDS = {"config": dict, "num_timesteps": int, "n_updates": list, "numpy_rng": list, "episodes": dict,
+           "agent_names": list, "observation_shape": list, "n_actions": int}
 
 
 def save_checkpoint(trainer: MultiAgentPPO, path: str | Path) -> Path:
     """Write ``trainer``'s state to the directory ``path`` (replaced whole if it exists)."""
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-    try:
+    with atomic_dir(target) as staging:
         tensors: dict[str, Any] = {"torch_rng": trainer._torch_rng}
         for index, model in enumerate(trainer.models):
             tensors[f"policy_{index}"] = model.policy.state_dict()
             tensors[f"optimizer_{index}"] = model.policy.optimizer.state_dict()
-        with atomic_open(staging / "policies.pt", "wb") as handle:
-            torch.save(tensors, handle)
-        name, keys, pos, has_gauss, cached = trainer._numpy_rng
-        atomic_write_json(
-            staging / "meta.json",
+        atomic_write_bytes(staging / POLICIES_FILE, lambda handle: torch.save(tensors, handle))
+        write_header(
+            staging / META_FILE, KIND,
             {
-                "format": FORMAT,
                 "config": trainer.config.model_dump(mode="json"),
                 "num_timesteps": trainer.num_timesteps,
                 "n_updates": [model._n_updates for model in trainer.models],
-                "numpy_rng": [name, np.asarray(keys).tolist(), int(pos), int(has_gauss), float(cached)],
+                "numpy_rng": random_state_to_json(trainer._numpy_rng),
                 "episodes": {  # the recent-episode statistics, so logged means continue unchanged
                     "original": list(trainer._episode_original),
                     "shaped": [r.tolist() for r in trainer._episode_shaped],
@@ -57,15 +57,8 @@ def save_checkpoint(trainer: MultiAgentPPO, path: str | Path) -> Path:
                 "observation_shape": list(trainer.env.observation_space.shape),
                 "n_actions": int(trainer.env.action_space.n),
             },
+            covers=[staging / POLICIES_FILE],
         )
-        old = target.with_name(f".{target.name}.old")
-        shutil.rmtree(old, ignore_errors=True)
-        if target.exists():
-            target.rename(old)
-        staging.rename(target)
-        shutil.rmtree(old, ignore_errors=True)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
     return target
 
 
@@ -81,33 +74,38 @@ def load_checkpoint(path: str | Path, env: AgentRows, logger: Logger | None = No
     for key, value in found.items():
         if meta[key] != value:
             raise IncompatibleModelError(f"checkpoint {str(folder)!r} has {key}={meta[key]}, the env {value}")
-    trainer = MultiAgentPPO(env, MarlConfig(**meta["config"]), logger)
-    tensors = torch.load(folder / "policies.pt", map_location="cpu", weights_only=True)
-    for index, model in enumerate(trainer.models):
-        model.policy.load_state_dict(tensors[f"policy_{index}"])
-        model.policy.optimizer.load_state_dict(tensors[f"optimizer_{index}"])
-        model._n_updates = int(meta["n_updates"][index])
+    meta_path, policies = folder / META_FILE, folder / POLICIES_FILE
+    try:
+        config = MarlConfig(**meta["config"])
+    except (TypeError, ValueError) as error:  # pydantic's ValidationError is a ValueError
+        raise FileFormatError(f"{meta_path}: bad config ({error})") from None
+    numpy_rng = random_state_from_json(meta["numpy_rng"], meta_path)
+    try:
+        tensors = torch.load(policies, map_location="cpu", weights_only=True)
+    except Exception as error:  # torch's restricted unpickler raises its own kinds
+        raise FileFormatError(f"{policies}: damaged ({error})") from None
+    trainer = MultiAgentPPO(env, config, logger)
+    try:
+        for index, model in enumerate(trainer.models):
+            model.policy.load_state_dict(tensors[f"policy_{index}"])
+            model.policy.optimizer.load_state_dict(tensors[f"optimizer_{index}"])
+            model._n_updates = int(meta["n_updates"][index])
+        episodes = meta["episodes"]
+        trainer._episode_original.extend(float(r) for r in episodes["original"])
+        trainer._episode_shaped.extend(np.asarray(r, dtype=np.float64) for r in episodes["shaped"])
+        trainer._episode_length.extend(int(n) for n in episodes["length"])
+    except (IndexError, KeyError, RuntimeError, TypeError, ValueError) as error:
+        raise FileFormatError(f"{folder}: policies or counters do not fit the config "
+                              f"({type(error).__name__}: {error})") from None
     trainer.num_timesteps = int(meta["num_timesteps"])
-    episodes = meta["episodes"]
-    trainer._episode_original.extend(episodes["original"])
-    trainer._episode_shaped.extend(np.asarray(r) for r in episodes["shaped"])
-    trainer._episode_length.extend(episodes["length"])
-    trainer._torch_rng = tensors["torch_rng"]
-    name, keys, pos, has_gauss, cached = meta["numpy_rng"]
-    trainer._numpy_rng = (name, np.asarray(keys, dtype=np.uint32), pos, has_gauss, cached)
+    trainer._torch_rng = check_torch_rng_state(tensors.get("torch_rng"), policies)
+    trainer._numpy_rng = numpy_rng
     return trainer
 
 
 def _read_meta(folder: Path) -> dict[str, Any]:
-    meta_path = folder / "meta.json"
-    if not meta_path.is_file() or not (folder / "policies.pt").is_file():
+    if not (folder / META_FILE).is_file() or not (folder / POLICIES_FILE).is_file():
         raise FileFormatError(
             f"{str(folder)!r} is not a rlkit.marl checkpoint (meta.json or policies.pt missing)"
         )
-    try:
-        meta = json.loads(meta_path.read_text())
-    except json.JSONDecodeError as error:
-        raise FileFormatError(f"{str(meta_path)!r} is not valid JSON: {error}") from error
-    if meta.get("format") != FORMAT:
-        raise FileFormatError(f"{str(meta_path)!r} has format {meta.get('format')!r}, expected {FORMAT!r}")
-    return meta
+    return read_header(folder / META_FILE, KIND, _FIELDS)

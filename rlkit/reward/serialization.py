@@ -6,7 +6,6 @@ No pickle: weights are plain tensors, everything else is JSON, both readable wit
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -15,7 +14,8 @@ import safetensors.torch
 from gymnasium import spaces
 
 from rlkit.errors import FileFormatError, IncompatibleModelError, InvalidDataError
-from rlkit.persistence import atomic_write_bytes, atomic_write_json
+from rlkit.persistence import atomic_write_bytes, read_header, tag, write_header
+from rlkit.persistence.formats import verify_checksums
 from rlkit.reward.ensemble import RewardEnsemble
 from rlkit.reward.nets import (
     RewardNet,
@@ -27,7 +27,8 @@ from rlkit.reward.nets import (
 from rlkit.reward.normalize import NormalizedReward, RunningNorm
 from rlkit.types import RewardFn
 
-FORMAT = "rlkit.reward_model/1"
+KIND = "rlkit.reward_model"
+FORMAT = tag(KIND)
 WEIGHTS_FILE = "model.safetensors"
 SPEC_FILE = "model.json"
 
@@ -53,8 +54,7 @@ def save_reward_model(
     weights = safetensors.torch.save(state, metadata={"format": FORMAT})
     specs = model.specs if isinstance(model, RewardEnsemble) else [model.spec]
     atomic_write_bytes(directory / WEIGHTS_FILE, lambda handle: handle.write(weights))
-    atomic_write_json(directory / SPEC_FILE, {
-        "format": FORMAT,
+    write_header(directory / SPEC_FILE, KIND, {
         "model": "ensemble" if isinstance(model, RewardEnsemble) else "net",
         "ensemble_size": len(specs),
         "specs": [spec.to_dict() for spec in specs],
@@ -72,7 +72,7 @@ def load_reward_model(
 ) -> LoadedRewardModel:
     """Rebuild a saved model; with spaces given, first check it fits the env they come from."""
     directory = Path(directory)
-    header = _read_header(directory / SPEC_FILE)
+    header, raw = _read_header(directory / SPEC_FILE)
     specs = header["specs"]
     if observation_space is not None or action_space is not None:
         check_spaces(specs[0], observation_space, action_space)
@@ -96,6 +96,7 @@ def load_reward_model(
         raise FileFormatError(
             f"{directory / WEIGHTS_FILE}: weights do not fit the specs in {SPEC_FILE} ({error})"
         ) from None
+    verify_checksums(directory / SPEC_FILE, raw)  # the header's own digest, after the specific checks
     return LoadedRewardModel(model.to(device), header["norm"])
 
 
@@ -135,23 +136,16 @@ def _read_bytes(path: Path) -> bytes:
         raise FileFormatError(f"{path}: cannot be read ({error})") from None
 
 
-def _read_header(path: Path) -> dict[str, Any]:
-    """The parsed ``model.json`` with its specs rebuilt; any defect becomes a FileFormatError."""
-    try:
-        header = json.loads(_read_bytes(path))
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise FileFormatError(f"{path}: not valid JSON ({error})") from None
-    if not isinstance(header, dict) or header.get("format") != FORMAT:
-        found = header.get("format") if isinstance(header, dict) else type(header).__name__
-        raise FileFormatError(f"{path}: format is {found!r}, expected {FORMAT!r}")
-    missing = {"model", "ensemble_size", "specs", "norm", "weights_sha256"} - set(header)
-    if missing:
-        raise FileFormatError(f"{path}: missing fields {sorted(missing)}")
+def _read_header(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The parsed ``model.json`` with its specs rebuilt, and as read; any defect becomes a
+    FileFormatError."""
+    header = read_header(path, KIND, {"model": str, "ensemble_size": int, "specs": list,
+                                      "norm": (dict, type(None)), "weights_sha256": str}, verify=False)
     try:
         specs = [RewardNetSpec.from_dict(spec) for spec in header["specs"]]
         norm = None if header["norm"] is None else RunningNorm.from_state(header["norm"])
-    except (InvalidDataError, TypeError, ValueError) as error:
-        raise FileFormatError(f"{path}: bad spec or normaliser ({error})") from None
+    except (InvalidDataError, AttributeError, KeyError, TypeError, ValueError) as error:
+        raise FileFormatError(f"{path}: bad spec or normaliser ({type(error).__name__}: {error})") from None
     if header["model"] not in ("net", "ensemble") or len(specs) != header["ensemble_size"] or (
         header["model"] == "net" and len(specs) != 1
     ) or not specs:
@@ -159,4 +153,4 @@ def _read_header(path: Path) -> dict[str, Any]:
             f"{path}: model {header['model']!r} with ensemble_size {header['ensemble_size']} "
             f"and {len(specs)} specs is inconsistent"
         )
-    return {**header, "specs": specs, "norm": norm}
+    return {**header, "specs": specs, "norm": norm}, header
