@@ -230,3 +230,10 @@ def test_every_folder_of_modules_is_a_package() -> None:
                 parent.relative_to(ROOT).parts[0] in SOURCES}
     missing = sorted(str(f.relative_to(ROOT)) for f in folders if not (f / "__init__.py").is_file())
     assert not missing, f"folders of modules without __init__.py (left out of the wheel): {missing}"
+
+
+def test_the_architecture_page_shows_every_row() -> None:
+    page = (ROOT / "docs" / "architecture.md").read_text()
+    for unit in ROW_OF:
+        path = unit.replace(".", "/")
+        assert f"`{path}.py`" in page or f"`{path}/`" in page, unit
