@@ -376,3 +376,17 @@ def test_the_writers_stage_their_folders_and_a_failed_save_keeps_the_last_checkp
     assert {path: path.read_bytes() for path in files} == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint"]
     load()
+
+
+def test_a_checkpoint_written_before_checksums_is_still_read(tmp_path):
+    """Old run directories: a ``rlkit.marl.checkpoint/1`` header (no checksums) loads as before."""
+    files, _, load = make_marl_checkpoint(tmp_path)
+    meta = files[0]
+    header = json.loads(meta.read_text())
+    for key in ("sha256", SELF_CHECKSUM):
+        del header[key]
+    meta.write_text(json.dumps(header | {"format": "rlkit.marl.checkpoint/1"}))
+    assert load().num_timesteps == 32
+    meta.write_text(json.dumps(header))  # the current version without its checksums is refused
+    with pytest.raises(FileFormatError, match="meta.json: missing field 'sha256'"):
+        load()
