@@ -29,8 +29,9 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 import openai
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
+from rlkit.config import StrictModel
 from rlkit.m3hf.parser_rule import RuleParser
 from rlkit.m3hf.prompt import ParsedFeedback, build_messages, repair_message, response_schema
 from rlkit.m3hf.specs import FeedbackParser, RewardSpec, Scene
@@ -40,10 +41,8 @@ log = logging.getLogger(__name__)
 _RETRYABLE = (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError)  # timeouts too
 
 
-class LLMConfig(BaseModel):
+class LLMConfig(StrictModel):
     """Where the model lives and how patient to be; ``api_key`` None reads ``OPENAI_API_KEY``."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     model: str = "gpt-4o-mini"
     base_url: str | None = None

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from rlkit.config import StrictModel
 from rlkit.m3hf.parser_llm import LLMConfig
 from rlkit.marl.config import MarlConfig
 
 
-class EnvSettings(BaseModel):
+class EnvSettings(StrictModel):
     """The Overcooked game (the paper: map A, lettuce-tomato salad, 3 agents, radius 2, 200 steps)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     layout: str = "A"
     recipe: str = "lettuce-tomato"
@@ -23,11 +22,9 @@ class EnvSettings(BaseModel):
     macro_actions: bool = True
 
 
-class FeedbackSettings(BaseModel):
+class FeedbackSettings(StrictModel):
     """Where feedback comes from: nobody (plain IPPO), a script, a simulated teacher, a terminal,
     or people on the web page of ``rlkit serve --run-dir <this run's directory>``."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     source: Literal["none", "scripted", "simulated", "terminal", "web"] = Field(
         "terminal", description="terminal: a person watches each phase's video and types"
@@ -46,10 +43,8 @@ class FeedbackSettings(BaseModel):
     poll_s: float = Field(0.5, gt=0, description="how often the store is checked (web)")
 
 
-class M3HFConfig(BaseModel):
+class M3HFConfig(StrictModel):
     """One M3HF run; ``seed`` replaces ``marl.seed``. Budget = (phases + 1) * generation_steps."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     seed: int = 0
     env: EnvSettings = EnvSettings()

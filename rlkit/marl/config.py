@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from rlkit.config import StrictModel
 
 
-class MarlConfig(BaseModel):
+class MarlConfig(StrictModel):
     """PPO settings shared by every policy; ``batch_size`` counts samples of one policy."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     sharing: Literal["independent", "shared"] = Field(
         "independent",
