@@ -20,7 +20,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from rlkit.errors import InvalidDataError
+from rlkit.errors import InvalidDataError, StateError
 
 
 class FixedHorizon(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
@@ -60,7 +60,7 @@ class FixedHorizon(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
 
     def step(self, action: Any) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
         if self._t >= self.horizon:
-            raise RuntimeError(f"the episode reached horizon={self.horizon}; call reset()")
+            raise StateError(f"the episode reached horizon={self.horizon}; call reset()")
         self._t += 1
         at_horizon = self._t >= self.horizon
         if self._absorbed:

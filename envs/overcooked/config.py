@@ -7,6 +7,7 @@ from typing import Any
 
 from envs.overcooked.layouts import LAYOUTS, Layout, get_layout
 from envs.overcooked.recipes import Recipe, parse_recipe
+from rlkit.errors import ConfigError, WrongTypeError
 
 OBS_MODES = ("vector", "image")
 
@@ -29,11 +30,11 @@ class Rewards:
         if isinstance(value, dict):
             unknown = set(value) - set(cls.__dataclass_fields__)
             if unknown:
-                raise ValueError(
+                raise ConfigError(
                     f"unknown reward terms {sorted(unknown)}; valid: {sorted(cls.__dataclass_fields__)}"
                 )
             return cls(**{k: float(v) for k, v in value.items()})
-        raise TypeError(f"rewards must be a Rewards, a dict or None, got {type(value).__name__}")
+        raise WrongTypeError(f"rewards must be a Rewards, a dict or None, got {type(value).__name__}")
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,7 @@ class OvercookedConfig:
 
     def __post_init__(self) -> None:
         if self.layout not in LAYOUTS:
-            raise ValueError(f"unknown layout {self.layout!r}; valid layouts: {', '.join(LAYOUTS)}")
+            raise ConfigError(f"unknown layout {self.layout!r}; valid layouts: {', '.join(LAYOUTS)}")
         object.__setattr__(self, "recipe", parse_recipe(self.recipe).name)
         object.__setattr__(self, "rewards", Rewards.coerce(self.rewards))
         _check_int("n_agents", self.n_agents, 2, 3)
@@ -62,9 +63,9 @@ class OvercookedConfig:
         _check_int("macro_timeout", self.macro_timeout, 1, None)
         _check_int("cell_px", self.cell_px, 4, None)
         if not isinstance(self.macro_actions, bool):
-            raise TypeError(f"macro_actions must be a bool, got {self.macro_actions!r}")
+            raise WrongTypeError(f"macro_actions must be a bool, got {self.macro_actions!r}")
         if self.obs_mode not in OBS_MODES:
-            raise ValueError(f"obs_mode must be one of {OBS_MODES}, got {self.obs_mode!r}")
+            raise ConfigError(f"obs_mode must be one of {OBS_MODES}, got {self.obs_mode!r}")
 
     @property
     def recipe_spec(self) -> Recipe:
@@ -74,7 +75,9 @@ class OvercookedConfig:
     def from_kwargs(cls, **kwargs: Any) -> OvercookedConfig:
         unknown = set(kwargs) - set(cls.__dataclass_fields__)
         if unknown:
-            raise TypeError(f"unknown arguments {sorted(unknown)}; valid: {sorted(cls.__dataclass_fields__)}")
+            raise WrongTypeError(
+                f"unknown arguments {sorted(unknown)}; valid: {sorted(cls.__dataclass_fields__)}"
+            )
         return cls(**kwargs)
 
     @property
@@ -84,7 +87,7 @@ class OvercookedConfig:
 
 def _check_int(name: str, value: Any, low: int, high: int | None) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {value!r}")
+        raise WrongTypeError(f"{name} must be an int, got {value!r}")
     if value < low or (high is not None and value > high):
         bound = f"{low}..{high}" if high is not None else f">= {low}"
-        raise ValueError(f"{name} must be {bound}, got {value}")
+        raise ConfigError(f"{name} must be {bound}, got {value}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 from envs.overcooked.config import Rewards
 from envs.overcooked.layouts import DELIVERY, KNIFE, N_FOODS, STAY, Layout
 from envs.overcooked.recipes import Recipe
+from rlkit.errors import StateError
 
 CHOPS_NEEDED = 3
 
@@ -109,7 +110,7 @@ class Kitchen:
             if len(waiting) == len(pending):
                 # Cannot happen with up to 3 agents: facing pairs swap, and any longer cycle of
                 # waits on a grid needs at least 4 agents.
-                raise RuntimeError(f"agents {waiting} wait on each other in a cycle")
+                raise StateError(f"agents {waiting} wait on each other in a cycle")
             pending = waiting
         return self.reward
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
+from rlkit.errors import ConfigError
+
 FLOOR, COUNTER, KNIFE, DELIVERY = 0, 1, 2, 3
 TOMATO, LETTUCE, ONION, PLATE_1, PLATE_2 = 0, 1, 2, 3, 4
 FOODS = ("tomato", "lettuce", "onion")
@@ -101,7 +103,7 @@ class Layout:
 
 def _check_name(name: str) -> str:
     if name not in _MAPS:
-        raise ValueError(f"unknown layout {name!r}; valid layouts: {', '.join(LAYOUTS)}")
+        raise ConfigError(f"unknown layout {name!r}; valid layouts: {', '.join(LAYOUTS)}")
     return name
 
 
@@ -110,7 +112,7 @@ def get_layout(name: str, n_agents: int) -> Layout:
     """Parse a map once; agents beyond ``n_agents`` are left out (their start becomes floor)."""
     _check_name(name)
     if not 2 <= n_agents <= MAX_AGENTS:
-        raise ValueError(f"n_agents must be 2 or 3, got {n_agents!r}")
+        raise ConfigError(f"n_agents must be 2 or 3, got {n_agents!r}")
     rows = _MAPS[name]
     height, width = len(rows), len(rows[0])
     kinds: list[int] = []

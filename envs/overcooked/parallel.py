@@ -19,6 +19,7 @@ from envs.overcooked.layouts import ACTION_NAMES
 from envs.overcooked.macro import MacroController
 from envs.overcooked.observation import get_observer
 from envs.overcooked.render import Painter, ansi
+from rlkit.errors import ConfigError, InvalidDataError, StateError, UnknownKeyError, WrongTypeError
 
 Obs = np.ndarray
 
@@ -67,7 +68,7 @@ class OvercookedParallelEnv(ParallelEnv):
             cell_px=cell_px,
         )
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(
+            raise ConfigError(
                 f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}"
             )
         self.config = config
@@ -115,7 +116,7 @@ class OvercookedParallelEnv(ParallelEnv):
 
     def _check_agent(self, agent: str) -> str:
         if agent not in self._agent_set:
-            raise KeyError(f"unknown agent {agent!r}; agents: {self.possible_agents}")
+            raise UnknownKeyError(f"unknown agent {agent!r}; agents: {self.possible_agents}")
         return agent
 
     # ------------------------------------------------------------------ episode
@@ -141,7 +142,7 @@ class OvercookedParallelEnv(ParallelEnv):
         self, actions: Mapping[str, Any]
     ) -> tuple[dict[str, Obs], dict[str, float], dict[str, bool], dict[str, bool], dict[str, dict[str, Any]]]:
         if not self.agents:
-            raise RuntimeError("the episode is over (or never started): call reset() before step()")
+            raise StateError("the episode is over (or never started): call reset() before step()")
         acts = self._parse_actions(actions)
         kitchen, macros = self._kitchen, self._macros
         if macros:
@@ -190,14 +191,14 @@ class OvercookedParallelEnv(ParallelEnv):
     def _parse_slowly(self, actions: Mapping[str, Any]) -> list[int]:
         """Same result as the fast path where that succeeds; otherwise a clear error."""
         if not isinstance(actions, Mapping):
-            raise TypeError(f"actions must be a dict of agent -> action, got {type(actions).__name__}")
+            raise WrongTypeError(f"actions must be a dict of agent -> action, got {type(actions).__name__}")
         unknown = sorted(set(actions) - self._agent_set, key=str)
         if unknown:
-            raise ValueError(f"actions for agents not in the game: {unknown}; agents: {self.agents}")
+            raise InvalidDataError(f"actions for agents not in the game: {unknown}; agents: {self.agents}")
         ready = self._macros.done if self._macros else [True] * len(self.possible_agents)
         need = [a for a, r in zip(self.possible_agents, ready, strict=True) if r and a not in actions]
         if need:
-            raise ValueError(
+            raise InvalidDataError(
                 f"no action for {need}; every agent needs one each step"
                 + (" unless its macro is still running" if self._macros else "")
             )
@@ -208,9 +209,9 @@ class OvercookedParallelEnv(ParallelEnv):
             try:
                 action = operator.index(action)
             except TypeError:
-                raise TypeError(f"action for {agent} must be an integer, got {action!r}") from None
+                raise WrongTypeError(f"action for {agent} must be an integer, got {action!r}") from None
             if not 0 <= action < n:
-                raise ValueError(
+                raise InvalidDataError(
                     f"action {action} for {agent} out of range 0..{n - 1} ({', '.join(self.action_names)})"
                 )
             out.append(action)

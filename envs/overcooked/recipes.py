@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from envs.overcooked.layouts import FOODS
+from rlkit.errors import ConfigError, WrongTypeError
 
 # The reference's task order; the one-hot task in the observation uses these indices.
 RECIPES = (
@@ -34,16 +35,16 @@ class Recipe:
 def parse_recipe(recipe: str | int) -> Recipe:
     """Accept a name in any food order, with or without " salad", or the reference's index."""
     if isinstance(recipe, bool) or not isinstance(recipe, (str, int)):
-        raise TypeError(f"recipe must be a name or an index, got {recipe!r}")
+        raise WrongTypeError(f"recipe must be a name or an index, got {recipe!r}")
     if isinstance(recipe, int):
         if not 0 <= recipe < len(RECIPES):
-            raise ValueError(f"recipe index {recipe} out of range 0..{len(RECIPES) - 1}")
+            raise ConfigError(f"recipe index {recipe} out of range 0..{len(RECIPES) - 1}")
         name = RECIPES[recipe]
     else:
         words = recipe.strip().lower().removesuffix("salad").strip().strip("-").split("-")
         name = "-".join(sorted(w.strip() for w in words))
         if name not in RECIPES:
-            raise ValueError(f"unknown recipe {recipe!r}; valid recipes: {', '.join(RECIPES)}")
+            raise ConfigError(f"unknown recipe {recipe!r}; valid recipes: {', '.join(RECIPES)}")
     foods = name.split("-")
     mask = sum(1 << FOODS.index(f) for f in foods)
     return Recipe(name=name, index=RECIPES.index(name), mask=mask)

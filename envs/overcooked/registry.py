@@ -16,6 +16,7 @@ from envs.overcooked.layouts import LAYOUTS
 from envs.overcooked.parallel import OvercookedParallelEnv, env
 from envs.overcooked.recipes import RECIPES
 from envs.overcooked.vector import OvercookedVecEnv
+from rlkit.errors import ConfigError, WrongTypeError
 
 NAMESPACE = "rlkit"
 VERSION = 0
@@ -29,7 +30,7 @@ ENV_IDS = tuple(env_id(layout, recipe) for layout in LAYOUTS for recipe in RECIP
 
 
 def _gymnasium_make(**kwargs: Any) -> NoReturn:
-    raise TypeError(
+    raise WrongTypeError(
         "Overcooked is a multi-agent PettingZoo environment, not a gymnasium.Env: use "
         "envs.overcooked.make(id) (parallel), make_aec(id) or make_vec(id, num_games) "
         f"(settings {kwargs})"
@@ -53,7 +54,7 @@ def register_envs() -> tuple[str, ...]:
 def _settings(id: str, overrides: dict[str, Any]) -> dict[str, Any]:
     register_envs()
     if id not in ENV_IDS:
-        raise ValueError(f"unknown Overcooked id {id!r}; ids look like {ENV_IDS[3]!r} (see ENV_IDS)")
+        raise ConfigError(f"unknown Overcooked id {id!r}; ids look like {ENV_IDS[3]!r} (see ENV_IDS)")
     return {**gymnasium.spec(id).kwargs, **overrides}
 
 

@@ -13,6 +13,7 @@ from typing import Any
 from envs.overcooked.layouts import DIRECTIONS, FLOOR, FOODS
 from envs.overcooked.navigation import get_navigation
 from envs.overcooked.parallel import OvercookedParallelEnv
+from rlkit.errors import ConfigError
 
 Pos = tuple[int, int]
 PLATES = ("plate_1", "plate_2")
@@ -24,7 +25,7 @@ class ScriptedChef:
 
     def __init__(self, env: OvercookedParallelEnv) -> None:
         if env.config.macro_actions is False:
-            raise ValueError("ScriptedChef plays macro actions; make the env with macro_actions=True")
+            raise ConfigError("ScriptedChef plays macro actions; make the env with macro_actions=True")
         self.env = env
         self.layout = env.layout
         self._moves = get_navigation(env.layout).moves

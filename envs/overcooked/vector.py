@@ -21,6 +21,7 @@ from envs.overcooked.layouts import ACTION_NAMES
 from envs.overcooked.macro import MacroController, macro_catalogue
 from envs.overcooked.observation import get_observer
 from envs.overcooked.render import Painter
+from rlkit.errors import ConfigError, InvalidDataError, StateError, WrongTypeError
 
 
 class OvercookedVecEnv:
@@ -34,12 +35,12 @@ class OvercookedVecEnv:
         """``keep_features``: store every step's ``features()`` before auto-reset in ``last_features``
         (reward shapers need the final state of a finished game, which ``features()`` no longer has)."""
         if isinstance(num_games, bool) or not isinstance(num_games, int) or num_games < 1:
-            raise ValueError(f"num_games must be a positive int, got {num_games!r}")
+            raise ConfigError(f"num_games must be a positive int, got {num_games!r}")
         config = OvercookedConfig.from_kwargs(**kwargs)
         if config.obs_mode != "vector":
-            raise ValueError("the batched env supports obs_mode='vector' only")
+            raise ConfigError("the batched env supports obs_mode='vector' only")
         if render_mode not in (None, "rgb_array"):
-            raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
+            raise ConfigError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
         self.config = config
         self.render_mode = render_mode
         self.num_games = num_games
@@ -85,7 +86,7 @@ class OvercookedVecEnv:
 
     def step_wait(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[dict[str, Any]]]:
         if self._pending is None:
-            raise RuntimeError("step_wait() without step_async()")
+            raise StateError("step_wait() without step_async()")
         actions, self._pending = self._pending, None
         n_agents, kitchens = self.n_agents, self._kitchens
         rows = actions.reshape(self.num_games, n_agents).tolist()
@@ -132,18 +133,20 @@ class OvercookedVecEnv:
 
     def _check_actions(self, actions: Any) -> np.ndarray:
         if not self._started:
-            raise RuntimeError("call reset() before step()")
+            raise StateError("call reset() before step()")
         acts = np.asarray(actions)
         if acts.shape not in ((self.num_envs,), (self.num_envs, 1)):
-            raise ValueError(f"actions must have shape ({self.num_envs},), got {acts.shape}")
+            raise InvalidDataError(f"actions must have shape ({self.num_envs},), got {acts.shape}")
         if acts.dtype.kind not in "iu":
             if acts.dtype.kind != "f" or not np.all(acts == np.round(acts)):
-                raise TypeError(f"actions must be integers, got dtype {acts.dtype}")
+                raise WrongTypeError(f"actions must be integers, got dtype {acts.dtype}")
             acts = acts.astype(np.int64)
         acts = acts.reshape(self.num_envs)
         if acts.min() < 0 or acts.max() >= len(self.action_names):
             bad = acts[(acts < 0) | (acts >= len(self.action_names))]
-            raise ValueError(f"actions out of range 0..{len(self.action_names) - 1}: {bad[:5].tolist()}")
+            raise InvalidDataError(
+                f"actions out of range 0..{len(self.action_names) - 1}: {bad[:5].tolist()}"
+            )
         return acts
 
     def describe(self, game: int) -> dict[str, Any]:

@@ -11,6 +11,7 @@ import imageio.v2 as imageio
 import numpy as np
 
 from envs.overcooked.parallel import OvercookedParallelEnv
+from rlkit.errors import ConfigError, InvalidDataError
 
 Policy = Callable[[dict[str, np.ndarray], dict[str, dict[str, Any]]], dict[str, int]]
 
@@ -20,9 +21,9 @@ def write_video(frames: Sequence[np.ndarray], path: str | Path, fps: float = 5.0
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in (".gif", ".mp4"):
-        raise ValueError(f"video path must end in .gif or .mp4, got {path.name!r}")
+        raise ConfigError(f"video path must end in .gif or .mp4, got {path.name!r}")
     if not frames:
-        raise ValueError("no frames to write")
+        raise InvalidDataError("no frames to write")
     partial = path.with_name(f".{path.stem}.partial{path.suffix}")
     if suffix == ".gif":
         imageio.mimwrite(partial, list(frames), duration=1000.0 / fps, loop=0)

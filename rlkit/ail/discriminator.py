@@ -50,7 +50,7 @@ class DiscriminatorConfig(StrictModel):
     @classmethod
     def _activation(cls, value: str) -> str:
         if value not in ACTIVATIONS:
-            raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {value!r}")
+            raise InvalidDataError(f"activation must be one of {sorted(ACTIVATIONS)}, got {value!r}")
         return value
 
     def to_dict(self) -> dict[str, Any]:

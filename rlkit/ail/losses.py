@@ -12,6 +12,8 @@ from typing import Literal
 import torch
 from torch.nn import functional as F
 
+from rlkit.errors import ConfigError
+
 GailReward = Literal["positive", "logit"]
 
 
@@ -40,7 +42,7 @@ def gail_reward(logits: torch.Tensor, form: GailReward = "positive") -> torch.Te
         return F.softplus(logits)
     if form == "logit":
         return logits
-    raise ValueError(f"gail_reward must be 'positive' or 'logit', got {form!r}")
+    raise ConfigError(f"gail_reward must be 'positive' or 'logit', got {form!r}")
 
 
 def gradient_penalty(

@@ -48,7 +48,7 @@ class DrexConfig(StrictModel):
     @classmethod
     def _levels(cls, value: tuple[float, ...]) -> tuple[float, ...]:
         if not value or not all(0.0 <= e <= 1.0 for e in value):
-            raise ValueError(f"noise_levels must be non-empty, in [0, 1]: {value}")
+            raise InvalidDataError(f"noise_levels must be non-empty, in [0, 1]: {value}")
         return value
 
 

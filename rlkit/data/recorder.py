@@ -8,6 +8,7 @@ import numpy as np
 
 from rlkit.data.store import TrajectoryStore
 from rlkit.data.trajectory import Trajectory
+from rlkit.errors import ConfigError
 
 
 class TrajectoryRecorder:
@@ -20,7 +21,7 @@ class TrajectoryRecorder:
 
     def __init__(self, store: TrajectoryStore, n_envs: int, max_length: int = 500) -> None:
         if max_length < 1:
-            raise ValueError(f"max_length must be >= 1, got {max_length}")
+            raise ConfigError(f"max_length must be >= 1, got {max_length}")
         self.store = store
         self.max_length = max_length
         self._open: list[list[tuple[np.ndarray, np.ndarray, float]]] = [[] for _ in range(n_envs)]

@@ -10,7 +10,7 @@ from gymnasium import spaces
 from stable_baselines3.common.vec_env import VecEnv
 
 from rlkit.data.trajectory import Trajectory
-from rlkit.errors import InvalidDataError
+from rlkit.errors import ConfigError, InvalidDataError
 
 ActionFn = Callable[[np.ndarray], np.ndarray]
 
@@ -71,7 +71,7 @@ def collect_trajectories(
     A time-limit truncation is not terminal: its last step is not ``done`` for a reward net.
     """
     if (n_steps is None) == (n_episodes is None):
-        raise ValueError("give exactly one of n_steps or n_episodes")
+        raise ConfigError("give exactly one of n_steps or n_episodes")
     if isinstance(venv.observation_space, spaces.Dict):
         raise InvalidDataError("dict observation spaces are not supported; flatten them first")
     act = as_action_fn(policy, venv.action_space, venv.num_envs, rng, deterministic)

@@ -122,20 +122,22 @@ class HumanTeacherConfig(StrictModel):
     @classmethod
     def _fraction(cls, value: float) -> float:
         if not 0.0 < value <= 1.0:
-            raise ValueError(f"min_fraction must lie in (0, 1], got {value}")
+            raise InvalidLabelError(f"min_fraction must lie in (0, 1], got {value}")
         return value
 
     @field_validator("redundancy")
     @classmethod
     def _redundancy(cls, value: int) -> int:
         if value < 1:
-            raise ValueError(f"redundancy must be >= 1, got {value}")
+            raise InvalidLabelError(f"redundancy must be >= 1, got {value}")
         return value
 
     @model_validator(mode="after")
     def _waits(self) -> HumanTeacherConfig:
         if self.timeout_s < 0 or self.poll_s <= 0:
-            raise ValueError(f"timeout_s must be >= 0 and poll_s > 0, got {self.timeout_s} and {self.poll_s}")
+            raise InvalidLabelError(
+                f"timeout_s must be >= 0 and poll_s > 0, got {self.timeout_s} and {self.poll_s}"
+            )
         return self
 
 

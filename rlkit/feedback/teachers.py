@@ -37,13 +37,13 @@ class TeacherConfig(StrictModel):
     @model_validator(mode="after")
     def _ranges(self) -> TeacherConfig:
         if self.beta != "auto" and not self.beta > 0:
-            raise ValueError(f"beta must be > 0, got {self.beta}")
+            raise ConfigError(f"beta must be > 0, got {self.beta}")
         if not 0.0 < self.gamma <= 1.0:
-            raise ValueError(f"gamma must lie in (0, 1], got {self.gamma}")
+            raise ConfigError(f"gamma must lie in (0, 1], got {self.gamma}")
         if not 0.0 <= self.mistake_rate <= 1.0:
-            raise ValueError(f"mistake_rate must lie in [0, 1], got {self.mistake_rate}")
+            raise ConfigError(f"mistake_rate must lie in [0, 1], got {self.mistake_rate}")
         if self.equal_threshold < 0:
-            raise ValueError(f"equal_threshold must be >= 0, got {self.equal_threshold}")
+            raise ConfigError(f"equal_threshold must be >= 0, got {self.equal_threshold}")
         OrdinalScale.get(self.scale)
         return self
 

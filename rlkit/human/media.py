@@ -19,6 +19,7 @@ import numpy as np
 
 from rlkit.data.segments import SegmentPairs, gather
 from rlkit.data.store import TrajectoryStore
+from rlkit.errors import StateError
 
 FrameFn = Callable[[TrajectoryStore, np.ndarray], np.ndarray]  # (traj, start, length) -> (L, H, W, 3)
 HEIGHT, WIDTH = 96, 160
@@ -75,7 +76,7 @@ def write_webm(frames: np.ndarray, path: Path, fps: float) -> None:
     result = subprocess.run(command, input=np.ascontiguousarray(frames).tobytes(), capture_output=True)
     if result.returncode != 0:
         partial.unlink(missing_ok=True)
-        raise RuntimeError(f"ffmpeg could not write {path.name}: {result.stderr.decode()[-500:]}")
+        raise StateError(f"ffmpeg could not write {path.name}: {result.stderr.decode()[-500:]}")
     os.replace(partial, path)
 
 

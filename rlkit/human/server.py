@@ -6,6 +6,7 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rlkit.errors import StateError
 from rlkit.extras import extra
 from rlkit.human.security import check_bind
 from rlkit.human.settings import ServeConfig
@@ -50,14 +51,15 @@ def start_server_process(config: ServeConfig, timeout_s: float = 60.0) -> BasePr
     import multiprocessing
     import time
 
-    import httpx
+    with extra("human"):
+        import httpx
 
     process = multiprocessing.get_context("fork").Process(target=serve, args=(config,), daemon=True)
     process.start()
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if not process.is_alive():
-            raise RuntimeError(f"the server exited with code {process.exitcode}")
+            raise StateError(f"the server exited with code {process.exitcode}")
         try:
             httpx.get(f"http://{config.host}:{config.port}/api/scale", timeout=1.0)
             return process

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from rlkit.errors import ConfigError
 from rlkit.logging.base import Logger, MultiLogger, PathLike
 from rlkit.logging.local import ConsoleLogger, JsonlLogger, TensorBoardLogger
 from rlkit.logging.wandb_logger import WandbLogger
@@ -24,7 +25,7 @@ def make_logger(
     """One logger over ``backends`` writing under ``run_dir``; ``config`` goes to all of them."""
     unknown = [name for name in backends if name not in BACKENDS]
     if unknown:
-        raise ValueError(f"unknown logging backends {unknown}; choose from {BACKENDS}")
+        raise ConfigError(f"unknown logging backends {unknown}; choose from {BACKENDS}")
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     loggers: list[Logger] = []

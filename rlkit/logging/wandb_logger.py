@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rlkit.errors import InvalidDataError
+from rlkit.errors import ConfigError, InvalidDataError
 from rlkit.logging.base import Frames, PathLike, scalar_metrics, video_file
 
 WANDB_MODES = ("online", "offline", "disabled")
@@ -22,7 +22,7 @@ def resolve_wandb_mode(mode: str | None, environ: Mapping[str, str] = os.environ
     """
     requested = mode or environ.get("WANDB_MODE") or "offline"
     if requested not in WANDB_MODES:
-        raise ValueError(f"wandb mode must be one of {WANDB_MODES}, got {requested!r}")
+        raise ConfigError(f"wandb mode must be one of {WANDB_MODES}, got {requested!r}")
     if requested == "online" and not environ.get("WANDB_API_KEY"):
         warnings.warn(
             "wandb mode 'online' was asked for but WANDB_API_KEY is not set; logging offline "

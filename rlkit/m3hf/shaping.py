@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from rlkit.errors import InvalidDataError
+from rlkit.errors import InvalidDataError, WrongTypeError
 from rlkit.m3hf.specs import Scene
 from rlkit.m3hf.templates import Term, compile_term
 from rlkit.m3hf.weights import TeamPools
@@ -36,7 +36,7 @@ class PoolShaper:
 
     def __init__(self, pools: TeamPools, scene: Scene) -> None:
         if pools.n_agents != scene.n_agents:
-            raise ValueError(f"pools hold {pools.n_agents} agents, the scene {scene.n_agents}")
+            raise InvalidDataError(f"pools hold {pools.n_agents} agents, the scene {scene.n_agents}")
         for pool in pools.pools:  # pools may come from a file or another env: names must exist here
             for entry in pool.entries:
                 scene.check(entry.spec)
@@ -90,5 +90,5 @@ def pool_reward_fns(shaper: PoolShaper, env: object) -> dict[str, PoolRewardFn]:
     """``{agent_name: RewardFn}`` for ``PettingZooRewardWrapper(env, ..., mode="add")``."""
     features = getattr(env, "features", None)
     if not callable(features):
-        raise TypeError(f"{type(env).__name__} has no features(): the pools need the env's state arrays")
+        raise WrongTypeError(f"{type(env).__name__} has no features(): the pools need the env's state arrays")
     return {name: PoolRewardFn(shaper, i, features) for i, name in enumerate(shaper.scene.agent_names)}

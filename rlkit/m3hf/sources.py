@@ -23,6 +23,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import numpy as np
 import yaml
 
+from rlkit.errors import ConfigError, FileFormatError, InvalidDataError
 from rlkit.m3hf.specs import Scene
 
 Quality = Literal["correct", "irrelevant", "wrong", "unknown"]
@@ -84,9 +85,9 @@ class ScriptedSource:
     def __init__(self, phases: Mapping[int, Sequence[str]], quality: Quality = "unknown") -> None:
         for phase, texts in phases.items():
             if isinstance(phase, bool) or not isinstance(phase, int) or phase < 1:
-                raise ValueError(f"phases: keys must be generations >= 1, got {phase!r}")
+                raise ConfigError(f"phases: keys must be generations >= 1, got {phase!r}")
             if isinstance(texts, str) or not all(isinstance(t, str) and t.strip() for t in texts):
-                raise ValueError(f"phases.{phase}: must be a list of non-empty texts, got {texts!r}")
+                raise ConfigError(f"phases.{phase}: must be a list of non-empty texts, got {texts!r}")
         self.phases = {phase: list(texts) for phase, texts in phases.items()}
         self.quality = quality
 
@@ -99,7 +100,9 @@ class ScriptedSource:
         if isinstance(data, list):
             data = {k + 1: [texts] if isinstance(texts, str) else texts for k, texts in enumerate(data)}
         if not isinstance(data, dict):
-            raise ValueError(f"{path}: expected phases as a mapping or a list, got {type(data).__name__}")
+            raise FileFormatError(
+                f"{path}: expected phases as a mapping or a list, got {type(data).__name__}"
+            )
         return cls({_phase(key, path): texts or [] for key, texts in data.items()}, quality)
 
     def feedback(self, request: FeedbackRequest) -> list[Feedback]:
@@ -110,7 +113,7 @@ def _phase(key: Any, path: Any) -> int:
     try:
         return int(key)
     except (TypeError, ValueError):
-        raise ValueError(f"{path}: phase {key!r} is not a generation number") from None
+        raise FileFormatError(f"{path}: phase {key!r} is not a generation number") from None
 
 
 IRRELEVANT = (
@@ -140,17 +143,17 @@ class SimulatedSource:
     def __post_init__(self) -> None:
         unknown = set(self.rates) - set(QUALITIES)
         if unknown:
-            raise ValueError(f"rates: unknown qualities {sorted(unknown)}; use {QUALITIES}")
+            raise ConfigError(f"rates: unknown qualities {sorted(unknown)}; use {QUALITIES}")
         values = np.array([self.rates.get(q, 0.0) for q in QUALITIES], dtype=np.float64)
         if not np.all(np.isfinite(values)) or values.min() < 0 or values.sum() <= 0:
-            raise ValueError(f"rates must be >= 0 with a positive sum, got {dict(self.rates)}")
+            raise ConfigError(f"rates must be >= 0 with a positive sum, got {dict(self.rates)}")
         if self.per_phase < 1:
-            raise ValueError(f"per_phase must be >= 1, got {self.per_phase}")
+            raise ConfigError(f"per_phase must be >= 1, got {self.per_phase}")
         self._probabilities = values / values.sum()
 
     def feedback(self, request: FeedbackRequest) -> list[Feedback]:
         if not request.states:
-            raise ValueError("SimulatedSource needs the rollout's states (FeedbackRequest.states)")
+            raise InvalidDataError("SimulatedSource needs the rollout's states (FeedbackRequest.states)")
         correct = correct_advice(request.scene, request.states)[0]  # the most useful thing to say
         wrong = wrong_advice(request.scene, request.states)
         out = []

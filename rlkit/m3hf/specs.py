@@ -25,6 +25,8 @@ from typing import Annotated, Any, ClassVar, Literal, Protocol, runtime_checkabl
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from rlkit.errors import InvalidDataError
+
 SELF = "self"  # the agent the spec is evaluated for
 # What Overcooked's features() provides; a scene built from an env lists that env's keys.
 FEATURES = ("positions", "holding", "chops", "plate_contents", "delivered")
@@ -191,7 +193,9 @@ TemplateParams = (
 
 def _params_for(template: Any, value: Any) -> _Params:
     if template not in TEMPLATE_PARAMS:
-        raise ValueError(f"no parameters without a known template (templates: {sorted(TEMPLATE_PARAMS)})")
+        raise InvalidDataError(
+            f"no parameters without a known template (templates: {sorted(TEMPLATE_PARAMS)})"
+        )
     model = TEMPLATE_PARAMS[template]
     if isinstance(value, model):
         return value
@@ -217,7 +221,7 @@ class RewardSpec(BaseModel):
     def _some_agents(cls, agents: str | tuple[int, ...]) -> str | tuple[int, ...]:
         if agents != "all":
             if not agents:
-                raise ValueError("must name at least one agent index, or be 'all'")
+                raise InvalidDataError("must name at least one agent index, or be 'all'")
             agents = tuple(sorted(set(agents)))
         return agents
 
@@ -271,9 +275,11 @@ class Scene:
         object.__setattr__(self, "entity_index", {name: i for i, name in enumerate(self.entity_names)})
         missing = [name for name in (*self.agent_names, *self.item_names) if name not in self.entity_index]
         if missing:
-            raise ValueError(f"entity_names {list(self.entity_names)} lack agents or items {missing}")
+            raise InvalidDataError(f"entity_names {list(self.entity_names)} lack agents or items {missing}")
         if self.idle_action not in self.action_names:
-            raise ValueError(f"idle_action {self.idle_action!r} not in action_names {self.action_names}")
+            raise InvalidDataError(
+                f"idle_action {self.idle_action!r} not in action_names {self.action_names}"
+            )
 
     @property
     def n_agents(self) -> int:
@@ -311,10 +317,12 @@ class Scene:
         if spec.agents != "all":
             bad = [a for a in spec.agents if a >= self.n_agents]
             if bad:
-                raise ValueError(f"agents: {bad} out of range 0..{self.n_agents - 1}")
+                raise InvalidDataError(f"agents: {bad} out of range 0..{self.n_agents - 1}")
         missing = sorted(spec.params.reads() - set(self.features))
         if missing:
-            raise ValueError(f"template: {spec.template!r} reads {missing}, which the env's features() lack")
+            raise InvalidDataError(
+                f"template: {spec.template!r} reads {missing}, which the env's features() lack"
+            )
         known = {
             "entity": (SELF, *self.entity_names),
             "item": self.item_names,
@@ -322,7 +330,9 @@ class Scene:
         }
         for name_field, (name, kind) in spec.params.names().items():
             if name not in known[kind]:
-                raise ValueError(f"params.{name_field}: unknown {kind} {name!r}; known: {list(known[kind])}")
+                raise InvalidDataError(
+                    f"params.{name_field}: unknown {kind} {name!r}; known: {list(known[kind])}"
+                )
         parts = spec.params.parts if isinstance(spec.params, CompositeParams) else ()
         leaves = [("params", spec.params)]
         leaves += [(f"params.parts.{k}.params", part.params) for k, part in enumerate(parts)]
@@ -334,7 +344,7 @@ class Scene:
         plate = self.entity_kinds[params.entity] == "plate"
         allowed = ("held", "has_food") if plate else ("chopped", "on_plate", "held")
         if params.status not in allowed:
-            raise ValueError(f"{where}.status: {params.status!r} does not apply to {params.entity!r}")
+            raise InvalidDataError(f"{where}.status: {params.status!r} does not apply to {params.entity!r}")
 
 
 def _agent_number(name: str) -> int:

@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
+from rlkit.errors import InvalidDataError, WrongTypeError
 from rlkit.m3hf.specs import (
     ANY_ITEM,
     SELF,
@@ -62,7 +63,7 @@ def compile_term(params: TemplateParams, scene: Scene) -> Term:
             return _action_cost(params, scene)
         case CompositeParams():
             return _composite(params, scene)
-    raise TypeError(f"params of type {type(params).__name__} are not a reward template")
+    raise WrongTypeError(f"params of type {type(params).__name__} are not a reward template")
 
 
 def _entity(name: str, scene: Scene, field: str) -> Callable[[int], int]:
@@ -71,7 +72,7 @@ def _entity(name: str, scene: Scene, field: str) -> Callable[[int], int]:
         agent_entities = [scene.entity_index[a] for a in scene.agent_names]
         return lambda agent: agent_entities[agent]
     if name not in scene.entity_index:
-        raise ValueError(f"{field}: unknown entity {name!r}; known: {[SELF, *scene.entity_names]}")
+        raise InvalidDataError(f"{field}: unknown entity {name!r}; known: {[SELF, *scene.entity_names]}")
     index = scene.entity_index[name]
     return lambda agent: index
 
@@ -101,7 +102,7 @@ def _proximity(params: ProximityParams, scene: Scene) -> Term:
 
 def _action_index(name: str, scene: Scene, field: str) -> int:
     if name not in scene.action_names:
-        raise ValueError(f"{field}: unknown action {name!r}; known: {list(scene.action_names)}")
+        raise InvalidDataError(f"{field}: unknown action {name!r}; known: {list(scene.action_names)}")
     return scene.action_names.index(name)
 
 
@@ -117,7 +118,7 @@ def _action_cost(params: ActionCostParams, scene: Scene) -> Term:
 
 def _item_id(name: str, scene: Scene, field: str) -> int:
     if name not in scene.item_names:
-        raise ValueError(f"{field}: unknown item {name!r}; known: {list(scene.item_names)}")
+        raise InvalidDataError(f"{field}: unknown item {name!r}; known: {list(scene.item_names)}")
     return scene.item_names.index(name)
 
 
@@ -135,7 +136,7 @@ def _status(params: StatusParams, scene: Scene) -> Term:
         return lambda state, actions, agent: value * (np.asarray(state["chops"])[:, item] >= needed)
     if status == "on_plate" and not is_plate:
         return lambda state, actions, agent: value * np.any(state["plate_contents"][:, :, item], axis=-1)
-    raise ValueError(f"params.status: {status!r} does not apply to {params.entity!r}")
+    raise InvalidDataError(f"params.status: {status!r} does not apply to {params.entity!r}")
 
 
 def _holding(params: HoldingParams, scene: Scene) -> Term:

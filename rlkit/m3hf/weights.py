@@ -29,27 +29,38 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import ValidationError
+from pydantic import ValidationError, field_validator
 
-from rlkit.errors import FileFormatError
+from rlkit.config import StrictModel
+from rlkit.errors import ConfigError, FileFormatError, InvalidDataError
 from rlkit.m3hf.specs import RewardSpec
 from rlkit.persistence import atomic_write_json
 
 FORMAT = "rlkit.m3hf.pools/1"
 
 
-@dataclass(frozen=True)
-class WeightRule:
+class WeightRule(StrictModel):
     """The paper's schedule: decay ``alpha`` per generation of age, performance step ``beta``."""
 
     alpha: float = 0.9
     beta: float = 0.1
 
-    def __post_init__(self) -> None:
-        if not 0.0 < self.alpha <= 1.0:
-            raise ValueError(f"alpha must be in (0, 1], got {self.alpha!r}")
-        if not 0.0 <= self.beta < 1.0:
-            raise ValueError(f"beta must be in [0, 1), got {self.beta!r}")
+    def __init__(self, alpha: float = 0.9, beta: float = 0.1) -> None:
+        super().__init__(alpha=alpha, beta=beta)
+
+    @field_validator("alpha")
+    @classmethod
+    def _alpha(cls, value: float) -> float:
+        if not 0.0 < value <= 1.0:
+            raise ConfigError(f"alpha must be in (0, 1], got {value!r}")
+        return value
+
+    @field_validator("beta")
+    @classmethod
+    def _beta(cls, value: float) -> float:
+        if not 0.0 <= value < 1.0:
+            raise ConfigError(f"beta must be in [0, 1), got {value!r}")
+        return value
 
     def reweight(
         self, weights: np.ndarray, generations: np.ndarray, generation: int, improved: bool | None
@@ -90,7 +101,7 @@ class RewardPool:
     ) -> RewardPool:
         """The pool after one phase: add ``new_specs``, decay, the performance step, normalise."""
         if self.entries and generation <= max(entry.generation for entry in self.entries):
-            raise ValueError(
+            raise InvalidDataError(
                 f"generation {generation} must be later than the pool's newest "
                 f"({max(entry.generation for entry in self.entries)}) for agent {self.agent}"
             )
@@ -117,7 +128,7 @@ class TeamPools:
     def __post_init__(self) -> None:
         agents = [pool.agent for pool in self.pools]
         if agents != list(range(len(self.pools))):
-            raise ValueError(f"pools must be agents 0..{len(self.pools) - 1} in order, got {agents}")
+            raise InvalidDataError(f"pools must be agents 0..{len(self.pools) - 1} in order, got {agents}")
 
     @classmethod
     def empty(cls, n_agents: int, rule: WeightRule | None = None) -> TeamPools:
@@ -133,7 +144,7 @@ class TeamPools:
         generation = self.generation + 1
         for spec in specs:
             if spec.agents != "all" and max(spec.agents) >= self.n_agents:
-                raise ValueError(f"spec agents {spec.agents} out of range for {self.n_agents} agents")
+                raise InvalidDataError(f"spec agents {spec.agents} out of range for {self.n_agents} agents")
         pools = tuple(
             pool.updated(
                 [spec for spec in specs if pool.agent in spec.agent_indices(self.n_agents)],

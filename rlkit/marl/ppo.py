@@ -24,6 +24,7 @@ from gymnasium import spaces
 from stable_baselines3 import PPO
 from stable_baselines3.common.logger import configure
 
+from rlkit.errors import ConfigError, InvalidDataError
 from rlkit.logging import Logger
 from rlkit.marl.config import MarlConfig
 from rlkit.marl.rows import AgentRows
@@ -97,7 +98,7 @@ class MultiAgentPPO:
 
     def _policy_obs(self, obs: np.ndarray) -> np.ndarray:
         if len(obs) % self.env.n_agents:
-            raise ValueError(f"rows come in games of {self.env.n_agents} agents, got {len(obs)} rows")
+            raise InvalidDataError(f"rows come in games of {self.env.n_agents} agents, got {len(obs)} rows")
         if not self._shared:
             return obs
         agent_id = np.tile(np.eye(self.env.n_agents, dtype=np.float32), (len(obs) // self.env.n_agents, 1))
@@ -145,7 +146,7 @@ class MultiAgentPPO:
         Returns the last iteration's metrics (also sent to the logger, if any).
         """
         if total_steps < 1:
-            raise ValueError(f"total_steps must be >= 1, got {total_steps}")
+            raise ConfigError(f"total_steps must be >= 1, got {total_steps}")
         metrics: dict[str, float] = {}
         with self._private_rngs():
             obs = self._policy_obs(self.env.reset(seed=self.config.seed + self.num_timesteps))

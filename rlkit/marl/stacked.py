@@ -14,6 +14,8 @@ from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.torch_layers import FlattenExtractor
 from torch import nn
 
+from rlkit.errors import IncompatibleModelError
+
 Layer = tuple[torch.Tensor, torch.Tensor] | nn.Module  # stacked (weight^T, bias) or an activation
 
 
@@ -43,7 +45,7 @@ class StackedMlp:
 
     def __init__(self, policies: list[ActorCriticPolicy]) -> None:
         if not stackable(policies):
-            raise ValueError("policies must be plain MLP actor-critics of one shape")
+            raise IncompatibleModelError("policies must be plain MLP actor-critics of one shape")
         self.policies = policies
         self.refresh()
 

@@ -8,6 +8,7 @@ from typing import Protocol
 import numpy as np
 
 from rlkit.data.segments import SegmentPairs
+from rlkit.errors import ConfigError
 from rlkit.reward.metrics import predict_step_rewards
 from rlkit.types import RewardFn
 
@@ -42,7 +43,7 @@ class DisagreementSelector:
 
     def __init__(self, members: Sequence[RewardFn]) -> None:
         if len(members) < 2:
-            raise ValueError("disagreement needs an ensemble of at least two members")
+            raise ConfigError("disagreement needs an ensemble of at least two members")
         self.members = members
 
     def select(self, candidates: SegmentPairs, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -68,4 +69,4 @@ def make_selector(name: str, members: Sequence[RewardFn] = ()) -> QuerySelector:
         return DisagreementSelector(members)
     if name == "entropy":
         return EntropySelector(members)
-    raise ValueError(f"unknown query selection {name!r}; choose uniform, disagreement or entropy")
+    raise ConfigError(f"unknown query selection {name!r}; choose uniform, disagreement or entropy")

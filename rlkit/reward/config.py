@@ -9,6 +9,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, model_serializer, model_validator
 
 from rlkit.config import StrictModel
+from rlkit.errors import ConfigError
 
 Loss = Literal["ordinal", "bt", "rao_kupper", "hinge"]
 
@@ -51,9 +52,9 @@ class TrainerConfig(StrictModel):
         """The same checks as ``rlkit.reward.losses.make_loss``, without importing torch."""
         if self.loss == "rao_kupper" and not (math.isfinite(self.rao_kupper_theta)
                                               and self.rao_kupper_theta > 1.0):
-            raise ValueError(f"rao_kupper_ties needs a finite theta > 1, got theta={self.rao_kupper_theta}")
+            raise ConfigError(f"rao_kupper_ties needs a finite theta > 1, got theta={self.rao_kupper_theta}")
         if self.loss == "hinge" and not (math.isfinite(self.hinge_margin) and self.hinge_margin >= 0.0):
-            raise ValueError(f"hinge needs a finite margin >= 0, got margin={self.hinge_margin}")
+            raise ConfigError(f"hinge needs a finite margin >= 0, got margin={self.hinge_margin}")
         return self
 
     @model_serializer(mode="wrap")

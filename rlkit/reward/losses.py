@@ -12,7 +12,7 @@ from collections.abc import Callable
 import torch
 from torch.nn import functional as F
 
-from rlkit.errors import InvalidLabelError
+from rlkit.errors import ConfigError, InvalidLabelError
 
 LossFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
@@ -36,7 +36,7 @@ def rao_kupper_ties(theta: float) -> LossFn:
     θ > 1 sets how much probability ties get around Δ = 0.
     """
     if not (math.isfinite(theta) and theta > 1.0):
-        raise ValueError(f"rao_kupper_ties needs a finite theta > 1, got theta={theta}")
+        raise ConfigError(f"rao_kupper_ties needs a finite theta > 1, got theta={theta}")
     log_theta = math.log(theta)
     log_tie_scale = math.log(theta**2 - 1.0)
 
@@ -54,7 +54,7 @@ def rao_kupper_ties(theta: float) -> LossFn:
 def hinge(margin: float) -> LossFn:
     """z relu(m/2 - Δ) + (1 - z) relu(m/2 + Δ): asks for a return gap of at least m/2 per side."""
     if not (math.isfinite(margin) and margin >= 0.0):
-        raise ValueError(f"hinge needs a finite margin >= 0, got margin={margin}")
+        raise ConfigError(f"hinge needs a finite margin >= 0, got margin={margin}")
 
     def loss(delta: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
         z = z.to(delta.dtype)
@@ -74,7 +74,7 @@ def make_loss(name: str, hinge_margin: float = 2.0, rao_kupper_theta: float = 2.
         return rao_kupper_ties(rao_kupper_theta)
     if name == "hinge":
         return hinge(hinge_margin)
-    raise ValueError(f"loss must be 'ordinal', 'bt', 'rao_kupper' or 'hinge', got {name!r}")
+    raise ConfigError(f"loss must be 'ordinal', 'bt', 'rao_kupper' or 'hinge', got {name!r}")
 
 
 def _check_levels(z: torch.Tensor, levels: tuple[float, ...], loss_name: str) -> None:

@@ -12,7 +12,7 @@ import numpy as np
 from torch import nn
 
 from rlkit.data import SegmentBatch, SegmentPairs
-from rlkit.errors import InvalidLabelError
+from rlkit.errors import InvalidDataError, InvalidLabelError
 from rlkit.reward.nets import TorchRewardFn
 from rlkit.types import RewardFn
 
@@ -66,7 +66,7 @@ def pearson(a: np.ndarray, b: np.ndarray) -> float:
     a = np.asarray(a, np.float64).ravel()
     b = np.asarray(b, np.float64).ravel()
     if a.shape != b.shape:
-        raise ValueError(f"pearson needs arrays of equal size, got {a.size} and {b.size}")
+        raise InvalidDataError(f"pearson needs arrays of equal size, got {a.size} and {b.size}")
     a, b = a - a.mean(), b - b.mean()
     scale = math.sqrt(float(a @ a) * float(b @ b))
     return float(a @ b) / scale if scale > 0 else math.nan

@@ -8,7 +8,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from rlkit.errors import InvalidDataError
+from rlkit.errors import InvalidDataError, StateError
 from rlkit.types import RewardFn
 
 RewardMode = Literal["replace", "add"]
@@ -86,7 +86,7 @@ class RewardWrapper(gym.Wrapper):
 
     def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         if self._prev_obs is None:
-            raise RuntimeError("call reset() before step() on a RewardWrapper")
+            raise StateError("call reset() before step() on a RewardWrapper")
         obs, env_reward, terminated, truncated, info = self.env.step(action)
         next_obs = np.array(obs)
         where = f"at step {self._episode_length} of the episode (step {self._total_steps} overall)"

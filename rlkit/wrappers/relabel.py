@@ -21,6 +21,7 @@ from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
 
+from rlkit.errors import StateError, WrongTypeError
 from rlkit.types import RewardFn
 from rlkit.wrappers.gym_wrapper import checked_rewards
 from rlkit.wrappers.vec_wrapper import RewardVecEnvWrapper, StepObserver
@@ -47,7 +48,7 @@ class RolloutRewardRelabeller(BaseCallback):
 
     def _on_training_start(self) -> None:
         if not isinstance(self.model, OnPolicyAlgorithm):
-            raise TypeError("per-rollout relabelling needs an on-policy algorithm (PPO, A2C); "
+            raise WrongTypeError("per-rollout relabelling needs an on-policy algorithm (PPO, A2C); "
                             "use RewardVecEnvWrapper's per-step reward for off-policy ones")
 
     def _on_rollout_start(self) -> None:
@@ -59,7 +60,7 @@ class RolloutRewardRelabeller(BaseCallback):
     def _on_rollout_end(self) -> None:
         buffer = self.model.rollout_buffer
         if len(self._steps) != buffer.buffer_size:
-            raise RuntimeError(
+            raise StateError(
                 f"recorded {len(self._steps)} steps for a rollout of {buffer.buffer_size}: is the "
                 "relabeller an observer of the algorithm's RewardVecEnvWrapper?"
             )

@@ -10,7 +10,7 @@ import numpy as np
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
 
-from rlkit.errors import InvalidDataError
+from rlkit.errors import InvalidDataError, StateError
 from rlkit.types import RewardFn
 from rlkit.wrappers.gym_wrapper import (
     RewardMode,
@@ -95,7 +95,7 @@ class RewardVecEnvWrapper(VecEnvWrapper):
 
     def step_wait(self) -> VecEnvStepReturn:
         if self._prev_obs is None or self._actions is None:
-            raise RuntimeError("call reset() before stepping a RewardVecEnvWrapper")
+            raise StateError("call reset() before stepping a RewardVecEnvWrapper")
         obs, true_rews, dones, infos = self.venv.step_wait()
         ended = np.flatnonzero(dones)
         next_obs, terminal = self._transition_ends(obs, dones, ended, infos)  # type: ignore[arg-type]
