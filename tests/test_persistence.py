@@ -343,7 +343,12 @@ def test_a_replay_file_of_another_kind_is_refused(tmp_path):
 
 # ------------------------------------------------------------------ atomic folder writes
 
-def test_a_folder_write_that_fails_half_way_leaves_the_old_folder_whole(tmp_path):
+@pytest.mark.parametrize("swap", [True, False])  # one atomic exchange, or move aside then rename
+def test_a_folder_write_that_fails_half_way_leaves_the_old_folder_whole(tmp_path, monkeypatch, swap):
+    from rlkit.persistence import atomic
+
+    if not swap:
+        monkeypatch.setattr(atomic, "_exchange", lambda a, b: False)
     target = tmp_path / "checkpoint"
     with atomic_dir(target) as staging:
         (staging / "a.txt").write_text("old")

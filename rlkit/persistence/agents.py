@@ -5,7 +5,9 @@ classes), and ``PPO.load`` unpickles them: loading a shared checkpoint can run a
 holds. ``save_agent`` writes the zip plus ``<name>.json`` with those fields as plain data, and
 ``load_agent`` hands them to SB3 as ``custom_objects``, so SB3 unpickles nothing (its tensors
 are read with ``weights_only``). A zip holding any other pickled field is refused. The zip stays
-a normal SB3 file: ``PPO.load`` still opens it.
+a normal SB3 file: ``PPO.load`` still opens it. The ``.json`` (format ``rlkit.sb3-agent``) holds
+the zip's SHA-256 and its own, so a damaged file is refused by name (files from before the
+checksums are read as before: the zip's CRC-32s still guard them).
 """
 
 from __future__ import annotations

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -65,9 +67,13 @@ def atomic_dir(path: str | os.PathLike[str]) -> Iterator[Path]:
 
 
 def replace_dir(staging: Path, final: Path) -> None:
-    """Rename the finished folder ``staging`` to ``final``; an existing ``final`` is moved aside
-    first and removed after, so a crash leaves one of the two whole."""
-    if final.exists():
+    """Rename the finished folder ``staging`` to ``final``. An existing ``final`` is swapped with
+    it in one step where the OS can (Linux ``renameat2(RENAME_EXCHANGE)``), so ``final`` always
+    names a whole folder; elsewhere it is moved aside first and removed after, so a crash leaves
+    one of the two whole (the old one then under ``.<name>.old``)."""
+    if final.exists() and _exchange(staging, final):
+        shutil.rmtree(staging, ignore_errors=True)  # now the old folder
+    elif final.exists():
         old = final.with_name(f".{final.name}.old")
         shutil.rmtree(old, ignore_errors=True)
         os.replace(final, old)
@@ -75,3 +81,15 @@ def replace_dir(staging: Path, final: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
     else:
         os.replace(staging, final)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths atomically (Linux 3.15+, glibc 2.28+); False where that is not possible."""
+    if sys.platform != "linux":
+        return False
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    return renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rlkit.errors import FileFormatError
+from rlkit.errors import FileFormatError, InvalidDataError
 
 if TYPE_CHECKING:
     import torch
@@ -43,7 +43,7 @@ def random_state_from_json(data: Any, where: str | os.PathLike[str] = "rng") -> 
         name, keys, pos, has_gauss, cached = data
         state = (str(name), np.asarray(keys, dtype=np.uint32), int(pos), int(has_gauss), float(cached))
         if state[1].shape != (624,) or not 0 <= state[2] <= 624:
-            raise ValueError(f"{len(state[1])} keys at position {state[2]}, expected 624 keys")
+            raise InvalidDataError(f"{len(state[1])} keys at position {state[2]}, expected 624 keys")
         np.random.RandomState().set_state(state)  # refuses a malformed state here, not mid-run
     except (IndexError, TypeError, ValueError, OverflowError) as error:
         raise FileFormatError(f"{where}: not a numpy RandomState state ({error})") from None
