@@ -13,6 +13,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
+from rlkit.errors import WrongTypeError
+
 
 @contextmanager
 def atomic_open(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO[Any]]:
@@ -47,7 +49,7 @@ def _json_default(value: Any) -> Any:
         return value.tolist()
     if isinstance(value, Path):
         return str(value)
-    raise TypeError(f"cannot write {type(value).__name__} to JSON")
+    raise WrongTypeError(f"cannot write {type(value).__name__} to JSON")
 
 
 @contextmanager
