@@ -1,0 +1,112 @@
+"""``rlkit sweep COMMAND``: its parser and runner (hooked into ``rlkit.cli``; imports nothing heavy
+until it runs, and Ray only with ``--backend ray``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+DESCRIPTION = """\
+Run COMMAND once per grid point and seed, each trial an ordinary run directory
+(SWEEP_DIR/trials/<id>), on a local process pool or on Ray Tune (a laptop's cores or a cluster).
+A failing trial is reported and the others go on; --resume finishes a killed sweep (finished trials
+are skipped, the others resume from their run directories). At the end SWEEP_DIR/results.md,
+results.json and results.png hold the mean and 95% t-interval over seeds per grid point of what
+each trial reports (its summary.json, metrics.json or printed JSON). W&B: one group per sweep,
+job_type = COMMAND.
+
+example:
+  rlkit sweep train-reward dataset=runs/label/preferences --grid trainer.lr=1e-3,3e-4 --seeds 3
+  rlkit sweep pref-rl --config cfg.yaml --grid agent.total_timesteps=20000,50000 --seeds 5 \\
+      --backend ray --address auto --resources cpu=2,gpu=0 --run-dir /shared/sweeps/prefrl
+"""
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        "sweep", help="run a command over a grid of overrides x seeds (local processes or Ray)",
+        description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("sweep_command", metavar="COMMAND", help="the rlkit command each trial runs")
+    parser.add_argument("overrides", nargs="*", metavar="key=value",
+                        help="overrides every trial gets")
+    parser.add_argument("--config", type=Path, help="the command's YAML config (every trial)")
+    parser.add_argument("--grid", action="append", default=[], metavar="key=v1,v2",
+                        help="a swept field and its values (repeat for more; commas inside [...] "
+                             "stay in one value)")
+    parser.add_argument("--seeds", type=int, default=1, help="seeds 0..N-1 per grid point")
+    parser.add_argument("--seed-key", default="seed", help="the config field the seed sets")
+    parser.add_argument("--backend", choices=("local", "ray"), default="local")
+    parser.add_argument("--workers", type=int, help="local: trials at once (default: cpus / cpu)")
+    parser.add_argument("--address", help="ray: a running cluster (auto, ray://head:10001); "
+                                          "default: start a local Ray")
+    parser.add_argument("--num-cpus", type=int, help="ray without --address: CPUs the local Ray uses")
+    parser.add_argument("--resources", default="cpu=1,gpu=0", help="per trial (cpu also sets its "
+                                                                   "torch threads)")
+    parser.add_argument("--storage", help="ray: where Tune keeps its state (a shared dir or a "
+                                          "URI); default SWEEP_DIR/tune")
+    parser.add_argument("--run-dir", help="the sweep directory (default runs/sweep-COMMAND-<time>); "
+                                          "on a cluster a path every node sees")
+    parser.add_argument("--resume", action="store_true", help="finish the sweep in --run-dir")
+    parser.add_argument("--metric", help="ray: stop poor trials early (ASHA) on this logged metric")
+    parser.add_argument("--mode", choices=("max", "min"), help="with --metric")
+    parser.add_argument("--logger", default="jsonl,wandb",
+                        help="each trial's logging backends (jsonl is always added)")
+    return parser
+
+
+def run(args: argparse.Namespace, schema_of: Callable[[str], Any] | None = None) -> int:
+    """Run the sweep ``args`` describe. ``schema_of(command)`` (the CLI's ``command_schema``)
+    lets every trial's config be checked before any starts; an unknown command raises KeyError."""
+    from rlkit.errors import ConfigError
+    from rlkit.scale.sweep import SweepSpec, parse_grid, parse_resources, run_sweep
+    from rlkit.scale.units import Backend
+
+    if args.resume and args.run_dir is None:
+        raise ConfigError("--resume needs --run-dir (the sweep directory to finish)")
+    backends = [b.strip() for b in args.logger.split(",") if b.strip()]
+    if "jsonl" not in backends:  # the trial's metrics reach the scheduler through metrics.jsonl
+        backends.insert(0, "jsonl")
+    spec = SweepSpec(command=args.sweep_command, grid=parse_grid(args.grid), seeds=args.seeds,
+                     overrides=tuple(args.overrides),
+                     config=str(args.config.absolute()) if args.config else None,
+                     seed_key=args.seed_key, logger=",".join(backends))
+    if schema_of is not None:
+        check_configs(spec, schema_of)
+    backend = Backend(name=args.backend, workers=args.workers, address=args.address,
+                      resources=parse_resources(args.resources), storage=args.storage,
+                      num_cpus=args.num_cpus, metric=args.metric, mode=args.mode)
+    sweep_dir = Path(args.run_dir) if args.run_dir else None
+    table = run_sweep(spec, sweep_dir, backend, resume=args.resume,
+                      echo=lambda line: print(f"rlkit sweep: {line}", file=sys.stderr, flush=True))
+    done = sum(row["seeds_done"] for row in table["rows"])
+    total = sum(row["seeds"] for row in table["rows"])
+    where = Path(table["sweep_dir"])
+    print(json.dumps({"trials": total, "done": done,
+                      "failed": [p["id"] for p in table["problems"] if p["status"] == "failed"],
+                      "stopped": [p["id"] for p in table["problems"] if p["status"] == "stopped"],
+                      "results": str(where / "results.md")}))
+    return 0 if done == total or args.metric else 1
+
+
+def check_configs(spec: Any, schema_of: Callable[[str], Any]) -> None:
+    """Fail before any trial starts: an unknown command, a config without the seed field, or a
+    grid point whose overrides the command's config refuses (a typo in a key)."""
+    from rlkit.config import load_config
+    from rlkit.errors import ConfigError
+
+    if spec.command in ("sweep", "serve"):
+        raise ConfigError(f"rlkit sweep: {spec.command!r} cannot be swept")
+    try:
+        schema = schema_of(spec.command)
+    except KeyError:
+        raise ConfigError(f"rlkit sweep: unknown command {spec.command!r}") from None
+    if spec.seed_key.split(".")[0] not in schema.model_fields:
+        raise ConfigError(f"rlkit {spec.command}'s config has no field {spec.seed_key!r} for "
+                          "--seeds; name the seed field with --seed-key")
+    for point in spec.points():
+        overrides = [*spec.overrides, *(f"{k}={v}" for k, v in point.items()), f"{spec.seed_key}=0"]
+        load_config(schema, Path(spec.config) if spec.config else None, overrides)

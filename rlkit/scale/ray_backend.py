@@ -1,0 +1,167 @@
+"""The ray backend: each unit is a Ray Tune trial (Tune schedules; rlkit only lists the units).
+
+Ray comes with the ``ray`` extra and is imported only here, when this backend is used. Without an
+address a local Ray starts (``num_cpus`` of them); with one (``auto``, ``ray://head:10001``) the
+units go to that cluster, and the status root must be a path every node sees: that is checked at
+start by a task on every alive node, and the run refused by name when a node cannot see it.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from rlkit.errors import ConfigError
+from rlkit.scale.units import Backend, Unit, UnitFn, UnitResult, execute, write_status
+
+STATUS = "rlkit_status"  # the last report of a finished trial carries its result under these keys
+RESULT = "rlkit_result"
+ERROR = "rlkit_error"
+
+
+def import_ray() -> Any:
+    """``ray`` with Tune, or ``MissingExtraError`` naming the extra (pip install 'rlkit[ray]')."""
+    from rlkit.extras import MissingExtraError
+
+    try:
+        import ray
+        import ray.tune  # noqa: F401 - ray without [tune] lacks it
+    except ModuleNotFoundError as error:
+        missing = (error.name or "ray").partition(".")[0]
+        if missing not in ("ray", "pandas", "pyarrow", "fsspec", "tensorboardX", "requests"):
+            raise
+        raise MissingExtraError(error.name or "ray", "ray", "--backend ray (Ray Tune)") from error
+    return ray
+
+
+def in_tune_trial() -> bool:
+    """True inside a Ray Tune trial (where ``ray.tune.report`` reaches the scheduler)."""
+    try:
+        from ray.tune import get_context
+
+        return get_context().get_trial_id() is not None
+    except Exception:  # noqa: BLE001 - no ray, or no session
+        return False
+
+
+def _trainable(config: dict[str, Any], fn: UnitFn, units: dict[str, Unit], root: str) -> None:
+    from ray import tune
+
+    unit = units[config["unit"]]
+    last: dict[str, float] = {}
+
+    def report(metrics: dict[str, float]) -> None:
+        last.clear()
+        last.update(metrics)
+        tune.report(dict(metrics))
+
+    result = execute(fn, unit, report)
+    write_status(Path(root), result)  # on shared storage: known even if the driver dies now
+    tune.report({**last, STATUS: result.status, RESULT: result.result, ERROR: result.error or ""})
+
+
+class RayRunner:
+    def __init__(self, backend: Backend, root: Path, name: str) -> None:
+        self.ray = import_ray()
+        self.backend = backend
+        self.root = root
+        self.name = name
+        self.started = False
+        if not self.ray.is_initialized():
+            kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
+                                      "configure_logging": False}
+            if backend.address is None and backend.num_cpus is not None:
+                kwargs["num_cpus"] = backend.num_cpus
+            os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
+            self.ray.init(address=backend.address, **kwargs)
+            self.started = True
+        self.nodes = check_shared_storage(self.ray, root)
+
+    def run(self, units: Sequence[Unit], fn: UnitFn, stage: int = 0) -> Iterator[UnitResult]:
+        from ray import tune
+
+        backend = self.backend
+        trainable = tune.with_resources(
+            tune.with_parameters(_trainable, fn=fn, units={u.id: u for u in units},
+                                 root=str(self.root)),
+            {"cpu": float(backend.resources.get("cpu", 1)),
+             "gpu": float(backend.resources.get("gpu", 0))},
+        )
+        scheduler = None
+        if backend.metric is not None:
+            from ray.tune.schedulers import ASHAScheduler
+
+            scheduler = ASHAScheduler(grace_period=1, reduction_factor=2)
+        storage = backend.storage or str(self.root / "tune")
+        tuner = tune.Tuner(
+            trainable,
+            param_space={"unit": tune.grid_search([u.id for u in units])},
+            tune_config=tune.TuneConfig(metric=backend.metric, mode=backend.mode,
+                                        scheduler=scheduler, num_samples=1),
+            run_config=tune.RunConfig(
+                name=f"{self.name}-stage{stage}-{time.strftime('%Y%m%d-%H%M%S')}",
+                storage_path=storage if "://" in storage else str(Path(storage).absolute()),
+                verbose=0, failure_config=tune.FailureConfig(max_failures=0)),
+        )
+        grid = tuner.fit()
+        seen = set()
+        for index in range(len(grid)):
+            entry = grid[index]
+            unit_id = entry.config["unit"]
+            seen.add(unit_id)
+            metrics = entry.metrics or {}
+            if entry.error is not None:
+                yield UnitResult(unit_id, "failed", error=f"trial error: {entry.error}")
+            elif STATUS in metrics:
+                error = metrics.get(ERROR) or None
+                yield UnitResult(unit_id, metrics[STATUS], metrics.get(RESULT) or {}, error,
+                                 float(metrics.get("time_total_s", 0.0)))
+            else:  # stopped by the scheduler (ASHA) before it finished
+                numbers = {k: v for k, v in metrics.items() if isinstance(v, int | float)}
+                yield UnitResult(unit_id, "stopped", {"last_report": numbers},
+                                 "stopped early by ASHA", float(metrics.get("time_total_s", 0.0)))
+        for unit in units:
+            if unit.id not in seen:
+                yield UnitResult(unit.id, "failed", error="Tune returned no result for it")
+
+    def close(self) -> None:
+        if self.started:
+            self.ray.shutdown()
+
+
+def _look(path: str, token: str) -> tuple[str, bool]:
+    import socket
+
+    try:
+        return socket.gethostname(), Path(path).read_text() == token
+    except OSError:
+        return socket.gethostname(), False
+
+
+def check_shared_storage(ray: Any, root: Path) -> list[str]:
+    """A task on every alive node reads a token written under ``root``; a node that cannot is
+    named in a ``ConfigError``. Returns the nodes' addresses."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    nodes = [n for n in ray.nodes() if n.get("Alive")]
+    token_path = root / f".storage-check-{uuid.uuid4().hex}"
+    token = uuid.uuid4().hex
+    token_path.write_text(token)
+    try:
+        look = ray.remote(num_cpus=0)(_look)
+        refs = [look.options(scheduling_strategy=NodeAffinitySchedulingStrategy(
+            n["NodeID"], soft=False)).remote(str(token_path), token) for n in nodes]
+        seen = ray.get(refs, timeout=120)
+    finally:
+        token_path.unlink(missing_ok=True)
+    blind = [n.get("NodeManagerAddress", n["NodeID"]) for n, (_, ok) in zip(nodes, seen, strict=True)
+             if not ok]
+    if blind:
+        raise ConfigError(
+            f"{root} is not visible on node(s) {blind}: on a cluster the sweep directory "
+            "(--run-dir, or --storage DIR) must be a path every node sees (NFS, a shared disk)")
+    return [n.get("NodeManagerAddress", "?") for n in nodes]

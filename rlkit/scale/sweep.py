@@ -1,0 +1,184 @@
+"""Sweeps: a grid of ``key=value`` overrides x seeds of one ``rlkit`` command, one trial each.
+
+The sweep directory holds ``sweep.json`` (what was asked), ``trials/<id>/`` (each trial an
+ordinary run directory of the command), ``units/<id>.json`` (each trial's status) and, at the
+end, ``results.md``, ``results.json`` and ``results.png`` (see ``rlkit.scale.aggregate``).
+W&B runs share one group (the sweep's name) and take the command as their job type.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rlkit.errors import ConfigError
+from rlkit.scale.units import Backend, Unit, UnitResult, run_units
+
+
+def split_values(text: str) -> list[str]:
+    """``a,b,[1,2]`` -> ``["a", "b", "[1,2]"]``: commas inside brackets or braces stay."""
+    values, depth, current = [], 0, ""
+    for char in text:
+        if char in "[{(":
+            depth += 1
+        elif char in "]})":
+            depth -= 1
+        if char == "," and depth == 0:
+            values.append(current)
+            current = ""
+        else:
+            current += char
+    values.append(current)
+    return [v.strip() for v in values]
+
+
+def parse_grid(items: Sequence[str]) -> dict[str, list[str]]:
+    """``["trainer.lr=1e-3,3e-4", "model.hidden=[32],[64]"]`` -> ``{key: [values]}``."""
+    grid: dict[str, list[str]] = {}
+    for item in items:
+        key, sep, values = item.partition("=")
+        key = key.strip()
+        if not sep or not key or not values.strip():
+            raise ConfigError(f"--grid takes key=v1,v2,... got {item!r}")
+        if key in grid:
+            raise ConfigError(f"--grid names {key!r} twice")
+        parsed = split_values(values)
+        if any(not v for v in parsed) or len(set(parsed)) != len(parsed):
+            raise ConfigError(f"--grid {key}: empty or repeated values in {values!r}")
+        grid[key] = parsed
+    return grid
+
+
+def parse_resources(text: str) -> dict[str, float]:
+    """``cpu=1,gpu=0.5`` -> ``{"cpu": 1.0, "gpu": 0.5}``."""
+    out = {"cpu": 1.0, "gpu": 0.0}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        key, sep, value = item.partition("=")
+        try:
+            number = float(value)
+        except ValueError:
+            number = -1.0
+        if not sep or key not in ("cpu", "gpu") or number < 0:
+            raise ConfigError(f"--resources takes cpu=N,gpu=N (N >= 0), got {item!r}")
+        out[key] = number
+    return out
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    """What a sweep runs; written to ``sweep.json`` and compared on ``--resume``."""
+
+    command: str
+    grid: dict[str, list[str]]
+    seeds: int = 1
+    overrides: tuple[str, ...] = ()  # applied to every trial
+    config: str | None = None  # the command's --config YAML, absolute
+    seed_key: str = "seed"
+    logger: str = "jsonl,wandb"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.seeds < 1:
+            raise ConfigError(f"--seeds must be >= 1, got {self.seeds}")
+        if self.seed_key in self.grid:
+            raise ConfigError(f"{self.seed_key!r} is set by --seeds; leave it out of --grid")
+
+    def points(self) -> list[dict[str, str]]:
+        """Every grid point (the cartesian product, in the order the keys were given)."""
+        points: list[dict[str, str]] = [{}]
+        for key, values in self.grid.items():
+            points = [{**point, key: value} for point in points for value in values]
+        return points
+
+    def to_json(self) -> dict[str, Any]:
+        return {"command": self.command, "grid": self.grid, "seeds": self.seeds,
+                "overrides": list(self.overrides), "config": self.config,
+                "seed_key": self.seed_key, "logger": self.logger}
+
+
+def trial_id(point_index: int, seed: int) -> str:
+    return f"p{point_index:03d}-s{seed}"
+
+
+def sweep_units(spec: SweepSpec, sweep_dir: Path, group: str, torch_threads: int = 1) -> list[Unit]:
+    units = []
+    for index, point in enumerate(spec.points()):
+        for seed in range(spec.seeds):
+            uid = trial_id(index, seed)
+            overrides = [*spec.overrides, *(f"{k}={v}" for k, v in point.items()),
+                         f"{spec.seed_key}={seed}"]
+            units.append(Unit(uid, {
+                "command": spec.command, "overrides": overrides, "point": point, "seed": seed,
+                "run_dir": str(sweep_dir / "trials" / uid), "config": spec.config,
+                "logger": spec.logger, "torch_threads": torch_threads, "cwd": os.getcwd(),
+                "env": {"WANDB_RUN_GROUP": group, "WANDB_JOB_TYPE": spec.command},
+            }))
+    return units
+
+
+def default_sweep_dir(command: str) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    path = Path("runs") / f"sweep-{command}-{stamp}"
+    suffix = 1
+    while path.exists():
+        suffix += 1
+        path = Path("runs") / f"sweep-{command}-{stamp}-{suffix}"
+    return path
+
+
+def prepare_sweep_dir(spec: SweepSpec, sweep_dir: Path, resume: bool) -> None:
+    """Write ``sweep.json``; on resume check it asks for the same sweep, else refuse a used dir."""
+    path = sweep_dir / "sweep.json"
+    if path.is_file():
+        if not resume:
+            raise ConfigError(f"{sweep_dir} already holds a sweep: pass --resume to finish it, "
+                              "or choose another --run-dir")
+        old = json.loads(path.read_text())
+        new = spec.to_json()
+        changed = [key for key in new if old.get(key) != new[key]]
+        if changed:
+            raise ConfigError(f"--resume: {sweep_dir} holds a different sweep ({', '.join(changed)} "
+                              f"differ: {[old.get(k) for k in changed]} there, "
+                              f"{[new[k] for k in changed]} now)")
+        return
+    if resume:
+        raise ConfigError(f"--resume: {sweep_dir} holds no sweep (no sweep.json)")
+    from rlkit.persistence import atomic_write_json
+
+    sweep_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(path, spec.to_json())
+
+
+def run_sweep(spec: SweepSpec, sweep_dir: str | os.PathLike[str] | None = None,
+              backend: Backend | None = None, resume: bool = False,
+              echo: Any = None) -> dict[str, Any]:
+    """Run (or finish, with ``resume``) a sweep; returns the aggregate written beside it."""
+    from rlkit.scale.aggregate import write_aggregate
+    from rlkit.scale.trial import run_trial
+
+    backend = backend or Backend()
+    sweep_dir = Path(sweep_dir or default_sweep_dir(spec.command)).absolute()
+    prepare_sweep_dir(spec, sweep_dir, resume)
+    group = sweep_dir.name
+    units = sweep_units(spec, sweep_dir, group, torch_threads=max(1, int(backend.resources.get("cpu", 1))))
+
+    def on_result(result: UnitResult) -> None:
+        if echo is not None:
+            echo(_line(result))
+
+    results = run_units(units, run_trial, sweep_dir, backend, resume=resume, name=group,
+                        on_result=on_result)
+    return write_aggregate(spec, units, results, sweep_dir)
+
+
+def _line(result: UnitResult) -> str:
+    if result.skipped:
+        return f"{result.id}: {result.status} earlier (skipped)"
+    if result.status == "failed":
+        return f"{result.id}: FAILED: {(result.error or '').splitlines()[0]}"
+    return f"{result.id}: {result.status} in {result.seconds:.1f} s"

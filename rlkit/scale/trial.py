@@ -1,0 +1,150 @@
+"""One sweep trial: an ordinary ``rlkit COMMAND`` run directory, run in its own subprocess.
+
+A subprocess keeps trials apart (no shared torch threads, globals or W&B runs) and can be killed
+whole; it dies with the process that started it (Linux). While it runs, the lines its
+``JsonlLogger`` appends to ``metrics.jsonl`` are passed to ``report`` (Tune's, on the ray
+backend) so a scheduler can stop it early. When it ends, its summary is read back from its run
+directory: ``summary.json`` if the command writes one, else ``metrics.json``, else the last JSON
+object it printed; numbers in nested dicts are flattened to ``a/b`` keys.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from rlkit.scale.units import Unit, UnitError
+
+POLL_S = 0.25
+SUMMARY_FILES = ("summary.json", "metrics.json")
+
+
+def _die_with_parent() -> None:
+    from rlkit.scale.local import die_with_parent
+
+    die_with_parent()
+
+
+def trial_argv(payload: Mapping[str, Any]) -> list[str]:
+    """The ``rlkit`` command line of a trial (without the interpreter)."""
+    argv = [payload["command"], *payload.get("overrides", []), "--run-dir", payload["run_dir"],
+            "--logger", payload.get("logger", "jsonl,wandb"),
+            "--torch-threads", str(payload.get("torch_threads", 1))]
+    if payload.get("config"):
+        argv += ["--config", payload["config"]]
+    return argv
+
+
+def run_trial(unit: Unit, report: Callable[[dict[str, float]], None]) -> dict[str, Any]:
+    """Run ``rlkit COMMAND`` for one trial (payload: command, overrides, run_dir, config, logger,
+    torch_threads, env); returns ``{"metrics": flat summary numbers, "run_dir": ...}``."""
+    payload = unit.payload
+    run_dir = Path(payload["run_dir"])
+    run_dir.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "WANDB_MODE": os.environ.get("WANDB_MODE", "offline"),
+           **payload.get("env", {})}
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    metrics_file = run_dir / "metrics.jsonl"
+    offset = metrics_file.stat().st_size if metrics_file.exists() else 0  # resumed: only new lines
+    attempt = _next_attempt(run_dir)
+    stdout_path, stderr_path = run_dir / f"stdout.{attempt}.log", run_dir / f"stderr.{attempt}.log"
+    latest: dict[str, float] = {}
+    with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "rlkit.cli", *trial_argv(payload)], stdout=out, stderr=err,
+            env=env, cwd=payload.get("cwd") or None, preexec_fn=_die_with_parent,
+        )
+        try:
+            while True:
+                code = process.poll()
+                offset = _forward(metrics_file, offset, latest, report)
+                if code is not None:
+                    break
+                time.sleep(POLL_S)
+        finally:
+            if process.poll() is None:  # stopped early (a scheduler) or interrupted
+                process.kill()
+                process.wait()
+    if code != 0:
+        raise UnitError(f"rlkit {payload['command']} exited with code {code}: "
+                        f"{_last_line(stderr_path)} (log: {stderr_path})")
+    summary = read_summary(run_dir, stdout_path)
+    return {"metrics": flatten(summary), "run_dir": str(run_dir), "attempt": attempt}
+
+
+def _next_attempt(run_dir: Path) -> int:
+    return 1 + sum(1 for _ in run_dir.glob("stdout.*.log"))
+
+
+def _forward(path: Path, offset: int, latest: dict[str, float],
+             report: Callable[[dict[str, float]], None]) -> int:
+    """Report each complete new line of ``metrics.jsonl`` (with the latest value of every metric
+    seen so far, so a scheduler always finds its metric); returns the new offset."""
+    if not path.exists():
+        return offset
+    with open(path, "rb") as handle:
+        handle.seek(offset)
+        data = handle.read()
+    end = data.rfind(b"\n")
+    if end < 0:
+        return offset
+    for line in data[: end + 1].splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        numbers = {k: float(v) for k, v in record.items()
+                   if k not in ("wall_time",) and _is_number(v)}
+        latest.update(numbers)
+        if numbers:
+            report(dict(latest))
+    return offset + end + 1
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _last_line(path: Path) -> str:
+    lines = [line.strip() for line in path.read_text(errors="replace").splitlines() if line.strip()]
+    return lines[-1] if lines else "(no error output)"
+
+
+def read_summary(run_dir: Path, stdout_path: Path | None = None) -> dict[str, Any]:
+    """What a finished run reports: its ``summary.json``/``metrics.json`` or last printed JSON."""
+    for name in SUMMARY_FILES:
+        path = run_dir / name
+        if path.is_file():
+            data = json.loads(path.read_text())
+            if isinstance(data, dict):
+                return data
+    if stdout_path is not None and stdout_path.is_file():
+        for line in reversed(stdout_path.read_text(errors="replace").splitlines()):
+            line = line.strip()
+            if line.startswith("{"):
+                try:
+                    data = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(data, dict):
+                    return data
+    return {}
+
+
+def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, float]:
+    """Finite numbers of a nested dict as ``{"a/b": x}`` (lists, strings and bools left out)."""
+    out: dict[str, float] = {}
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out.update(flatten(value, f"{name}/"))
+        elif _is_number(value):
+            out[name] = float(value)
+    return out
