@@ -21,6 +21,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "apec": ("ot",),
     "tensorboard": ("tensorboard",),
     "postgresql": ("psycopg",),
+    "ray": ("ray",),
 }
 
 
