@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import ModuleType
 
-from rlkit.errors import RlkitError
+from rlkit.errors import RlkitError, UnknownKeyError
 
 #: extra -> the top-level modules it brings (its packages' import names, not their pip names).
 EXTRAS: dict[str, tuple[str, ...]] = {
@@ -42,7 +42,7 @@ class MissingExtraError(RlkitError, ModuleNotFoundError):
 
 def _check(extra: str) -> tuple[str, ...]:
     if extra not in EXTRAS:
-        raise KeyError(f"unknown rlkit extra {extra!r}; known: {sorted(EXTRAS)}")
+        raise UnknownKeyError(f"unknown rlkit extra {extra!r}; known: {sorted(EXTRAS)}")
     return EXTRAS[extra]
 
 

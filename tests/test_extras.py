@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from rlkit.cli import main
-from rlkit.errors import RlkitError
+from rlkit.errors import RlkitError, UnknownKeyError
 from rlkit.extras import EXTRAS, MissingExtraError, extra, require
 
 HEAVY = ("torch", "stable_baselines3", "gymnasium", "wandb", "fastapi", "sqlalchemy", "ot",
@@ -50,7 +50,7 @@ def test_other_import_errors_pass_unchanged(monkeypatch):
     with pytest.raises(ZeroDivisionError):
         with extra("human"):
             1 / 0  # noqa: B018
-    with pytest.raises(KeyError, match="unknown rlkit extra 'webapp'"):
+    with pytest.raises(UnknownKeyError, match="unknown rlkit extra 'webapp'"):
         with extra("webapp"):
             pass
     assert require("json", "human").dumps([1]) == "[1]"  # present: the module comes back
