@@ -1,29 +1,34 @@
 """Does feedback of mixed quality help IPPO, and how much does bad feedback cost? (M3HF, ICML 2025)
 
-One command:  python experiments/m3hf.py [--config FILE] [key=value ...] [--report-only] [--workers N]
+One command (from the repository root):
+    python -m experiments.m3hf [--config FILE] [key=value ...] [--report-only] [--workers N]
 
 Overcooked map A, lettuce-tomato salad, 3 agents, macro actions; every arm gets the same env-step
-budget, (phases + 1) x generation_steps, and the same seeds. Arms: IPPO on the env reward; M3HF
+budget, (phases + 1) x generation_steps, and its seeds. Main arms: IPPO on the env reward; M3HF
 with scripted good feedback; M3HF with a simulated teacher whose texts are half correct, half
-wrong; M3HF with only wrong feedback. Generation 0 is the same training in every arm of a seed
+wrong; M3HF with only wrong feedback. Ablation arms change the run config (``run:``) of an arm:
+rollback, weight rule, shaping scale. Generation 0 is the same training in every arm of a seed
 (no feedback yet), so the arms part only at phase 1. Each run is an ``rlkit m3hf`` run directory
 (resumable: rerun to continue). Writes the resolved config, ``metrics.jsonl`` / ``metrics.csv``
-(one row per arm, seed and generation), ``m3hf.png`` (ORIGINAL return against env steps) and
-``table.md``.
+(one row per arm, seed and generation), ``m3hf.png`` / ``m3hf_ablations.png`` (ORIGINAL return
+against env steps, 95% t-intervals), ``summary.json`` and ``table.md`` (final return, area under
+the curve, env steps to a threshold return, paired differences against IPPO).
 """
 
 from __future__ import annotations
 
 import csv
 import json
+import math
 import os
 import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
+from experiments.stats import Spread
 from rlkit.config import StrictModel, experiment_parser, load_config, save_config
 from rlkit.m3hf.run_config import FeedbackSettings, M3HFConfig
 from rlkit.persistence import atomic_open, atomic_write_json
@@ -34,20 +39,58 @@ ARM_LABELS = {
     "half_wrong": "M3HF, 50% wrong feedback",
     "wrong": "M3HF, only wrong feedback",
 }
+ROW_KEYS = ("generation", "env_steps", "original_return", "shaped_return", "episode_length", "delivered",
+            "train_original_return", "performance", "improved")
 
 
-HISTORY_KEYS = ("generation", "env_steps", "original_return", "shaped_return")
+class ArmSettings(StrictModel):
+    """One arm: its feedback, changes to the run config (ablations), its seeds (default: all)."""
+
+    label: str | None = None
+    group: Literal["main", "ablation"] = "main"
+    feedback: FeedbackSettings = FeedbackSettings(source="none")
+    run: dict[str, Any] = {}
+    seeds: list[int] | None = None
 
 
 class M3HFExperimentConfig(StrictModel):
     out_dir: str = "runs/m3hf"
     seeds: list[int] = [0, 1, 2]
-    arms: dict[str, FeedbackSettings] = {"ippo": FeedbackSettings(source="none")}
+    threshold: float = 25.0  # original return for "env steps to threshold" (chosen from the pilot)
+    reference_arm: str = "ippo"  # paired differences (same seed, same generation 0) against it
+    arms: dict[str, ArmSettings] = {"ippo": ArmSettings()}
     run: M3HFConfig = M3HFConfig()
 
 
 def arm_config(config: M3HFExperimentConfig, arm: str, seed: int) -> M3HFConfig:
-    return config.run.model_copy(update={"seed": seed, "feedback": config.arms[arm]})
+    settings = config.arms[arm]
+    data = _merge(config.run.model_dump(mode="json"), settings.run)
+    return M3HFConfig.model_validate(data | {"seed": seed, "feedback": settings.feedback.model_dump()})
+
+
+def _merge(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in changes.items():
+        nested = isinstance(value, dict) and isinstance(base.get(key), dict)
+        merged[key] = _merge(base[key], value) if nested else value
+    return merged
+
+
+def arm_seeds(config: M3HFExperimentConfig, arm: str) -> list[int]:
+    return config.arms[arm].seeds or config.seeds
+
+
+def label(config: M3HFExperimentConfig, arm: str) -> str:
+    return config.arms[arm].label or ARM_LABELS.get(arm, arm)
+
+
+def jobs(config: M3HFExperimentConfig, out: Path) -> list[tuple[str, int, Path]]:
+    """Main arms first, seed by seed, so a part-finished run already compares every main arm."""
+    order = sorted(config.arms, key=lambda arm: config.arms[arm].group != "main")
+    seeds = sorted({seed for arm in order for seed in arm_seeds(config, arm)})
+    return [(arm, seed, out / arm / f"seed{seed}")
+            for group in ("main", "ablation") for seed in seeds for arm in order
+            if config.arms[arm].group == group and seed in arm_seeds(config, arm)]
 
 
 def run_one(config: M3HFExperimentConfig, arm: str, seed: int, run_dir: Path) -> str:
@@ -65,97 +108,138 @@ def run_one(config: M3HFExperimentConfig, arm: str, seed: int, run_dir: Path) ->
 
 
 def collect_rows(config: M3HFExperimentConfig, out: Path) -> list[dict[str, Any]]:
+    """One row per arm, seed and generation of every finished run (a run still going is left out)."""
     rows = []
     for arm in config.arms:
-        for seed in config.seeds:
+        for seed in arm_seeds(config, arm):
             state_path = out / arm / f"seed{seed}" / "state.json"
             if not state_path.is_file():
                 continue
-            for row in json.loads(state_path.read_text())["history"]:
+            state = json.loads(state_path.read_text())
+            if state["completed"] < arm_config(config, arm, seed).phases:
+                continue
+            for row in state["history"]:
                 quality = row["feedback_quality"]
-                rows.append(
-                    {
-                        "arm": arm,
-                        "seed": seed,
-                        **{k: row[k] for k in HISTORY_KEYS},
-                        "train_original_return": row["train_original_return"],
-                        "feedback": row["feedback"],
-                        **{f"feedback_{q}": quality.get(q, 0) for q in ("correct", "irrelevant", "wrong")},
-                        "pool_size": sum(row["pool_sizes"]),
-                    }
-                )
+                rows.append({
+                    "arm": arm, "seed": seed, **{k: row[k] for k in ROW_KEYS},
+                    "feedback": row["feedback"],
+                    **{f"feedback_{q}": quality.get(q, 0) for q in ("correct", "irrelevant", "wrong")},
+                    "pool_size": sum(row["pool_sizes"]),
+                })
     return rows
 
 
-def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per arm, over seeds: final, best and mean-over-phases original return (mean and sd)."""
+def _runs(rows: list[dict[str, Any]], arm: str) -> dict[int, list[dict[str, Any]]]:
+    runs: dict[int, list[dict[str, Any]]] = {}
+    for r in rows:
+        if r["arm"] == arm:
+            runs.setdefault(r["seed"], []).append(r)
+    return {seed: sorted(run, key=lambda r: r["generation"]) for seed, run in sorted(runs.items())}
+
+
+def area_under_curve(run: list[dict[str, Any]]) -> float:
+    """The evaluation's original return averaged over the env steps of the run (trapezoids between
+    generations, from the end of generation 0 to the end): a curve's mean height."""
+    steps = np.array([r["env_steps"] for r in run], dtype=np.float64)
+    values = np.array([r["original_return"] for r in run], dtype=np.float64)
+    return float(np.trapezoid(values, steps) / (steps[-1] - steps[0]))
+
+
+def steps_to_threshold(run: list[dict[str, Any]], threshold: float) -> float:
+    """Env steps at the end of the first generation whose evaluation reached ``threshold`` (NaN: never)."""
+    return next((float(r["env_steps"]) for r in run if r["original_return"] >= threshold), math.nan)
+
+
+def summarise(config: M3HFExperimentConfig, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per arm, over seeds: final return, area under the curve, steps to the threshold, deliveries,
+    and paired differences against the reference arm (same seeds). No maximum over generations."""
+    reference = _runs(rows, config.reference_arm)
     table = []
-    for arm in dict.fromkeys(r["arm"] for r in rows):
-        per_seed: dict[int, list[dict[str, Any]]] = {}
-        for r in rows:
-            if r["arm"] == arm:
-                per_seed.setdefault(r["seed"], []).append(r)
-        runs = [sorted(v, key=lambda r: r["generation"]) for v in per_seed.values()]
-        final = [run[-1]["original_return"] for run in runs]
-        best = [max(r["original_return"] for r in run) for run in runs]
-        phases = [np.mean([r["original_return"] for r in run if r["generation"] > 0]) for run in runs]
-        table.append(
-            {
-                "arm": arm,
-                "seeds": len(runs),
-                "generations": len(runs[0]),
-                "env_steps": runs[0][-1]["env_steps"],
-                "final": (float(np.mean(final)), float(np.std(final))),
-                "best": (float(np.mean(best)), float(np.std(best))),
-                "phase_mean": (float(np.mean(phases)), float(np.std(phases))),
-                "feedback": {q: sum(r[f"feedback_{q}"] for run in runs for r in run)
-                             for q in ("correct", "irrelevant", "wrong")},
-            }
-        )
+    for arm in config.arms:
+        runs = _runs(rows, arm)
+        if not runs:
+            continue
+        reached = [steps_to_threshold(run, config.threshold) for run in runs.values()]
+        paired = [seed for seed in runs if seed in reference]
+        entry = {
+            "arm": arm, "label": label(config, arm), "group": config.arms[arm].group,
+            "seeds": sorted(runs), "env_steps": next(iter(runs.values()))[-1]["env_steps"],
+            "final": Spread.of([run[-1]["original_return"] for run in runs.values()]).as_dict(),
+            "auc": Spread.of([area_under_curve(run) for run in runs.values()]).as_dict(),
+            "delivered_final": Spread.of([run[-1]["delivered"] for run in runs.values()]).as_dict(),
+            "reached_threshold": sum(math.isfinite(s) for s in reached),
+            "steps_to_threshold": Spread.of(reached).as_dict(),
+            "feedback": {q: sum(r[f"feedback_{q}"] for run in runs.values() for r in run)
+                         for q in ("correct", "irrelevant", "wrong")},
+        }
+        if arm != config.reference_arm and paired:
+            entry["paired_seeds"] = paired
+            final = [runs[s][-1]["original_return"] - reference[s][-1]["original_return"] for s in paired]
+            entry["final_minus_reference"] = Spread.of(final).as_dict()
+            entry["auc_minus_reference"] = Spread.of(
+                [area_under_curve(runs[s]) - area_under_curve(reference[s]) for s in paired]).as_dict()
+        table.append(entry)
     return table
 
 
-def markdown_table(table: list[dict[str, Any]]) -> str:
-    def cell(pair: tuple[float, float]) -> str:
-        return f"{pair[0]:.1f} ± {pair[1]:.1f}"
+def _cell(spread: dict[str, float], digits: int = 1) -> str:
+    low, high = spread["ci95_low"], spread["ci95_high"]
+    return Spread(spread["mean"], spread["sd"], int(spread["n"]), low, high).cell(digits)
 
+
+def markdown_table(config: M3HFExperimentConfig, table: list[dict[str, Any]]) -> str:
     lines = [
-        "| arm | seeds | env steps | final original return | best generation | mean over phases 1.. | "
-        "feedback texts (correct / irrelevant / wrong) |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | --- |",
+        f"Mean [95% t-interval] (n seeds). Threshold for 'steps to threshold': evaluation return >= "
+        f"{config.threshold:g}; paired differences are against {label(config, config.reference_arm)} on "
+        "the same seeds.",
+        "",
+        "| arm | env steps | final return | area under curve | final deliveries (share of games) | "
+        "reached threshold | thousand env steps to threshold (seeds that reached it) | final − reference | "
+        "AUC − reference | feedback texts (correct / irrelevant / wrong) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
     for e in table:
         f = e["feedback"]
+        steps = e["steps_to_threshold"]
         cells = [
-            ARM_LABELS.get(e["arm"], e["arm"]), str(e["seeds"]), f"{e['env_steps']:,}", cell(e["final"]),
-            cell(e["best"]), cell(e["phase_mean"]), f"{f['correct']} / {f['irrelevant']} / {f['wrong']}",
+            e["label"], f"{e['env_steps']:,}", _cell(e["final"]), _cell(e["auc"]),
+            _cell(e["delivered_final"], 2), f"{e['reached_threshold']}/{len(e['seeds'])}",
+            _cell({k: v / 1e3 if k != "n" else v for k, v in steps.items()}, 0) if steps["n"] else "—",
+            _cell(e["final_minus_reference"]) if "final_minus_reference" in e else "—",
+            _cell(e["auc_minus_reference"]) if "auc_minus_reference" in e else "—",
+            f"{f['correct']} / {f['irrelevant']} / {f['wrong']}",
         ]  # fmt: skip
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
-def plot(rows: list[dict[str, Any]], path: Path) -> None:
+def plot(config: M3HFExperimentConfig, rows: list[dict[str, Any]], path: Path, group: str = "main") -> None:
+    """Evaluation return against env steps: mean and 95% t-interval over seeds, n in the legend."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4.2))
-    for arm in dict.fromkeys(r["arm"] for r in rows):
-        steps = sorted({r["env_steps"] for r in rows if r["arm"] == arm})
-        values = np.array(
-            [[r["original_return"] for r in rows if r["arm"] == arm and r["env_steps"] == s] for s in steps],
-            dtype=object,
-        )
-        mean = np.array([np.mean(v) for v in values])
-        sem = np.array([np.std(v) / np.sqrt(len(v)) for v in values])
-        (line,) = ax.plot(steps, mean, marker="o", label=ARM_LABELS.get(arm, arm))
-        ax.fill_between(steps, mean - sem, mean + sem, color=line.get_color(), alpha=0.2)
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    for arm in config.arms:
+        runs = _runs(rows, arm)
+        if config.arms[arm].group != group or not runs:
+            continue
+        steps = sorted({r["env_steps"] for run in runs.values() for r in run})
+        by_step = {s: [r["original_return"] for run in runs.values() for r in run if r["env_steps"] == s]
+                   for s in steps}
+        spreads = [Spread.of(values) for values in by_step.values()]
+        mean = np.array([s.mean for s in spreads])
+        (line,) = ax.plot(steps, mean, marker="o", label=f"{label(config, arm)} (n={len(runs)})")
+        if len(runs) > 1:
+            ax.fill_between(steps, [s.low for s in spreads], [s.high for s in spreads],
+                            color=line.get_color(), alpha=0.15)
+    ax.axhline(config.threshold, color="grey", lw=0.8, ls=":", label=f"threshold {config.threshold:g}")
     ax.set_xlabel("env steps (all games)")
-    ax.set_ylabel("original env return (eval, mean ± s.e. over seeds)")
-    ax.set_title("M3HF on Overcooked A, lettuce-tomato, 3 agents")
+    ax.set_ylabel("original env return (eval, mean and 95% t-interval over seeds)")
+    ax.set_title(f"M3HF on Overcooked A, lettuce-tomato, 3 agents ({group} arms)")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -177,21 +261,18 @@ def main(argv: list[str] | None = None) -> int:
                         help="runs in parallel (one process and one torch thread each)")
     args = parser.parse_args(argv)
     config = load_config(M3HFExperimentConfig, args.config, args.overrides)
-    unknown = sorted(set(config.arms) - set(ARM_LABELS))
-    if unknown:
-        print(f"note: arms {unknown} have no label; their names are used", file=sys.stderr)
     out = Path(config.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     save_config(config, out / "config.yaml")
     if not args.report_only:
         os.environ.setdefault("OMP_NUM_THREADS", "1")
-        jobs = [(arm, seed, out / arm / f"seed{seed}") for seed in config.seeds for arm in config.arms]
+        units = jobs(config, out)
         if args.workers <= 1:
-            for arm, seed, run_dir in jobs:
+            for arm, seed, run_dir in units:
                 print(run_one(config, arm, seed, run_dir), flush=True)
         else:
             with ProcessPoolExecutor(max_workers=args.workers) as pool:
-                futures = [pool.submit(run_one, config, arm, seed, run_dir) for arm, seed, run_dir in jobs]
+                futures = [pool.submit(run_one, config, arm, seed, run_dir) for arm, seed, run_dir in units]
                 for future in futures:
                     print(future.result(), flush=True)
     rows = collect_rows(config, out)
@@ -199,12 +280,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no finished runs under {out}", file=sys.stderr)
         return 1
     write_metrics(rows, out)
-    table = summarise(rows)
+    table = summarise(config, rows)
     atomic_write_json(out / "summary.json", table)
     with atomic_open(out / "table.md", "w") as handle:
-        handle.write(markdown_table(table))
-    plot(rows, out / "m3hf.png")
-    print(markdown_table(table))
+        handle.write(markdown_table(config, table))
+    plot(config, rows, out / "m3hf.png", "main")
+    if any(arm.group == "ablation" for arm in config.arms.values()):
+        plot(config, rows, out / "m3hf_ablations.png", "ablation")
+    print(markdown_table(config, table))
     print(json.dumps({"table": str(out / "table.md"), "plot": str(out / "m3hf.png")}))
     return 0
 

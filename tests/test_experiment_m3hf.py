@@ -3,6 +3,8 @@
 import csv
 import json
 
+import yaml
+
 from experiments.m3hf import main
 
 TINY = [
@@ -15,19 +17,30 @@ TINY = [
 
 def test_experiment_runs_every_arm_and_rebuilds_its_report(tmp_path, capsys):
     out = tmp_path / "m3hf"
-    arms = "arms={ippo: {source: none}, wrong: {source: simulated, rates: {wrong: 1.0}}}"
+    arms = ("arms={ippo: {feedback: {source: none}},"
+            " wrong: {feedback: {source: simulated, rates: {wrong: 1.0}}},"
+            " wrong_last: {group: ablation, run: {rollback: last}, label: 'wrong, rollback off',"
+            " feedback: {source: simulated, rates: {wrong: 1.0}}}}")
     assert main([f"out_dir={out}", arms, *TINY]) == 0
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert [(r["arm"], r["generation"]) for r in rows] == [
-        ("ippo", 0), ("ippo", 1), ("wrong", 0), ("wrong", 1)
+        ("ippo", 0), ("ippo", 1), ("wrong", 0), ("wrong", 1), ("wrong_last", 0), ("wrong_last", 1)
     ]  # fmt: skip
+    assert yaml.safe_load((out / "wrong_last" / "seed0" / "config.yaml").read_text())["rollback"] == "last"
     # generation 0 is the same training in both arms; the arms part at the first feedback
     assert rows[0]["original_return"] == rows[2]["original_return"]
     assert rows[3]["feedback_wrong"] == 1 and rows[1]["feedback"] == 0
     with open(out / "metrics.csv") as handle:
-        assert len(list(csv.DictReader(handle))) == 4
+        assert len(list(csv.DictReader(handle))) == 6
     table = (out / "table.md").read_text()
     assert "IPPO (env reward)" in table and "M3HF, only wrong feedback" in table
+    assert "wrong, rollback off" in table
+    summary = {e["arm"]: e for e in json.loads((out / "summary.json").read_text())}
+    wrong, ippo = (rows[3]["original_return"], rows[2]["original_return"]), (rows[1]["original_return"],)
+    assert summary["wrong"]["final"]["mean"] == wrong[0]
+    assert summary["wrong"]["final_minus_reference"]["mean"] == wrong[0] - ippo[0]
+    assert summary["wrong"]["auc"]["mean"] == (wrong[0] + wrong[1]) / 2  # two generations: one trapezoid
+    assert "final_minus_reference" not in summary["ippo"]
 
     (out / "m3hf.png").unlink()
     capsys.readouterr()

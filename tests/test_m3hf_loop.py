@@ -94,8 +94,13 @@ def test_phase_loop_end_to_end_with_scripted_feedback(tmp_path):
     assert all(f"agent_{i}/train/policy_gradient_loss" in iterations[-1] for i in range(3))
     assert "rollout/original_return" in iterations[-1]
 
-    returns = [row["original_return"] for row in history]
-    assert state["best"] == {"generation": int(np.argmax(returns)), "original_return": max(returns)}
+    # "performance" (improved / best) is the mean ORIGINAL return of the generation's training episodes
+    performance = [row["performance"] for row in history]
+    assert performance == [row["train_original_return"] for row in history]
+    assert all(row["train_episodes"] > 0 for row in history)
+    best = int(np.argmax(performance))
+    assert state["best"] == {"generation": best, "performance": max(performance),
+                             "original_return": history[best]["original_return"]}
     lines = (tmp_path / "generations.jsonl").read_text().splitlines()
     assert [json.loads(line)["generation"] for line in lines] == [0, 1, 2]
 

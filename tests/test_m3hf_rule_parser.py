@@ -34,7 +34,7 @@ PHRASES = [
         "Blue, stay near the knife.",
         [("proximity", (2,), {"a": "self", "b": "knife_1", "radius": 1, "bonus": 1.0})],
     ),
-    ("Everyone needs to be faster!", [("time_penalty", "all", {"rate": 0.1})]),
+    ("Everyone needs to be faster!", [("time_penalty", "all", {"rate": 0.1, "growth": "constant"})]),
     ("Agent 0 and agent 2: stop wandering around.", [("action_cost", (0, 2), {"cost": 0.1})]),
     (
         "The rose one keeps standing still. It should grab a plate.",
@@ -54,7 +54,7 @@ PHRASES = [
     ),
     (
         "Deliver the salad quickly",
-        [("time_penalty", "all", {"rate": 0.1}), ("success", "all", {"bonus": 10.0})],
+        [("time_penalty", "all", {"rate": 0.1, "growth": "constant"}), ("success", "all", {"bonus": 10.0})],
     ),
     ("The second agent should chop", [("action", (1,), {"action": "chop", "value": 1.0})]),
     ("Nice weather today.", []),

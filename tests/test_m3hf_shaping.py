@@ -53,8 +53,8 @@ def test_each_agent_is_shaped_by_its_own_pool_only(scene: Scene) -> None:
 def test_weights_scale_the_terms(scene: Scene) -> None:
     pools = TeamPools.empty(3).update([spec("time_penalty", "all", rate=0.5)], None)
     pools = pools.update([spec("action", [2], action="right", value=1.0)], improved=True)
-    weights = pools.pools[2].weights  # (1 * 0.9 + 0.1, 0.5) / 1.5
-    np.testing.assert_allclose(weights, [1.0 / 1.5, 0.5 / 1.5])
+    weights = pools.pools[2].weights  # the reference rule: (1/2 * 0.9, 1/2 + 0.1) / 1.05
+    np.testing.assert_allclose(weights, [0.45 / 1.05, 0.6 / 1.05])
     venv = oc.OvercookedVecEnv(1, layout="A", n_agents=3)
     venv.reset()
     terms = PoolShaper(pools, scene)(venv.features(), np.array([[RIGHT, RIGHT, RIGHT]]))

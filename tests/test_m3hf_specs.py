@@ -203,5 +203,5 @@ def test_a_spec_reads_as_one_line() -> None:
     )
     parts = [{"template": "success", "weight": 0.5}, {"template": "time_penalty", "params": {"rate": 0.2}}]
     assert spec("composite", parts=parts).summary() == (
-        "all agents: composite(0.5 * success(bonus=10.0) + 1 * time_penalty(rate=0.2))"
+        "all agents: composite(0.5 * success(bonus=10.0) + 1 * time_penalty(rate=0.2, growth='constant'))"
     )

@@ -23,8 +23,46 @@ F3 = spec("time_penalty", "all", rate=0.2)
 F4 = spec("action", [1], action="chop")
 
 
-def test_one_agent_over_four_phases_matches_the_hand_computation() -> None:
+def test_the_reference_rule_over_four_phases_matches_the_hand_computation() -> None:
+    """The reference's weight_decay_and_performance_adjustment: reset to uniform, decay each older
+    function once by alpha^(M-1-m), +-beta on the newest, normalise."""
     rule = WeightRule(alpha=0.9, beta=0.1)
+    assert rule.kind == "reference"
+    pool = RewardPool(agent=0).updated([F1], generation=1, improved=None, rule=rule)
+    np.testing.assert_allclose(pool.weights, [1.0])
+
+    # M = 2: uniform 1/2; F1 decays once by 0.9; F2 (newest) +0.1 because the return improved
+    pool = pool.updated([F2], generation=2, improved=True, rule=rule)
+    np.testing.assert_allclose(pool.weights, np.array([0.45, 0.6]) / 1.05)
+
+    # M = 3: uniform 1/3, whatever the stored weights; F1 x 0.81, F2 x 0.9; F3 -0.1 (no improvement)
+    pool = pool.updated([F3], generation=3, improved=False, rule=rule)
+    raw = np.array([0.81 / 3, 0.9 / 3, 1 / 3 - 0.1])
+    np.testing.assert_allclose(pool.weights, raw / raw.sum())
+    assert [e.spec for e in pool.entries] == [F1, F2, F3]
+
+    # no new function: the stored weights decay by position again, no performance step
+    previous = pool.weights
+    raw = previous * 0.9 ** np.array([2, 1, 0])
+    pool = pool.updated([], generation=4, improved=True, rule=rule)
+    np.testing.assert_allclose(pool.weights, raw / raw.sum())
+
+
+def test_the_reference_rule_resets_before_it_decays_so_decay_never_compounds() -> None:
+    """Five phases of one new function each: the first keeps alpha^4 of a uniform share (before
+    normalising), whatever the weights were; the compounding rule gives another answer."""
+    specs = [F1, F2, F3, F4, spec("holding", [0], item="tomato")]
+    reference, compounding = RewardPool(0), RewardPool(0)
+    for generation, new in enumerate(specs, start=1):
+        reference = reference.updated([new], generation, None, WeightRule())
+        compounding = compounding.updated([new], generation, None, WeightRule(kind="compounding"))
+    raw = 0.9 ** np.arange(4, -1, -1) / 5
+    np.testing.assert_allclose(reference.weights, raw / raw.sum())
+    assert not np.allclose(compounding.weights, reference.weights)
+
+
+def test_the_compounding_rule_over_four_phases_matches_the_hand_computation() -> None:
+    rule = WeightRule(alpha=0.9, beta=0.1, kind="compounding")
     pool = RewardPool(agent=0)
 
     pool = pool.updated([F1], generation=1, improved=None, rule=rule)
@@ -51,13 +89,13 @@ def test_one_agent_over_four_phases_matches_the_hand_computation() -> None:
 
 
 def test_the_performance_step_floors_at_zero_and_a_pool_of_zeros_shapes_nothing() -> None:
-    rule = WeightRule(alpha=1.0, beta=0.6)
+    rule = WeightRule(alpha=1.0, beta=0.6, kind="compounding")
     pool = RewardPool(0).updated([F1], 1, None, rule).updated([F2], 2, False, rule)
     np.testing.assert_allclose(pool.weights, [0.4 / 0.9, 0.5 / 0.9])  # F1: 1 - 0.6; F2 enters at 1/2
     pair = RewardPool(0).updated([F1, F2], 1, None, rule)  # two functions in one phase: 1, then 1/2
     np.testing.assert_allclose(pair.weights, [1.0 / 1.5, 0.5 / 1.5])
     np.testing.assert_allclose(pair.updated([], 2, False, rule).weights, [1.0, 0.0])  # both under test
-    harsh = WeightRule(alpha=0.5, beta=0.6)
+    harsh = WeightRule(alpha=0.5, beta=0.6, kind="compounding")
     zeros = RewardPool(0).updated([F1, F2], 1, None, harsh).updated([], 2, False, harsh)
     np.testing.assert_allclose(zeros.weights, [0.0, 0.0])  # no division by zero: the pool is off
     revived = zeros.updated([F3], 3, None, harsh)
@@ -75,7 +113,7 @@ def test_each_agent_has_its_own_pool_and_team_feedback_reaches_every_pool() -> N
         assert len(pool.weights) == len(pool.entries)
         assert pool.weights.sum() == pytest.approx(1.0)
     np.testing.assert_allclose(pools.pools[2].weights, [1.0])
-    np.testing.assert_allclose(pools.pools[0].weights, np.array([0.9 + 0.1, 0.5]) / 1.5)
+    np.testing.assert_allclose(pools.pools[0].weights, np.array([0.45, 0.6]) / 1.05)  # the reference rule
 
 
 def test_pools_save_and_load_exactly(tmp_path) -> None:
@@ -96,6 +134,7 @@ def test_pools_save_and_load_exactly(tmp_path) -> None:
         (lambda d: d["pools"][0]["entries"][0]["spec"]["params"].update(b=5), "damaged pools file"),
         (lambda d: d["pools"].pop(0), "agents 0..1 in order"),
         (lambda d: d["rule"].update(alpha=2), "alpha must be in"),
+        (lambda d: d["rule"].update(kind="other"), r"WeightRule\.kind is invalid: .other."),
     ],
 )
 def test_a_damaged_pools_file_is_refused_naming_the_field(tmp_path, damage, message: str) -> None:

@@ -100,7 +100,8 @@ def describe(
 def features(kitchens: list[Kitchen]) -> dict[str, np.ndarray]:
     """Arrays over games: ``positions`` (G, E, 2) row/column of each entity (held items at the
     holder), ``holding`` (G, A) item id per agent (-1 none; ids follow ``layouts.ITEMS``),
-    ``chops`` (G, 3) per food, ``plate_contents`` (G, 2, 3) bool, ``delivered`` (G,) bool."""
+    ``chops`` (G, 3) per food, ``plate_contents`` (G, 2, 3) bool, ``delivered`` (G,) bool. The envs add
+    ``step`` (G,): the steps taken in each game's episode (1 after its first step)."""
     width = kitchens[0].layout.width
     states = np.array([k.entity_states() for k in kitchens])
     states[:, :N_FOODS] //= CHOPS_NEEDED + 1  # foods carry their chop count in the state

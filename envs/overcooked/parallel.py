@@ -268,7 +268,8 @@ class OvercookedParallelEnv(ParallelEnv):
 
     def features(self) -> dict[str, np.ndarray]:
         """The same facts as ``describe`` as arrays (entities in ``entity_names`` order)."""
-        return {key: value[0] for key, value in features([self._kitchen]).items()}
+        return {**{key: value[0] for key, value in features([self._kitchen]).items()},
+                "step": np.asarray(self._t)}
 
     def render(self) -> np.ndarray | str | None:
         if self.render_mode is None:

@@ -104,7 +104,7 @@ class OvercookedVecEnv:
         ended = terminated | truncated
         dones = np.repeat(ended, n_agents)
         if self.keep_features:
-            self.last_features = features(kitchens)
+            self.last_features = {**features(kitchens), "step": self._t.copy()}
         infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
         for g in np.flatnonzero(ended).tolist():
             for row in range(g * n_agents, (g + 1) * n_agents):
@@ -159,7 +159,7 @@ class OvercookedVecEnv:
 
     def features(self) -> dict[str, np.ndarray]:
         """Every game's entities as arrays with a leading game axis (see ``describe.features``)."""
-        return features(self._kitchens)
+        return {**features(self._kitchens), "step": self._t.copy()}
 
     def frames(self) -> list[np.ndarray]:
         """One RGB frame per game."""

@@ -1,10 +1,13 @@
 """The M3HF phase loop: train, pause, show a rollout, take feedback, reshape each agent's reward.
 
-Generation 0 trains IPPO on the env reward. Each phase k = 1..``phases`` then: rolls out the
-current policies in one game and renders it to a video (logged), asks a ``FeedbackSource`` for
-texts, parses them into ``RewardSpec``s, updates every agent's pool (the paper's weight rule, told
-whether the ORIGINAL return improved over the last phase), and resumes training with the pools as
-a ``PoolShaper`` on the env reward. Every generation is evaluated on the original return, and
+Generation 0 trains IPPO on the env reward. Each phase k = 1..``phases`` then: goes back to the
+best policies so far (``rollback=best``, the reference's rule; ``last`` trains on), rolls them out
+in one game and renders it to a video (logged), asks a ``FeedbackSource`` for texts, parses them
+into ``RewardSpec``s, updates every agent's pool (``weights.WeightRule``, told whether the ORIGINAL
+return improved between the last two generations), and resumes training with the pools as a
+``PoolShaper`` on the env reward. "Performance" (which decides "improved" and "best") is the mean
+ORIGINAL return over the generation's training episodes (``performance=train``) or over the
+evaluation games (``eval``); every generation is also evaluated on ``eval_games`` fresh games, and
 the best generation's policies are kept in ``checkpoints/best``.
 
 The run directory is the run's memory. A phase's artefacts (checkpoint, pools, feedback, video)
@@ -27,8 +30,7 @@ import numpy as np
 from envs.overcooked.parallel import OvercookedParallelEnv
 from envs.overcooked.vector import OvercookedVecEnv
 from envs.overcooked.video import record_episode
-from rlkit.config import ConfigError
-from rlkit.errors import FileFormatError, InvalidDataError
+from rlkit.errors import ConfigError, FileFormatError, InvalidDataError
 from rlkit.logging import Logger
 from rlkit.m3hf.parser_llm import LLMParser, make_parser
 from rlkit.m3hf.parser_rule import RuleParser
@@ -102,7 +104,7 @@ class M3HFRun:
         self.rows = OvercookedRows(self.venv)
         self.eval_rows = OvercookedRows(OvercookedVecEnv(config.eval_games, keep_features=True, **env))
         self.scene = Scene.from_env(self.venv)
-        self.marl = config.marl.model_copy(update={"seed": config.seed})
+        self.marl = config.marl.replace(seed=config.seed)
 
     # ------------------------------------------------------------------ paths
     def _checkpoint(self, generation: int) -> Path:
@@ -117,7 +119,8 @@ class M3HFRun:
         state = self._load_state()
         if state is None:
             trainer = MultiAgentPPO(self.rows, self.marl, self.logger)
-            pools = TeamPools.empty(self.venv.n_agents, WeightRule(self.config.alpha, self.config.beta))
+            rule = WeightRule(self.config.alpha, self.config.beta, self.config.weight_rule)
+            pools = TeamPools.empty(self.venv.n_agents, rule)
             state = {
                 "format": STATE_FORMAT,
                 "config": self.config.model_dump(mode="json", exclude={"llm": {"api_key"}}),
@@ -131,13 +134,26 @@ class M3HFRun:
             pools = _load_pools(self._pools(state["completed"]))
             log.info("resuming %s after generation %d", self.run_dir, state["completed"])
         for phase in range(state["completed"] + 1, self.config.phases + 1):
+            trainer = self._rolled_back(trainer, state)
             feedback = self._ask(trainer, phase, state)
             specs = self._parse(feedback, phase)
-            returns = [row["original_return"] for row in state["history"]]
+            returns = [row["performance"] for row in state["history"]]
             improved = None if len(returns) < 2 else bool(returns[-1] > returns[-2])
             pools = pools.update(specs, improved)
             self._train_generation(trainer, pools, state, feedback, improved)
         return state
+
+    def _rolled_back(self, trainer: MultiAgentPPO, state: dict[str, Any]) -> MultiAgentPPO:
+        """With ``rollback=best`` the next generation starts from the best checkpoint so far (the
+        person then watches that policy); its step counter goes on from the steps spent so far."""
+        best = state["best"]
+        if self.config.rollback == "last" or best["generation"] == state["completed"]:
+            return trainer
+        log.info("generation %d starts from generation %d's policy (the best so far)",
+                 state["completed"] + 1, best["generation"])
+        rolled = load_checkpoint(self.run_dir / "checkpoints" / "best", self.rows, self.logger)
+        rolled.num_timesteps = state["history"][-1]["env_steps"]
+        return rolled
 
     def _train_generation(
         self,
@@ -148,17 +164,25 @@ class M3HFRun:
         improved: bool | None = None,
     ) -> None:
         generation = pools.generation
-        shaper = PoolShaper(pools, self.scene) if any(pool.entries for pool in pools.pools) else None
+        shaped = any(pool.entries for pool in pools.pools)
+        shaper = PoolShaper(pools, self.scene, self.config.shaping_scale) if shaped else None
         self.rows.shaper = self.eval_rows.shaper = shaper
+        first_episode = len(trainer.original_returns)
         trainer.learn(self.config.generation_steps)
         metrics = evaluate(trainer, self.eval_rows, seed=self.config.seed)
+        episodes = trainer.original_returns[first_episode:]
+        row_eval = metrics["eval/original_return"]
+        train_return = float(np.mean(episodes)) if episodes else float("nan")
         row = {
             "generation": generation,
             "env_steps": trainer.num_timesteps,
             "original_return": metrics["eval/original_return"],
             "shaped_return": metrics["eval/shaped_return"],
             "episode_length": metrics["eval/episode_length"],
-            "train_original_return": trainer.episode_stats().get("rollout/original_return"),
+            "delivered": metrics["eval/terminated"],
+            "train_original_return": train_return,
+            "train_episodes": len(episodes),
+            "performance": train_return if self.config.performance == "train" else row_eval,
             "feedback": len(feedback),
             "feedback_quality": dict(Counter(item.quality for item in feedback)),
             "improved": improved,
@@ -168,9 +192,10 @@ class M3HFRun:
         save_checkpoint(trainer, self._checkpoint(generation))
         pools.save(self._pools(generation))
         best = state["best"]
-        if best is None or row["original_return"] > best["original_return"]:
+        if best is None or row["performance"] > best["performance"]:
             save_checkpoint(trainer, self.run_dir / "checkpoints" / "best")
-            state["best"] = {"generation": generation, "original_return": row["original_return"]}
+            state["best"] = {"generation": generation, "performance": row["performance"],
+                             "original_return": row["original_return"]}
         state["history"].append(row)
         state["completed"] = generation
         with atomic_open(self.run_dir / "generations.jsonl", "w") as handle:

@@ -57,7 +57,17 @@ class M3HFConfig(StrictModel):
     llm: LLMConfig = LLMConfig()
     alpha: float = Field(0.9, gt=0, le=1)
     beta: float = Field(0.1, ge=0, lt=1)
-    eval_games: int = Field(16, ge=1, description="games (one episode each, sampled actions) per evaluation")
+    weight_rule: Literal["reference", "compounding"] = Field(
+        "reference", description="reference: reset to uniform, decay older ones once (the paper's "
+        "code); compounding: stored weights decay every phase (rlkit's earlier rule)")
+    rollback: Literal["best", "last"] = Field(
+        "best", description="each generation starts from the best checkpoint so far by the "
+        "performance signal (the reference), or from the last policy")
+    performance: Literal["train", "eval"] = Field(
+        "train", description="the ORIGINAL return that decides 'improved' and 'best': the mean over "
+        "the generation's training episodes (the reference's intent), or the evaluation games'")
+    shaping_scale: float = Field(1.0, ge=0, description="scale on the whole shaping sum (1 = the paper)")
+    eval_games: int = Field(64, ge=1, description="games (one episode each, sampled actions) per evaluation")
     video: Literal["gif", "mp4", "none"] = "gif"
     video_fps: float = Field(5.0, gt=0)
     video_cell_px: int = Field(40, ge=4)

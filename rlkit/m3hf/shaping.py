@@ -34,7 +34,11 @@ from rlkit.m3hf.weights import TeamPools
 class PoolShaper:
     """Each agent's weighted pool terms: a ``rlkit.types.TeamRewardShaper``."""
 
-    def __init__(self, pools: TeamPools, scene: Scene) -> None:
+    def __init__(self, pools: TeamPools, scene: Scene, scale: float = 1.0) -> None:
+        """``scale`` multiplies the whole shaping sum (1 = the paper; lower it to weaken shaping
+        against the env reward in an ablation)."""
+        if not (scale >= 0 and np.isfinite(scale)):
+            raise InvalidDataError(f"scale must be finite and >= 0, got {scale!r}")
         if pools.n_agents != scene.n_agents:
             raise InvalidDataError(f"pools hold {pools.n_agents} agents, the scene {scene.n_agents}")
         for pool in pools.pools:  # pools may come from a file or another env: names must exist here
@@ -42,12 +46,13 @@ class PoolShaper:
                 scene.check(entry.spec)
         self.pools = pools
         self.scene = scene
+        self.scale = float(scale)
         # (weight, term) per agent; zero weights are dropped, they cannot change the sum
         self._terms: list[list[tuple[float, Term]]] = [
             [
-                (entry.weight, compile_term(entry.spec.params, scene))
+                (self.scale * entry.weight, compile_term(entry.spec.params, scene))
                 for entry in pool.entries
-                if entry.weight > 0
+                if entry.weight > 0 and scale > 0
             ]
             for pool in pools.pools
         ]

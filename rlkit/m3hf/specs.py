@@ -117,9 +117,11 @@ class HoldingParams(_Params):
 
 
 class TimePenaltyParams(_Params):
-    """-rate every step: a return that pays for slowness ("faster!")."""
+    """A return that pays for slowness ("faster!"): ``-rate`` every step (``growth="constant"``) or
+    the paper's ``-rate * t``, t the step of the episode (``growth="linear"``)."""
 
     rate: float = Field(0.1, gt=0.0, le=1.0)
+    growth: Literal["constant", "linear"] = "constant"
 
 
 class SuccessParams(_Params):

@@ -55,6 +55,9 @@ def compile_term(params: TemplateParams, scene: Scene) -> Term:
         case HoldingParams():
             return _holding(params, scene)
         case TimePenaltyParams():
+            if params.growth == "linear":
+                rate = params.rate
+                return lambda state, actions, agent: -rate * np.asarray(state["step"], dtype=np.float64)
             return _constant(-params.rate)
         case SuccessParams():
             bonus = params.bonus

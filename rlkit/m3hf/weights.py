@@ -2,17 +2,23 @@
 
 Every agent owns a ``RewardPool`` of ``PoolEntry(spec, weight, generation)``; ``TeamPools`` holds
 one pool per agent (never one pool shared by reference) and hands each parsed spec to the agents
-it names. At each phase (generation G) every agent's weights are updated by ``WeightRule``
-(alpha = 0.9, beta = 0.1 by default), in the paper's order:
+it names. At each phase every agent's weights are updated by ``WeightRule`` (alpha = 0.9,
+beta = 0.1 by default). Two rules:
 
-1. each new function enters with weight 1 / (|pool| + 1) (|pool| counted as it grows);
-2. every function decays by alpha^(G - g), g its generation: weights are stored, so an old one
-   keeps shrinking phase after phase (this phase's additions, G - g = 0, do not);
-3. the functions under test — the agent's most recent ones before this phase, the ones trained
-   with since the last phase — gain beta if the ORIGINAL env return improved since the last
-   phase, else lose beta (floor 0); ``improved=None`` (nothing to compare yet) skips the step;
-4. the weights are normalised to sum to 1 (a pool whose weights all reached 0 stays at 0 and
-   shapes nothing until new feedback arrives).
+``reference`` (default; the reference implementation's ``weight_decay_and_performance_adjustment``)
+  for an agent whose pool of M functions gains new ones this phase:
+  1. every weight is reset to uniform 1 / M;
+  2. each older function m (0 = oldest) decays ONCE: w_m <- w_m * alpha^(M - 1 - m);
+  3. the newest function gains beta if the ORIGINAL env return improved between the last two
+     generations, else loses beta (floor 0); ``improved=None`` (nothing to compare yet) skips it;
+  4. the weights are normalised to sum to 1 (all zero: uniform again).
+  A phase that adds nothing to an agent's pool decays its stored weights by alpha^(M - 1 - m) and
+  normalises them (no performance step), as the reference does.
+
+``compounding`` (rlkit's earlier rule, kept for ablation): new functions enter at
+  1 / (|pool| + 1); every stored weight decays by alpha^(G - g) (g its generation) at every phase,
+  so old feedback keeps shrinking phase after phase; the functions trained with since the last
+  phase gain or lose beta; normalised (a pool whose weights all reached 0 stays at 0).
 
 The pool is the only place weights live, so weights and functions cannot fall out of step. The
 env reward is not in the pool: the trainer adds it once (``shaping.PoolShaper``).
@@ -26,7 +32,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import ValidationError, field_validator
@@ -40,13 +46,14 @@ FORMAT = "rlkit.m3hf.pools/1"
 
 
 class WeightRule(StrictModel):
-    """The paper's schedule: decay ``alpha`` per generation of age, performance step ``beta``."""
+    """Decay ``alpha``, performance step ``beta``, and which rule (see the module docstring)."""
 
     alpha: float = 0.9
     beta: float = 0.1
+    kind: Literal["reference", "compounding"] = "reference"
 
-    def __init__(self, alpha: float = 0.9, beta: float = 0.1) -> None:
-        super().__init__(alpha=alpha, beta=beta)
+    def __init__(self, alpha: float = 0.9, beta: float = 0.1, kind: str = "reference") -> None:
+        super().__init__(alpha=alpha, beta=beta, kind=kind)
 
     @field_validator("alpha")
     @classmethod
@@ -65,7 +72,29 @@ class WeightRule(StrictModel):
     def reweight(
         self, weights: np.ndarray, generations: np.ndarray, generation: int, improved: bool | None
     ) -> np.ndarray:
-        """Steps 2-4 on weights whose new entries (generation == ``generation``) are already in."""
+        """The new weights of a pool whose new entries (generation == ``generation``) are already in
+        (their stored weight is ignored by the reference rule)."""
+        if self.kind == "reference":
+            return self._reference(weights, int((generations == generation).sum()), improved)
+        return self._compounding(weights, generations, generation, improved)
+
+    def _reference(self, weights: np.ndarray, n_new: int, improved: bool | None) -> np.ndarray:
+        size = len(weights)
+        decay = self.alpha ** (size - 1 - np.arange(size))
+        if n_new == 0:
+            weights = weights * decay
+        else:
+            weights = np.full(size, 1.0 / size)
+            old = size - n_new
+            weights[:old] *= decay[:old]
+            if improved is not None:
+                weights[-1] = weights[-1] + self.beta if improved else max(weights[-1] - self.beta, 0.0)
+        total = weights.sum()
+        return weights / total if total > 0 else np.full(size, 1.0 / size)
+
+    def _compounding(
+        self, weights: np.ndarray, generations: np.ndarray, generation: int, improved: bool | None
+    ) -> np.ndarray:
         weights = weights * self.alpha ** (generation - generations)
         earlier = generations[generations < generation]
         if improved is not None and len(earlier):
@@ -161,7 +190,7 @@ class TeamPools:
         return {
             "format": FORMAT,
             "generation": self.generation,
-            "rule": {"alpha": self.rule.alpha, "beta": self.rule.beta},
+            "rule": {"alpha": self.rule.alpha, "beta": self.rule.beta, "kind": self.rule.kind},
             "pools": [
                 {
                     "agent": pool.agent,

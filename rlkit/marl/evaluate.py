@@ -24,7 +24,8 @@ def evaluate(
     """Play one episode in each of ``rows``' games (a separate env from the training one).
 
     Returns the means over games of the original return (per agent, averaged over agents: the
-    team return when the env pays a team reward), the shaped return, and the episode length.
+    team return when the env pays a team reward), the shaped return, the episode length, and the
+    share of games the env ended itself (``terminated``, not a time limit; Overcooked: delivered).
     ``on_step`` sees every step (e.g. to record frames); sampled actions advance the trainer's RNG.
     """
     n_games, n_agents = rows.num_games, rows.n_agents
@@ -32,6 +33,7 @@ def evaluate(
     finished = np.zeros(n_games, dtype=bool)
     sums = np.zeros((2, n_games * n_agents))
     lengths = np.zeros(n_games, dtype=np.int64)
+    terminated = np.zeros(n_games, dtype=bool)
     while not finished.all():
         step = rows.step(trainer.predict(obs, deterministic=deterministic))
         if on_step is not None:
@@ -40,6 +42,7 @@ def evaluate(
         sums[0] += np.where(running, step.rewards, 0.0)
         sums[1] += np.where(running, step.original, 0.0)
         lengths += ~finished
+        terminated |= ~finished & step.dones[::n_agents] & ~step.truncated[::n_agents]
         finished |= step.dones[::n_agents]
         obs = step.obs
     shaped, original = sums.reshape(2, n_games, n_agents).mean(axis=2)
@@ -48,4 +51,5 @@ def evaluate(
         "eval/original_return_std": float(original.std()),
         "eval/shaped_return": float(shaped.mean()),
         "eval/episode_length": float(lengths.mean()),
+        "eval/terminated": float(terminated.mean()),
     }

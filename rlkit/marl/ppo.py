@@ -60,6 +60,9 @@ class MultiAgentPPO:
         self._numpy_rng = np.random.RandomState(self.config.seed).get_state()
         self._stacked = StackedMlp(self.policies) if stackable(self.policies) else None
         self._episode_original: deque[float] = deque(maxlen=100)
+        # every episode this object saw finish (not saved with a checkpoint): a caller takes the
+        # mean over a stretch of training, e.g. one M3HF generation
+        self.original_returns: list[float] = []
         self._episode_shaped: deque[np.ndarray] = deque(maxlen=100)
         self._episode_length: deque[int] = deque(maxlen=100)
 
@@ -216,6 +219,7 @@ class MultiAgentPPO:
             rows = slice(game * n_agents, (game + 1) * n_agents)
             self._episode_shaped.append(sums[0, rows].copy())
             self._episode_original.append(float(sums[1, rows].mean()))
+            self.original_returns.append(self._episode_original[-1])
             self._episode_length.append(int(lengths[game]))
             sums[:, rows] = 0.0
             lengths[game] = 0

@@ -75,10 +75,12 @@ FORMATS: dict[str, Format] = {f.kind: f for f in (
            checksummed=True),
     Format("rlkit.marl.checkpoint", 2, "meta.json", "policies.pt",
            "sha256 of policies.pt in meta.json", "rlkit.marl.checkpoint", older=(1,), checksummed=True),
-    Format("rlkit.m3hf.run", 2, "state.json",
+    # /3: generations carry the performance signal and the best is chosen by it (rollback); runs of
+    # /1 and /2 cannot resume under the reference mechanics and are refused by name
+    Format("rlkit.m3hf.run", 3, "state.json",
            "pools/gen_NNN.json and checkpoints/gen_NNN/meta.json of the last completed generation",
            "sha256 of both in state.json (the checkpoint's meta.json covers its policies.pt)",
-           "rlkit.m3hf.loop", older=(1,), checksummed=True),
+           "rlkit.m3hf.loop", checksummed=True),
     Format("rlkit.m3hf.pools", 1, "pools/gen_NNN.json", "(the JSON itself)",
            "covered by the run's state.json; every field validated", "rlkit.m3hf.weights"),
     Format("rlkit.human.labels", 3, "labels.sqlite (schema_version table)", "the label database",
