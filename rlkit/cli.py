@@ -92,6 +92,9 @@ def build_parser() -> argparse.ArgumentParser:
             command.add_argument("--human", action="store_true",
                                  help="label the pairs yourself in this terminal (rich prompts, same "
                                       "store and keys as `rlkit serve`)")
+    from rlkit.scale.command import add_parser as add_sweep_parser  # argparse only; no ray
+
+    add_sweep_parser(sub)  # rlkit sweep COMMAND ...: runs of the commands above (rlkit.scale)
     return parser
 
 
@@ -115,6 +118,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("WANDB_MODE", "offline")
     os.environ.setdefault("WANDB_SILENT", "true")  # the run directory says where W&B writes
     try:
+        if args.command == "sweep":
+            from rlkit.scale.command import run as run_sweep
+
+            return run_sweep(args, command_schema)
         schema = command_schema(args.command)
         import torch
 
