@@ -53,7 +53,7 @@ def aggregate(units: Sequence[Unit], results: Mapping[str, UnitResult]) -> dict[
     for label, entry in points.items():
         done = sum(t["status"] == "done" for t in entry["trials"])
         rows.append({"label": label, "point": entry["point"], "seeds_done": done,
-                     "seeds": len(entry["trials"]),
+                     "seeds": len(entry["trials"]), "trials": entry["trials"],
                      "metrics": {k: interval(v) for k, v in sorted(entry["values"].items())}})
     return {"rows": rows, "problems": problems}
 

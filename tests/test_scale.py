@@ -1,0 +1,257 @@
+"""Shared pieces of the rlkit.scale tests: a tiny preference dataset, the sweep command line, the
+aggregate recomputed from the trials' own files, and a driver killed in the middle of a sweep."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from scipy import stats
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = ["trainer.max_epochs=3", "model.hidden=[16]"]
+
+
+def make_dataset(tmp: Path) -> str:
+    """collect (Pendulum, 1000 random steps) + label (100 pairs): a dataset prefix in seconds."""
+    from rlkit.cli import main
+
+    assert main(["collect", "env.id=Pendulum-v1", "env.n_envs=2",
+                 'policies=[{"kind":"random","n_steps":1000}]', "--run-dir", str(tmp / "c"),
+                 "--logger", "jsonl"]) == 0
+    assert main(["label", f"trajectories={tmp / 'c' / 'trajectories.npz'}", "n_pairs=100",
+                 "segment_length=20", "--run-dir", str(tmp / "l"), "--logger", "jsonl"]) == 0
+    return str(tmp / "l" / "preferences")
+
+
+def sweep_argv(sweep_dir: Path, *args: str) -> list[str]:
+    return ["sweep", "train-reward", *args, "--run-dir", str(sweep_dir), "--logger", "jsonl"]
+
+
+def rlkit(*argv: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "WANDB_MODE": "offline", "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "rlkit.cli", *argv], capture_output=True, text=True,
+                          env=env, cwd=ROOT, timeout=timeout)
+
+
+def status(sweep_dir: Path, trial: str) -> dict:
+    return json.loads((sweep_dir / "units" / f"{trial}.json").read_text())
+
+
+def check_aggregate_against_trials(sweep_dir: Path) -> None:
+    """results.json's numbers, recomputed here from each finished trial's own metrics.json."""
+    table = json.loads((sweep_dir / "results.json").read_text())
+    assert table["rows"]
+    for row in table["rows"]:
+        done = [t["id"] for t in row["trials"] if t["status"] == "done"]
+        assert row["seeds_done"] == len(done)
+        if not done:
+            assert row["metrics"] == {}
+            continue
+        summaries = [json.loads((sweep_dir / "trials" / t / "metrics.json").read_text())
+                     for t in done]
+        for key, fetch in (("held_out/accuracy", lambda s: s["held_out"]["accuracy"]),
+                           ("held_out/step_pearson", lambda s: s["held_out"]["step_pearson"]),
+                           ("epochs", lambda s: s["epochs"])):
+            values = np.array([fetch(s) for s in summaries], dtype=float)
+            got = row["metrics"][key]
+            assert got["n"] == len(values)
+            assert math.isclose(got["mean"], values.mean(), rel_tol=1e-12)
+            if len(values) > 1:
+                sd = values.std(ddof=1)
+                half = stats.t.ppf(0.975, len(values) - 1) * sd / math.sqrt(len(values))
+                assert math.isclose(got["sd"], sd, rel_tol=1e-9, abs_tol=1e-12)
+                assert math.isclose(got["half_width"], half, rel_tol=1e-9, abs_tol=1e-12)
+                assert math.isclose(got["low"], values.mean() - half, rel_tol=1e-9, abs_tol=1e-12)
+    assert (sweep_dir / "results.md").read_text().startswith("# Sweep of `rlkit train-reward`")
+    assert (sweep_dir / "results.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def kill_driver_midway(sweep_dir: Path, argv: list[str], first: list[str], then: str,
+                       limit: float = 200) -> None:
+    """Start ``rlkit sweep`` in a subprocess; SIGKILL it once the trials ``first`` have finished
+    and trial ``then`` has started; check no trial process of the sweep is left running."""
+    env = {**os.environ, "WANDB_MODE": "offline", "PYTHONPATH": str(ROOT)}
+    driver = subprocess.Popen([sys.executable, "-m", "rlkit.cli", *argv], env=env, cwd=ROOT,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + limit
+    try:
+        while time.monotonic() < deadline:
+            finished = all((sweep_dir / "units" / f"{t}.json").is_file() for t in first)
+            if finished and (sweep_dir / "trials" / then / "stdout.1.log").is_file():
+                break
+            assert driver.poll() is None, driver.stderr.read().decode() if driver.stderr else ""
+            time.sleep(0.2)
+        else:
+            raise AssertionError(f"{first} did not finish within {limit} s")
+    finally:
+        driver.send_signal(signal.SIGKILL)
+        driver.wait()
+    assert not (sweep_dir / "units" / f"{then}.json").exists(), "killed too late to test resume"
+    time.sleep(1.0)  # the trial processes get their SIGKILL from the kernel (PDEATHSIG)
+    assert trial_processes(sweep_dir) == [], "a trial outlived its driver"
+
+
+def trial_processes(sweep_dir: Path) -> list[int]:
+    """Processes whose command line names this sweep directory (the trials' rlkit commands)."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if str(sweep_dir) in cmdline and "rlkit.cli train-reward" in cmdline:
+            pids.append(int(proc.name))
+    return pids
+
+
+# --- helpers end; the tests of the runner itself (no Ray needed) -------------------------------
+
+import pytest  # noqa: E402
+
+from rlkit.errors import ConfigError, InvalidDataError  # noqa: E402
+from rlkit.scale.aggregate import interval  # noqa: E402
+from rlkit.scale.sweep import parse_grid, parse_resources  # noqa: E402
+from rlkit.scale.units import Backend, Unit, run_units, stages  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return make_dataset(tmp_path_factory.mktemp("data"))
+
+
+def test_grid_and_resources_are_parsed_and_bad_ones_named():
+    grid = parse_grid(["trainer.lr=1e-3, 3e-4", "model.hidden=[32,32],[64]"])
+    assert grid == {"trainer.lr": ["1e-3", "3e-4"], "model.hidden": ["[32,32]", "[64]"]}
+    assert parse_resources("cpu=2,gpu=0.5") == {"cpu": 2.0, "gpu": 0.5}
+    for bad in (["lr"], ["lr="], ["lr=1,1"], ["lr=1", "lr=2"]):
+        with pytest.raises(ConfigError, match="grid"):
+            parse_grid(bad)
+    with pytest.raises(ConfigError, match="tpu=1"):
+        parse_resources("cpu=1,tpu=1")
+    with pytest.raises(ConfigError, match="needs --backend ray"):
+        Backend("local", metric="reward/val_loss", mode="min")
+    with pytest.raises(ConfigError, match="both --metric and --mode"):
+        Backend("ray", metric="reward/val_loss")
+
+
+def test_interval_is_the_t_interval_with_the_sample_sd():
+    got = interval([1.0, 2.0, 3.0, 4.0])
+    # sd (ddof=1) = 1.2909944, t(0.975, 3) = 3.1824463 -> half-width 2.0542603
+    assert got["n"] == 4 and got["mean"] == 2.5
+    assert got["sd"] == pytest.approx(1.2909944487, rel=1e-9)
+    assert got["half_width"] == pytest.approx(2.0542603, rel=1e-6)
+    assert (got["low"], got["high"]) == pytest.approx((2.5 - 2.0542603, 2.5 + 2.0542603), rel=1e-6)
+    assert interval([3.0])["half_width"] is None
+
+
+def test_stages_follow_dependencies_and_refuse_cycles():
+    units = [Unit("fit-a", after=("ppo-a",)), Unit("ppo-a"), Unit("fit-b", after=("ppo-b",)),
+             Unit("ppo-b"), Unit("report", after=("fit-a", "fit-b"))]
+    assert [[u.id for u in stage] for stage in stages(units)] == [
+        ["ppo-a", "ppo-b"], ["fit-a", "fit-b"], ["report"]]
+    with pytest.raises(InvalidDataError, match="cycle"):
+        stages([Unit("a", after=("b",)), Unit("b", after=("a",))])
+    with pytest.raises(InvalidDataError, match="not a unit"):
+        stages([Unit("a", after=("nope",))])
+
+
+def toy_unit(unit: Unit, report) -> dict:
+    """A unit that counts its runs in a file, records its pid, and fails when asked."""
+    marker = Path(unit.payload["dir"]) / f"{unit.id}.runs"
+    marker.write_text(marker.read_text() + "x" if marker.exists() else "x")
+    if unit.payload.get("fail"):
+        raise RuntimeError(f"unit {unit.id} was told to fail")
+    return {"value": unit.payload["value"] * 2, "pid": os.getpid()}
+
+
+def test_local_units_run_in_their_own_processes_in_stages_and_resume(tmp_path):
+    units = [Unit("a", {"dir": str(tmp_path), "value": 1}),
+             Unit("b", {"dir": str(tmp_path), "value": 2, "fail": True}),
+             Unit("c", {"dir": str(tmp_path), "value": 3}, after=("a",)),
+             Unit("d", {"dir": str(tmp_path), "value": 4}, after=("b",))]
+    results = run_units(units, toy_unit, tmp_path / "root", Backend("local", workers=2))
+    assert {k: r.status for k, r in results.items()} == {
+        "a": "done", "b": "failed", "c": "done", "d": "failed"}
+    assert results["a"].result["value"] == 2 and results["c"].result["value"] == 6
+    assert "told to fail" in results["b"].error
+    assert "b did not finish" in results["d"].error and not (tmp_path / "d.runs").exists()
+    pids = {results["a"].result["pid"], results["c"].result["pid"], os.getpid()}
+    assert len(pids) == 3  # a fresh process per unit, none of them this one
+    # resume: the finished units are not run again; the failed one is (and its dependant)
+    again = run_units(units, toy_unit, tmp_path / "root", Backend("local", workers=2), resume=True)
+    assert again["a"].skipped and again["c"].skipped and again["a"].result["value"] == 2
+    assert (tmp_path / "a.runs").read_text() == "x" and (tmp_path / "b.runs").read_text() == "xx"
+
+
+def test_local_sweep_of_four_trials_aggregates_their_summaries(tmp_path, dataset, capsys):
+    from rlkit.cli import main
+
+    sweep_dir = tmp_path / "sweep"
+    code = main(sweep_argv(sweep_dir, f"dataset={dataset}", *TINY, "--grid",
+                           "trainer.lr=1e-3,1e-2", "--seeds", "2", "--workers", "2"))
+    assert code == 0
+    line = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert line["trials"] == 4 and line["done"] == 4 and line["failed"] == []
+    for trial in ("p000-s0", "p000-s1", "p001-s0", "p001-s1"):
+        assert status(sweep_dir, trial)["status"] == "done"
+        config = (sweep_dir / "trials" / trial / "config.yaml").read_text()
+        assert f"seed: {trial[-1]}" in config  # an ordinary run dir with its overrides
+    assert "lr: 0.01" in (sweep_dir / "trials" / "p001-s0" / "config.yaml").read_text()
+    check_aggregate_against_trials(sweep_dir)
+    # the seeds differ, so the interval is a real one
+    row = json.loads((sweep_dir / "results.json").read_text())["rows"][0]
+    assert row["metrics"]["held_out/accuracy"]["n"] == 2
+
+
+def test_a_failing_trial_is_reported_and_the_others_finish(tmp_path, dataset, capsys):
+    from rlkit.cli import main
+
+    sweep_dir = tmp_path / "sweep"
+    code = main(sweep_argv(sweep_dir, *TINY, "--grid", f"dataset={dataset},{tmp_path}/missing",
+                           "--seeds", "1", "--workers", "2"))
+    assert code == 1  # not every trial finished
+    assert status(sweep_dir, "p000-s0")["status"] == "done"
+    failed = status(sweep_dir, "p001-s0")
+    assert failed["status"] == "failed" and "missing" in failed["error"]
+    assert "p001-s0" in (sweep_dir / "results.md").read_text().split("did not finish")[1]
+    check_aggregate_against_trials(sweep_dir)
+
+
+def test_sweep_refuses_bad_input_before_any_trial(tmp_path, dataset, capsys):
+    from rlkit.cli import main
+
+    assert main(sweep_argv(tmp_path / "s", f"dataset={dataset}", "--grid", "trainer.lr=1e-3,-1")) == 2
+    assert "lr" in capsys.readouterr().err and not (tmp_path / "s" / "trials").exists()
+    assert main(sweep_argv(tmp_path / "s2", "--grid", "trainer.epochs=1,2")) == 2
+    assert "epochs" in capsys.readouterr().err
+    assert main(["sweep", "nope", "--grid", "a=1,2", "--run-dir", str(tmp_path / "s3")]) == 2
+    assert "unknown command 'nope'" in capsys.readouterr().err
+
+
+LONG = ["trainer.patience=null", "model.hidden=[16]"]
+
+
+@pytest.mark.slow
+def test_local_sweep_resumes_after_its_driver_is_killed(tmp_path, dataset):
+    sweep_dir = tmp_path / "sweep"
+    argv = sweep_argv(sweep_dir, f"dataset={dataset}", *LONG, "--grid",
+                      "trainer.max_epochs=2,3,600,601", "--workers", "2")
+    kill_driver_midway(sweep_dir, argv, first=["p000-s0", "p001-s0"], then="p002-s0")
+    result = rlkit(*argv, "--resume")
+    assert result.returncode == 0, result.stderr
+    assert "p000-s0: done earlier (skipped)" in result.stderr
+    for trial in ("p000-s0", "p001-s0"):  # finished: not run again
+        assert not (sweep_dir / "trials" / trial / "stdout.2.log").exists()
+    assert (sweep_dir / "trials" / "p002-s0" / "stdout.2.log").exists()  # killed: run again
+    assert all(status(sweep_dir, f"p00{i}-s0")["status"] == "done" for i in range(4))
+    check_aggregate_against_trials(sweep_dir)
