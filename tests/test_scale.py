@@ -95,7 +95,11 @@ def kill_driver_midway(sweep_dir: Path, argv: list[str], first: list[str], then:
         driver.send_signal(signal.SIGKILL)
         driver.wait()
     assert not (sweep_dir / "units" / f"{then}.json").exists(), "killed too late to test resume"
-    time.sleep(1.0)  # the trial processes get their SIGKILL from the kernel (PDEATHSIG)
+    # the trials die with their worker (the kernel's PDEATHSIG; on Ray once the raylet has
+    # noticed the driver is gone and ended its job's workers, which takes a few seconds)
+    deadline = time.monotonic() + 30
+    while trial_processes(sweep_dir) and time.monotonic() < deadline:
+        time.sleep(0.5)
     assert trial_processes(sweep_dir) == [], "a trial outlived its driver"
 
 

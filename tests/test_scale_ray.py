@@ -1,0 +1,92 @@
+"""rlkit.scale on a local Ray (num_cpus=2): sweeps as Tune trials, a failing trial, resume after the
+driver is killed, ASHA early stopping on a metric the command logs while it runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("ray.tune", reason="needs the ray extra: pip install 'rlkit[ray]'")
+
+from tests.test_scale import (  # noqa: E402
+    LONG,
+    TINY,
+    check_aggregate_against_trials,
+    kill_driver_midway,
+    make_dataset,
+    rlkit,
+    status,
+    sweep_argv,
+)
+
+RAY = ["--backend", "ray", "--num-cpus", "2"]
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return make_dataset(tmp_path_factory.mktemp("data"))
+
+
+@pytest.mark.slow
+def test_ray_sweep_resumes_after_its_driver_is_killed(tmp_path, dataset):
+    """Runs first, before this module starts a Ray in the test process."""
+    sweep_dir = tmp_path / "sweep"
+    argv = sweep_argv(sweep_dir, f"dataset={dataset}", *LONG, "--grid",
+                      "trainer.max_epochs=2,3,600,601", *RAY)
+    kill_driver_midway(sweep_dir, argv, first=["p000-s0", "p001-s0"], then="p002-s0")
+    result = rlkit(*argv, "--resume")
+    assert result.returncode == 0, result.stderr
+    assert "p000-s0: done earlier (skipped)" in result.stderr
+    for trial in ("p000-s0", "p001-s0"):
+        assert not (sweep_dir / "trials" / trial / "stdout.2.log").exists()
+    assert (sweep_dir / "trials" / "p002-s0" / "stdout.2.log").exists()
+    assert all(status(sweep_dir, f"p00{i}-s0")["status"] == "done" for i in range(4))
+    check_aggregate_against_trials(sweep_dir)
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield ray
+    ray.shutdown()
+
+
+@pytest.mark.slow
+def test_ray_sweep_of_four_trials_with_one_failing_point(tmp_path, dataset, local_ray, capsys):
+    from rlkit.cli import main
+
+    sweep_dir = tmp_path / "sweep"
+    code = main(sweep_argv(sweep_dir, *TINY, "--grid", f"dataset={dataset},{tmp_path}/missing",
+                           "--seeds", "2", *RAY))
+    assert code == 1
+    line = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert line["trials"] == 4 and line["done"] == 2
+    assert sorted(line["failed"]) == ["p001-s0", "p001-s1"]
+    assert "missing" in status(sweep_dir, "p001-s1")["error"]
+    assert any((sweep_dir / "tune").iterdir())  # Tune ran them (its state under the sweep dir)
+    for trial in ("p000-s0", "p000-s1"):
+        assert (sweep_dir / "trials" / trial / "reward_model").is_dir()
+    check_aggregate_against_trials(sweep_dir)
+
+
+@pytest.mark.slow
+def test_asha_stops_a_trial_on_a_metric_reported_while_it_runs(tmp_path, dataset, local_ray):
+    from rlkit.scale.sweep import SweepSpec, run_sweep
+    from rlkit.scale.units import Backend
+
+    spec = SweepSpec("train-reward", {"trainer.lr": ["1e-6", "1e-5", "3e-3", "1e-2"]},
+                     overrides=(f"dataset={dataset}", "trainer.max_epochs=16",
+                                "trainer.patience=null", "model.hidden=[16]"), logger="jsonl")
+    table = run_sweep(spec, tmp_path / "asha", Backend("ray", metric="reward/val_loss", mode="min"))
+    statuses = {t["id"]: t["status"] for row in table["rows"] for t in row["trials"]}
+    assert "stopped" in statuses.values(), statuses
+    assert set(statuses.values()) <= {"done", "stopped"}
+    stopped = [t for t, s in statuses.items() if s == "stopped"]
+    for trial in stopped:  # Tune saw the metric from metrics.jsonl before the trial ended
+        last = status(tmp_path / "asha", trial)["result"]["last_report"]
+        assert "reward/val_loss" in last and last["training_iteration"] < 16
+    assert not Path(tmp_path / "asha" / "results.json").read_text() == ""
