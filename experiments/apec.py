@@ -9,10 +9,16 @@ models on the same data budget: APEC (index gap + OT filter), gap only, OT only,
 AIL discriminator's own reward. Each is scored on a held-out set (random, AIL and demonstrator
 trajectories): preference accuracy, per-step and return correlations; policies trained on the
 learned rewards report their true return. Every run directory is resumable: rerun to continue.
+
+The work runs as units through ``rlkit.scale`` (``--backend local``: a process each on this
+machine; ``--backend ray``: Ray Tune trials, on a cluster with ``--address``): one unit per task
+trains its demonstrator and saves the demos, then one unit per (task, seed) runs the pipeline on
+them. ``--resume`` skips the units already finished in ``out_dir``.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import sys
 from pathlib import Path
@@ -24,7 +30,9 @@ import torch
 from rlkit.apec.config import ApecConfig
 from rlkit.config import StrictModel, apply_overrides, experiment_parser, load_config, save_config
 from rlkit.logging import make_logger
-from rlkit.runners.apec import run_apec
+from rlkit.runners.apec import run_apec, run_demos
+from rlkit.scale.command import add_backend_arguments, backend_from_args
+from rlkit.scale.units import Backend, Unit, run_units
 
 METRICS = (("accuracy", "held-out accuracy"), ("step_pearson", "per-step reward r"),
            ("return_pearson", "segment return r"), ("trajectory_pearson", "trajectory return r"),
@@ -53,34 +61,90 @@ def task_config(config: ApecExperimentConfig, task: TaskSettings, seed: int) -> 
     return ApecConfig.model_validate(apply_overrides(base, list(task.overrides)))
 
 
-def run_task(config: ApecExperimentConfig, task: TaskSettings, out: Path) -> None:
-    """Every seed of one task; a seed's rows land in its run dir, so seeds can run in parallel."""
+def demo_dir(config: ApecExperimentConfig, task: TaskSettings, out: Path) -> Path:
     demo_seed = config.seeds[0] if config.demos_from_seed is None else config.demos_from_seed
-    first = out / task.id / f"seed{demo_seed}"
-    for seed in config.seeds:
-        run_dir = out / task.id / f"seed{seed}"
-        run_dir.mkdir(parents=True, exist_ok=True)
-        if run_dir != first and not (run_dir / "demos").exists():
-            if not (first / "demos" / "demos.npz").is_file():
-                raise SystemExit(f"{first}/demos: run seed {demo_seed} first; the seeds share its demos")
-            (run_dir / "demos").symlink_to((first / "demos").resolve(), target_is_directory=True)
-        pipeline = task_config(config, task, seed)
-        save_config(pipeline, run_dir / "config.yaml")
-        logger = make_logger(run_dir, backends=("jsonl", "wandb"), project="rlkit-apec",
-                             config=pipeline.model_dump(mode="json"))
-        try:
-            results = run_apec(pipeline, run_dir, logger)
-        finally:
-            logger.close()
-        rows = []
-        for method, metrics in results["methods"].items():
-            policy = metrics.get("policy", {})
-            rows.append({"task": task.id, "seed": seed, "method": method,
-                         **{key: metrics[key] for key, _ in METRICS},
-                         "policy_return": policy.get("final_true_return", float("nan")),
-                         "demo_return": float(np.mean(results["demos"]["returns"])),
-                         "demo_fraction": results["demos"].get("fraction", float("nan"))})
-        (run_dir / "rows.json").write_text(json.dumps(rows, indent=1))
+    return out / task.id / f"seed{demo_seed}"
+
+
+def run_task_demos(config: ApecExperimentConfig, task: TaskSettings, out: Path) -> dict[str, Any]:
+    """The task's demonstrator and demos, in the demo seed's run dir (the seeds link to them)."""
+    first = demo_dir(config, task, out)
+    seed = int(first.name.removeprefix("seed"))
+    pipeline = task_config(config, task, seed)
+    first.mkdir(parents=True, exist_ok=True)
+    logger = make_logger(first / "demos", backends=("jsonl",))
+    try:
+        demos = run_demos(pipeline.env, pipeline.demos, seed, first / "demos", logger)
+    finally:
+        logger.close()
+    return {"demos": str(first / "demos" / "demos.npz"),
+            "returns": [float(t.ret) for t in demos]}
+
+
+def run_seed(config: ApecExperimentConfig, task: TaskSettings, seed: int, out: Path) -> list[dict[str, Any]]:
+    """One (task, seed): the pipeline on the task's shared demos; its rows land in its run dir."""
+    first = demo_dir(config, task, out)
+    run_dir = out / task.id / f"seed{seed}"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if run_dir != first and not (run_dir / "demos").exists():
+        if not (first / "demos" / "demos.npz").is_file():
+            raise SystemExit(f"{first}/demos: run {first.name} first; the seeds share its demos")
+        (run_dir / "demos").symlink_to((first / "demos").resolve(), target_is_directory=True)
+    pipeline = task_config(config, task, seed)
+    save_config(pipeline, run_dir / "config.yaml")
+    logger = make_logger(run_dir, backends=("jsonl", "wandb"), project="rlkit-apec",
+                         config=pipeline.model_dump(mode="json"))
+    try:
+        results = run_apec(pipeline, run_dir, logger)
+    finally:
+        logger.close()
+    rows = []
+    for method, metrics in results["methods"].items():
+        policy = metrics.get("policy", {})
+        rows.append({"task": task.id, "seed": seed, "method": method,
+                     **{key: metrics[key] for key, _ in METRICS},
+                     "policy_return": policy.get("final_true_return", float("nan")),
+                     "demo_return": float(np.mean(results["demos"]["returns"])),
+                     "demo_fraction": results["demos"].get("fraction", float("nan"))})
+    (run_dir / "rows.json").write_text(json.dumps(rows, indent=1))
+    return rows
+
+
+def units(config: ApecExperimentConfig, out: Path) -> list[Unit]:
+    """One demonstrator unit per task, then one unit per (task, seed) after its task's demos."""
+    base = {"config": config.model_dump(mode="json"), "out": str(out.absolute())}
+    demos = [Unit(f"demos-{i}-{_name(t.id)}", base | {"kind": "demos", "task": i})
+             for i, t in enumerate(config.tasks)]
+    seeds = [Unit(f"apec-{i}-{_name(t.id)}-s{seed}", base | {"kind": "seed", "task": i, "seed": seed},
+                  after=(demos[i].id,))
+             for i, t in enumerate(config.tasks) for seed in config.seeds]
+    return demos + seeds
+
+
+def run_unit(unit: Unit, report: Any) -> dict[str, Any]:
+    """One unit in its own process: a task's demos, or one (task, seed) of the pipeline."""
+    torch.set_num_threads(1)  # small nets: one thread is fastest and leaves a core for the envs
+    payload = unit.payload
+    config = ApecExperimentConfig.model_validate(payload["config"])
+    task, out = config.tasks[payload["task"]], Path(payload["out"])
+    if payload["kind"] == "demos":
+        return run_task_demos(config, task, out)
+    return {"rows": run_seed(config, task, payload["seed"], out)}
+
+
+def _name(task_id: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in task_id)
+
+
+def run_all(config: ApecExperimentConfig, out: Path, backend: Backend, resume: bool = False) -> None:
+    fn = importlib.import_module("experiments.apec").run_unit  # by name, not a pickled copy
+    results = run_units(units(config, out), fn, out, backend, resume=resume, name="apec",
+                        on_result=lambda r: print(
+                            f"unit {r.id}: {'done earlier' if r.skipped else r.status} "
+                            f"({r.seconds:.0f} s){': ' + (r.error or '') if r.status == 'failed' else ''}",
+                            file=sys.stderr))
+    if any(r.status != "done" for r in results.values()):
+        print("some units did not finish; rerun with --resume to finish them", file=sys.stderr)
 
 
 def collect_rows(config: ApecExperimentConfig, out: Path) -> list[dict[str, Any]]:
@@ -146,14 +210,17 @@ def plot(table: list[dict[str, Any]], task: str, demo_return: float, path: Path)
 def main(argv: list[str] | None = None) -> int:
     parser = experiment_parser(__doc__, Path(__file__).parent / "configs/apec.yaml",
                                "rebuild summary, table and plots from the finished runs; no training")
+    add_backend_arguments(parser)
+    parser.add_argument("--resume", action="store_true",
+                        help="skip the units already finished in out_dir")
     args = parser.parse_args(argv)
     config = load_config(ApecExperimentConfig, args.config, args.overrides)
+    backend = backend_from_args(args)
     torch.set_num_threads(1)  # small nets: one thread is fastest and leaves a core for the envs
     out = Path(config.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     if not args.report_only:
-        for task in config.tasks:
-            run_task(config, task, out)
+        run_all(config, out, backend, resume=args.resume)
     rows = collect_rows(config, out)
     if not rows:
         print(f"no finished runs under {out}", file=sys.stderr)
@@ -163,10 +230,11 @@ def main(argv: list[str] | None = None) -> int:
     (out / "table.md").write_text(markdown_table(table))
     for task in dict.fromkeys(e["task"] for e in table):
         demo_return = float(np.mean([r["demo_return"] for r in rows if r["task"] == task]))
-        plot(table, task, demo_return, out / f"apec_{task}.png")
+        plot(table, task, demo_return, out / f"apec_{_name(task)}.png")  # ids may hold "/"
     print(json.dumps({"summary": str(out / "summary.json"), "table": str(out / "table.md")}))
     return 0
 
 
 if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `experiments` by name
     sys.exit(main())

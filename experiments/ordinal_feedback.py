@@ -1,6 +1,12 @@
 """Does finer feedback learn better rewards? (Liu et al., ICML 2025, on MuJoCo segments.)
 
 One command:  python experiments/ordinal_feedback.py [--config FILE] [key=value ...]
+                  [--backend local|ray] [--address ADDR] [--resume]
+
+The work is split into units that run through ``rlkit.scale`` (a process each on this machine, or
+Ray Tune trials on a cluster): first one unit per task trains its PPO checkpoints, then one unit
+per (task, seed) collects that seed's data and fits every arm (each granularity and tie ratio) on
+it. ``--resume`` skips the units already finished in ``out_dir``.
 
 Per task: PPO checkpoints of rising quality give a spread of behaviour (random + checkpoints;
 the best checkpoint is held out as the out-of-distribution policy). A simulated teacher's oracle
@@ -13,6 +19,7 @@ binary accuracy on non-tied oracle preferences, cross-entropy against p, and ret
 
 from __future__ import annotations
 
+import importlib
 import json
 import sys
 from pathlib import Path
@@ -29,10 +36,12 @@ from rlkit.data import SegmentPairs, TrajectoryStore, collect_trajectories, samp
 from rlkit.factories.builders import build_reward_model, store_spaces, trainer_config
 from rlkit.factories.configs import RewardModelConfig
 from rlkit.feedback import OrdinalScale, beta_for_spread
-from rlkit.logging import progress
+from rlkit.persistence import atomic_open
 from rlkit.persistence.agents import load_agent, save_agent
 from rlkit.reward import RewardTrainer, evaluate_reward
 from rlkit.reward.config import TrainerConfig
+from rlkit.scale.command import add_backend_arguments, backend_from_args
+from rlkit.scale.units import Backend, Unit, UnitResult, run_units
 
 
 class TaskConfig(StrictModel):
@@ -125,52 +134,81 @@ def fit_and_score(store: TrajectoryStore, pairs: SegmentPairs, labels: np.ndarra
     return row
 
 
-def run_task(task: TaskConfig, config: OrdinalExperimentConfig, out: Path,
-             log: RowLog) -> list[dict[str, Any]]:
-    checkpoints = train_checkpoints(task, config, out / "policies" / task.id)
+def run_seed(task: TaskConfig, config: OrdinalExperimentConfig, out: Path,
+             seed: int) -> list[dict[str, Any]]:
+    """Every arm (granularities, tie ratios) of one (task, seed), on that seed's data."""
+    checkpoints = train_checkpoints(task, config, out / "policies" / task.id)  # already there
     policies: list[PPO | None] = [None] + [load_agent({"PPO": PPO}, p) for p in checkpoints]
     rows = []
-    for seed in progress(config.seeds, f"{task.id}: seeds"):
-        rng = np.random.default_rng(seed)
-        store, ids = collect(task, policies, config, seed)
-        train_ids, in_dist_ids = _split_trajectories(np.concatenate(ids[:-1]), rng)
-        pool = sample_pairs(store, 20 * config.train_pairs, config.segment_length, rng, train_ids)
-        pool_gaps = _gaps(pool)  # one gather of the pool serves beta and the labels
-        beta = beta_for_spread(pool_gaps, config.auto_beta_std)
-        p_pool = oracle(pool_gaps, beta)
-        tests = {}
-        for name, trajectory_ids in (("in_dist", in_dist_ids), ("out_dist", ids[-1])):
-            test = sample_pairs(store, config.test_pairs, config.segment_length, rng, trajectory_ids)
-            tests[name] = (test, oracle(_gaps(test), beta))
-        first = np.arange(config.train_pairs)
-        for granularity in config.granularities:
-            labels = OrdinalScale.get(granularity).quantize(p_pool[first], rng)
-            row = fit_and_score(store, pool.subset(first), labels, tests, config, seed)
-            rows.append({"task": task.id, "seed": seed, "study": "granularity",
-                         "setting": granularity, "beta": beta} | row)
-            log(rows[-1])
-        for ratio in config.tie_ratios:
-            pairs, labels = tie_mix(pool, p_pool, ratio, config.train_pairs, rng)
-            row = fit_and_score(store, pairs, labels, tests, config, seed)
-            rows.append({"task": task.id, "seed": seed, "study": "tie_ratio",
-                         "setting": ratio, "beta": beta} | row)
-            log(rows[-1])
-        print(f"{task.id} seed {seed}: done", file=sys.stderr)
+    rng = np.random.default_rng(seed)
+    store, ids = collect(task, policies, config, seed)
+    train_ids, in_dist_ids = _split_trajectories(np.concatenate(ids[:-1]), rng)
+    pool = sample_pairs(store, 20 * config.train_pairs, config.segment_length, rng, train_ids)
+    pool_gaps = _gaps(pool)  # one gather of the pool serves beta and the labels
+    beta = beta_for_spread(pool_gaps, config.auto_beta_std)
+    p_pool = oracle(pool_gaps, beta)
+    tests = {}
+    for name, trajectory_ids in (("in_dist", in_dist_ids), ("out_dist", ids[-1])):
+        test = sample_pairs(store, config.test_pairs, config.segment_length, rng, trajectory_ids)
+        tests[name] = (test, oracle(_gaps(test), beta))
+    first = np.arange(config.train_pairs)
+    for granularity in config.granularities:
+        labels = OrdinalScale.get(granularity).quantize(p_pool[first], rng)
+        row = fit_and_score(store, pool.subset(first), labels, tests, config, seed)
+        rows.append({"task": task.id, "seed": seed, "study": "granularity",
+                     "setting": granularity, "beta": beta} | row)
+    for ratio in config.tie_ratios:
+        pairs, labels = tie_mix(pool, p_pool, ratio, config.train_pairs, rng)
+        row = fit_and_score(store, pairs, labels, tests, config, seed)
+        rows.append({"task": task.id, "seed": seed, "study": "tie_ratio",
+                     "setting": ratio, "beta": beta} | row)
     return rows
 
 
-class RowLog:
-    """Appends each finished run as one JSON line, flushed, so progress survives a crash."""
+def units(config: OrdinalExperimentConfig, out: Path) -> list[Unit]:
+    """One PPO unit per task, then one unit per (task, seed) after its task's PPO checkpoints."""
+    base = {"config": config.model_dump(mode="json"), "out": str(out.absolute())}
+    ppo = [Unit(f"ppo-{i}-{_name(t.id)}", base | {"kind": "ppo", "task": i})
+           for i, t in enumerate(config.tasks)]
+    fits = [Unit(f"fit-{i}-{_name(t.id)}-s{seed}", base | {"kind": "fit", "task": i, "seed": seed},
+                 after=(ppo[i].id,))
+            for i, t in enumerate(config.tasks) for seed in config.seeds]
+    return ppo + fits
 
-    def __init__(self, path: Path) -> None:
-        self.file = open(path, "w", encoding="utf-8")  # closed in close()
 
-    def __call__(self, row: dict[str, Any]) -> None:
-        self.file.write(json.dumps(row) + "\n")
-        self.file.flush()
+def run_unit(unit: Unit, report: Any) -> dict[str, Any]:
+    """One unit in its own process: a task's PPO checkpoints, or a (task, seed)'s rows."""
+    torch.set_num_threads(1)  # small nets: one thread is fastest and leaves a core for the envs
+    payload = unit.payload
+    config = OrdinalExperimentConfig.model_validate(payload["config"])
+    task, out = config.tasks[payload["task"]], Path(payload["out"])
+    if payload["kind"] == "ppo":
+        return {"checkpoints": [str(p) for p in train_checkpoints(task, config,
+                                                                  out / "policies" / task.id)]}
+    rows = run_seed(task, config, out, payload["seed"])
+    print(f"{task.id} seed {payload['seed']}: done", file=sys.stderr)
+    return {"rows": rows}
 
-    def close(self) -> None:
-        self.file.close()
+
+def _name(task_id: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in task_id)
+
+
+def run_all(config: OrdinalExperimentConfig, out: Path, backend: Backend,
+            resume: bool = False) -> list[dict[str, Any]]:
+    """Run the units on ``backend``; the rows of the finished ones, in config order."""
+    fn = importlib.import_module("experiments.ordinal_feedback").run_unit  # by name, not a copy
+    results = run_units(units(config, out), fn, out, backend, resume=resume, name="ordinal",
+                        on_result=_echo)
+    failed = {k: r.error for k, r in results.items() if r.status != "done"}
+    for key, error in failed.items():
+        print(f"unit {key} failed: {error}", file=sys.stderr)
+    return [row for r in results.values() if r.status == "done" for row in r.result.get("rows", [])]
+
+
+def _echo(result: UnitResult) -> None:
+    state = "done earlier" if result.skipped else result.status
+    print(f"unit {result.id}: {state} ({result.seconds:.0f} s)", file=sys.stderr)
 
 
 def _split_trajectories(ids: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -260,8 +298,12 @@ def plot(table: list[dict[str, Any]], config: OrdinalExperimentConfig, path: Pat
 def main(argv: list[str] | None = None) -> int:
     parser = experiment_parser(__doc__, Path(__file__).parent / "configs/ordinal_feedback.yaml",
                                "rebuild summary, table and plot from out_dir/rows.jsonl; no training")
+    add_backend_arguments(parser)
+    parser.add_argument("--resume", action="store_true",
+                        help="skip the units already finished in out_dir (their rows are kept)")
     args = parser.parse_args(argv)
     config = load_config(OrdinalExperimentConfig, args.config, args.overrides)
+    backend = backend_from_args(args)
     torch.set_num_threads(1)  # small nets: one thread is fastest and leaves a core for the envs
     out = Path(config.out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -269,9 +311,12 @@ def main(argv: list[str] | None = None) -> int:
         rows = [json.loads(line) for line in (out / "rows.jsonl").read_text().splitlines()]
     else:
         save_config(config, out / "config.yaml")
-        log = RowLog(out / "rows.jsonl")
-        rows = [row for task in config.tasks for row in run_task(task, config, out, log)]
-        log.close()
+        rows = run_all(config, out, backend, resume=args.resume)
+        if not rows:
+            print(f"no unit finished under {out}", file=sys.stderr)
+            return 1
+        with atomic_open(out / "rows.jsonl", "w") as handle:
+            handle.writelines(json.dumps(row) + "\n" for row in rows)
     table = summarise(rows)
     (out / "summary.json").write_text(json.dumps(table, indent=2))
     (out / "table.md").write_text(markdown_table(table))
@@ -281,4 +326,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `experiments` by name
     sys.exit(main())

@@ -259,3 +259,74 @@ def test_local_sweep_resumes_after_its_driver_is_killed(tmp_path, dataset):
     assert (sweep_dir / "trials" / "p002-s0" / "stdout.2.log").exists()  # killed: run again
     assert all(status(sweep_dir, f"p00{i}-s0")["status"] == "done" for i in range(4))
     check_aggregate_against_trials(sweep_dir)
+
+
+ORDINAL_TINY = ["seeds=[0,1]", 'tasks=[{"id":"Pendulum-v1","checkpoint_steps":[256,512]}]',
+                'ppo_kwargs={"n_steps":64,"batch_size":64,"n_epochs":1}', "n_envs=2",
+                "steps_per_policy=400", "max_length=100", "segment_length=10", "train_pairs=40",
+                "test_pairs=50", "granularities=[binary,five]", "tie_ratios=[0.0,0.5]",
+                "model.hidden=[16]", "trainer.max_epochs=3"]
+
+
+@pytest.mark.slow
+def test_ordinal_experiment_runs_its_units_in_stages_and_resumes(tmp_path, capsys):
+    from experiments.ordinal_feedback import main
+
+    out = tmp_path / "ordinal"
+    assert main([f"out_dir={out}", *ORDINAL_TINY, "--workers", "2"]) == 0
+    ppo = status(out, "ppo-0-Pendulum-v1")
+    fits = [status(out, f"fit-0-Pendulum-v1-s{seed}") for seed in (0, 1)]
+    assert ppo["status"] == "done" and all(f["status"] == "done" for f in fits)
+    assert ppo["result"]["checkpoints"][-1].endswith("ppo_512.zip")
+    rows = [json.loads(line) for line in (out / "rows.jsonl").read_text().splitlines()]
+    assert len(rows) == 2 * (2 + 2)  # seeds x (granularities + tie ratios)
+    assert rows == [row for fit in fits for row in fit["result"]["rows"]]  # config order
+    assert {(r["seed"], r["setting"]) for r in rows} >= {(0, "binary"), (1, "five"), (1, 0.5)}
+    table = json.loads((out / "summary.json").read_text())
+    assert {e["n"] for e in table} == {2}
+    capsys.readouterr()
+    mtime = (out / "policies" / "Pendulum-v1" / "ppo_512.zip").stat().st_mtime
+    assert main([f"out_dir={out}", *ORDINAL_TINY, "--resume"]) == 0
+    assert capsys.readouterr().err.count("done earlier") == 3
+    assert (out / "policies" / "Pendulum-v1" / "ppo_512.zip").stat().st_mtime == mtime
+    assert [json.loads(line) for line in (out / "rows.jsonl").read_text().splitlines()] == rows
+
+
+def apec_tiny(out: Path) -> list[str]:
+    p = "pipeline."
+    return [f"out_dir={out}", "seeds=[0,1]", 'tasks=[{"id":"rlkit-test/Point-v0"}]',
+            f"{p}env.horizon=20", f"{p}env.n_envs=2", f"{p}demos.algo=ppo", f"{p}demos.n_envs=2",
+            f"{p}demos.total_timesteps=2048", f"{p}demos.checkpoint_every=512",
+            f"{p}demos.baseline=random", f"{p}demos.eval_episodes=4",
+            f"{p}demos.kwargs={{n_steps: 64, batch_size: 64, learning_rate: 0.001}}",
+            f"{p}ail.rounds=3", f"{p}ail.steps_per_round=256", f"{p}ail.generator=ppo",
+            f"{p}ail.generator_kwargs={{}}", f"{p}ail.hidden=[16]", f"{p}ail.batch_size=64",
+            f"{p}ail.agent_buffer=256", f"{p}rollouts.per_checkpoint=2", f"{p}pairs.n_pairs=24",
+            f"{p}pairs.gap=1", f"{p}pairs.ot_threshold=0", f"{p}drex.noise_step=0.25",
+            f"{p}drex.rollouts_per_level=2", f"{p}drex.bc_epochs=5", f"{p}reward.hidden=[16]",
+            f"{p}reward.trainer.max_epochs=3", f"{p}heldout.episodes_per_policy=1",
+            f"{p}heldout.random_episodes=2", f"{p}heldout.n_pairs=64",
+            f"{p}heldout.segment_length=10", f"{p}methods=[apec,drex]", f"{p}policy.methods=[]"]
+
+
+@pytest.mark.slow
+def test_apec_experiment_trains_one_demonstrator_per_task_then_the_seeds(tmp_path, monkeypatch):
+    from experiments.apec import main
+
+    site = tmp_path / "site"  # the unit processes register the tiny test env on start-up
+    site.mkdir()
+    (site / "sitecustomize.py").write_text("import tests.tiny_envs  # noqa: F401\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(site), str(ROOT)]))
+    out = tmp_path / "apec"
+    assert main([*apec_tiny(out), "--workers", "2"]) == 0
+    demos = status(out, "demos-0-rlkit-test_Point-v0")
+    seeds = [status(out, f"apec-0-rlkit-test_Point-v0-s{seed}") for seed in (0, 1)]
+    assert demos["status"] == "done" and all(s["status"] == "done" for s in seeds)
+    task_dir = out / "rlkit-test" / "Point-v0"
+    assert (task_dir / "seed0" / "demos" / "demos.npz").is_file()
+    # the second seed used the task's one demonstrator (a link), and started after it finished
+    assert (task_dir / "seed1" / "demos").resolve() == (task_dir / "seed0" / "demos").resolve()
+    assert not (task_dir / "seed1" / "demos" / "demonstrator").is_symlink()
+    methods = {(r["seed"], r["method"]) for s in seeds for r in s["result"]["rows"]}
+    assert methods == {(0, "apec"), (0, "drex"), (1, "apec"), (1, "drex")}
+    assert (out / "table.md").is_file() and (out / "apec_rlkit-test_Point-v0.png").is_file()

@@ -39,15 +39,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                              "stay in one value)")
     parser.add_argument("--seeds", type=int, default=1, help="seeds 0..N-1 per grid point")
     parser.add_argument("--seed-key", default="seed", help="the config field the seed sets")
-    parser.add_argument("--backend", choices=("local", "ray"), default="local")
-    parser.add_argument("--workers", type=int, help="local: trials at once (default: cpus / cpu)")
-    parser.add_argument("--address", help="ray: a running cluster (auto, ray://head:10001); "
-                                          "default: start a local Ray")
-    parser.add_argument("--num-cpus", type=int, help="ray without --address: CPUs the local Ray uses")
-    parser.add_argument("--resources", default="cpu=1,gpu=0", help="per trial (cpu also sets its "
-                                                                   "torch threads)")
-    parser.add_argument("--storage", help="ray: where Tune keeps its state (a shared dir or a "
-                                          "URI); default SWEEP_DIR/tune")
+    add_backend_arguments(parser)
     parser.add_argument("--run-dir", help="the sweep directory (default runs/sweep-COMMAND-<time>); "
                                           "on a cluster a path every node sees")
     parser.add_argument("--resume", action="store_true", help="finish the sweep in --run-dir")
@@ -58,12 +50,36 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return parser
 
 
+def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--backend``, ``--workers``, ``--address``, ``--num-cpus``, ``--resources`` and
+    ``--storage``: how the experiments (and sweeps) choose where their units run."""
+    group = parser.add_argument_group("where the units run (rlkit.scale)")
+    group.add_argument("--backend", choices=("local", "ray"), default="local",
+                       help="local: a process per unit on this machine; ray: Ray Tune trials")
+    group.add_argument("--workers", type=int, help="local: units at once (default: cpus / cpu)")
+    group.add_argument("--address", help="ray: a running cluster (auto, ray://head:10001); "
+                                          "default: start a local Ray")
+    group.add_argument("--num-cpus", type=int, help="ray without --address: CPUs the local Ray uses")
+    group.add_argument("--resources", default="cpu=1,gpu=0", help="per unit: cpu=N,gpu=N")
+    group.add_argument("--storage", help="ray: where Tune keeps its state (a shared dir or a URI)")
+
+
+def backend_from_args(args: argparse.Namespace, metric: str | None = None,
+                      mode: str | None = None) -> Any:
+    """The ``rlkit.scale.units.Backend`` the arguments of ``add_backend_arguments`` describe."""
+    from rlkit.scale.sweep import parse_resources
+    from rlkit.scale.units import Backend
+
+    return Backend(name=args.backend, workers=args.workers, address=args.address,
+                   resources=parse_resources(args.resources), storage=args.storage,
+                   num_cpus=args.num_cpus, metric=metric, mode=mode)
+
+
 def run(args: argparse.Namespace, schema_of: Callable[[str], Any] | None = None) -> int:
     """Run the sweep ``args`` describe. ``schema_of(command)`` (the CLI's ``command_schema``)
     lets every trial's config be checked before any starts; an unknown command raises KeyError."""
     from rlkit.errors import ConfigError
-    from rlkit.scale.sweep import SweepSpec, parse_grid, parse_resources, run_sweep
-    from rlkit.scale.units import Backend
+    from rlkit.scale.sweep import SweepSpec, parse_grid, run_sweep
 
     if args.resume and args.run_dir is None:
         raise ConfigError("--resume needs --run-dir (the sweep directory to finish)")
@@ -76,9 +92,7 @@ def run(args: argparse.Namespace, schema_of: Callable[[str], Any] | None = None)
                      seed_key=args.seed_key, logger=",".join(backends))
     if schema_of is not None:
         check_configs(spec, schema_of)
-    backend = Backend(name=args.backend, workers=args.workers, address=args.address,
-                      resources=parse_resources(args.resources), storage=args.storage,
-                      num_cpus=args.num_cpus, metric=args.metric, mode=args.mode)
+    backend = backend_from_args(args, args.metric, args.mode)
     sweep_dir = Path(args.run_dir) if args.run_dir else None
     table = run_sweep(spec, sweep_dir, backend, resume=args.resume,
                       echo=lambda line: print(f"rlkit sweep: {line}", file=sys.stderr, flush=True))

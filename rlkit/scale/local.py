@@ -49,7 +49,14 @@ def function_ref(fn: UnitFn) -> dict[str, str]:
             raise WrongTypeError(f"{qualname} is defined in an interactive __main__; put it in a "
                                  "module so worker processes can import it")
         return {"path": str(Path(path).absolute()), "name": qualname}
-    return {"module": module, "name": qualname}
+    ref = {"module": module, "name": qualname}
+    path = getattr(sys.modules.get(module), "__file__", None)
+    if path is not None:  # the folder the module is imported from goes on the worker's path
+        root = Path(path).absolute().parent
+        for _ in range(module.count(".") + (Path(path).stem == "__init__")):
+            root = root.parent
+        ref["root"] = str(root)
+    return ref
 
 
 class LocalRunner:
@@ -82,7 +89,7 @@ def _run_one(ref: dict[str, str], unit: Unit, tmp: Path) -> UnitResult:
     job.write_text(json.dumps({"fn": ref, "unit": {"id": unit.id, "payload": unit.payload,
                                                     "after": list(unit.after)}}))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        filter(None, [os.getcwd(), os.environ.get("PYTHONPATH", "")]))}
+        filter(None, [ref.get("root", ""), os.getcwd(), os.environ.get("PYTHONPATH", "")]))}
     with _lock:  # preexec_fn is safe here: nothing else forks while it runs
         process = subprocess.Popen([sys.executable, "-m", "rlkit.scale.worker", str(job), str(out)],
                                    env=env, stderr=subprocess.PIPE, preexec_fn=die_with_parent)

@@ -8,6 +8,7 @@ start by a task on every alive node, and the run refused by name when a node can
 
 from __future__ import annotations
 
+import json
 import os
 import time
 import uuid
@@ -61,7 +62,8 @@ def _trainable(config: dict[str, Any], fn: UnitFn, units: dict[str, Unit], root:
 
     result = execute(fn, unit, report)
     write_status(Path(root), result)  # on shared storage: known even if the driver dies now
-    tune.report({**last, STATUS: result.status, RESULT: result.result, ERROR: result.error or ""})
+    tune.report({**last, STATUS: result.status, RESULT: json.dumps(result.result),
+                 ERROR: result.error or ""})
 
 
 class RayRunner:
@@ -82,6 +84,7 @@ class RayRunner:
         self.nodes = check_shared_storage(self.ray, root)
 
     def run(self, units: Sequence[Unit], fn: UnitFn, stage: int = 0) -> Iterator[UnitResult]:
+        os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "1")  # rlkit logs its own runs
         from ray import tune
 
         backend = self.backend
@@ -118,7 +121,7 @@ class RayRunner:
                 yield UnitResult(unit_id, "failed", error=f"trial error: {entry.error}")
             elif STATUS in metrics:
                 error = metrics.get(ERROR) or None
-                yield UnitResult(unit_id, metrics[STATUS], metrics.get(RESULT) or {}, error,
+                yield UnitResult(unit_id, metrics[STATUS], json.loads(metrics.get(RESULT) or "{}"), error,
                                  float(metrics.get("time_total_s", 0.0)))
             else:  # stopped by the scheduler (ASHA) before it finished
                 numbers = {k: v for k, v in metrics.items() if isinstance(v, int | float)}
