@@ -43,7 +43,7 @@ class FixedHorizon(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
         self.observation_space = spaces.Box(
             low=np.append(space.low, 0).astype(space.dtype),
             high=np.append(space.high, 1).astype(space.dtype),
-            dtype=space.dtype,  # type: ignore[arg-type]
+            dtype=space.dtype,
         )
         self._absorbing_obs = np.append(
             np.clip(np.zeros(space.shape), space.low, space.high), 1
@@ -74,7 +74,7 @@ class FixedHorizon(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
         return self._real(obs), reward, False, at_horizon or (truncated and not terminated), info
 
     def _real(self, obs: np.ndarray) -> np.ndarray:
-        return np.append(obs, 0).astype(self.observation_space.dtype)  # type: ignore[arg-type]
+        return np.append(obs, 0).astype(self.observation_space.dtype)
 
 
 def make_fixed_horizon(env_id: str, horizon: int | None = None, **kwargs: Any) -> FixedHorizon:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Sequence
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, ClassVar, Self, TypeVar
@@ -100,7 +101,7 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
 
 
 def load_config(
-    schema: type[Config], path: str | os.PathLike[str] | None = None, overrides: list[str] = ()
+    schema: type[Config], path: str | os.PathLike[str] | None = None, overrides: Sequence[str] = ()
 ) -> Config:
     """Read ``path`` (optional), apply overrides, validate; errors name the offending field."""
     data: dict[str, Any] = {}

@@ -140,11 +140,13 @@ def get_layout(name: str, n_agents: int) -> Layout:
                     foods[ch] = cell
                 elif ch == "P":
                     plates.append(cell)
+
+    def neighbour(r: int, c: int, dr: int, dc: int) -> int:
+        return (r + dr) * width + (c + dc) if 0 <= r + dr < height and 0 <= c + dc < width else -1
+
+    right, down, left, up = DIRECTIONS
     neighbours = tuple(
-        tuple(
-            (r + dr) * width + (c + dc) if 0 <= r + dr < height and 0 <= c + dc < width else -1
-            for dr, dc in DIRECTIONS
-        )
+        (neighbour(r, c, *right), neighbour(r, c, *down), neighbour(r, c, *left), neighbour(r, c, *up))
         for r in range(height)
         for c in range(width)
     )

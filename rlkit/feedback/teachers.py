@@ -58,6 +58,7 @@ class SimulatedTeacher:
             raise ConfigError("TeacherConfig.beta is 'auto': fit it first "
                               "(rlkit.factories.builders.make_teacher)")
         self.config = config
+        self.beta: float = config.beta  # a fitted number: "auto" was refused above
         self.scale = OrdinalScale.get(config.scale)
         self.rng = rng
         self.name = name
@@ -70,7 +71,7 @@ class SimulatedTeacher:
     def oracle_probability(self, pairs: SegmentPairs) -> np.ndarray:
         """``P(left > right) = sigmoid(beta * (G_A - G_B))``."""
         g_left, g_right = self.returns(pairs)
-        return _oracle_probability(g_left - g_right, self.config.beta)
+        return _oracle_probability(g_left - g_right, self.beta)
 
     def label(self, pairs: SegmentPairs) -> np.ndarray:
         return self.label_with_oracle(pairs)[0]
@@ -79,7 +80,7 @@ class SimulatedTeacher:
         """Labels and the oracle probabilities they were drawn from (for diagnostics and metrics)."""
         config = self.config
         g_left, g_right = self.returns(pairs)
-        p = _oracle_probability(g_left - g_right, config.beta)
+        p = _oracle_probability(g_left - g_right, self.beta)
         z = self.scale.quantize(p, self.rng).astype(np.float64)
         if config.equal_threshold > 0:
             z = np.where(np.abs(g_left - g_right) < config.equal_threshold, 0.5, z)

@@ -6,7 +6,7 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, BinaryIO, Protocol, cast, runtime_checkable
 
 import numpy as np
 
@@ -83,7 +83,8 @@ def video_file(
 
     path = media_path(media_dir, name, step, ".gif")
     with atomic_open(path, "wb") as handle:
-        iio.imwrite(handle, frames, extension=".gif", duration=1000.0 / fps, loop=0)
+        # opened "wb": a binary file (atomic_open is typed IO[Any] for every mode)
+        iio.imwrite(cast(BinaryIO, handle), frames, extension=".gif", duration=1000.0 / fps, loop=0)
     return path
 
 

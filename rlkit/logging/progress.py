@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sized
 from typing import TypeVar, overload
 
 from rich.console import Console
@@ -24,7 +24,7 @@ def progress(
     iterable_or_total: Iterable[T] | int,
     description: str = "working",
     console: Console | None = None,
-) -> Iterator[T] | Iterator[int]:
+) -> Iterator[T | int]:
     """Iterate ``iterable_or_total`` (an int means ``range(n)``) with a rich progress bar.
 
     Bars redrawn into a file or a CI log only add noise, so there it yields the items silently.
@@ -35,5 +35,5 @@ def progress(
     console = console or Console()
     if os.environ.get("CI", "").lower() in ("true", "1") or not console.is_terminal:
         return iter(items)
-    total = len(items) if hasattr(items, "__len__") else None  # type: ignore[arg-type]
+    total = len(items) if isinstance(items, Sized) else None
     return iter(track(items, description=description, total=total, console=console))
