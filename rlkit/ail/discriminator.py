@@ -117,7 +117,7 @@ class Discriminator(nn.Module):
         tensors = numpy_to_tensors(self.reward_net, obs, acts, next_obs, dones)
         batch = dict(zip(("obs", "acts", "next_obs", "dones"), tensors, strict=True))
         with torch.no_grad():
-            out = self.score(batch)  # type: ignore[arg-type]
+            out = self.score(batch)
             if self.config.loss == "gail":
                 out = losses.gail_reward(out, self.config.gail_reward)
         rewards = out.to(torch.float32).cpu().numpy()

@@ -47,14 +47,14 @@ def policy_log_prob(generator: Generator, obs: np.ndarray, acts: np.ndarray) -> 
         if isinstance(generator, SAC):
             scaled = np.clip(policy.scale_action(np.asarray(acts)), -1.0, 1.0)
             actor = generator.actor
-            mean, log_std, _ = actor.get_action_dist_params(obs_tensor)
-            dist = actor.action_dist.proba_distribution(mean, log_std)
+            mean, log_std, sde = actor.get_action_dist_params(obs_tensor)  # sde: {} without gSDE
+            dist = actor.action_dist.proba_distribution(mean, log_std, **sde)
             log_prob = dist.log_prob(torch.as_tensor(scaled, device=policy.device).float())
         elif isinstance(generator, OnPolicyAlgorithm):
             acts_tensor = torch.as_tensor(np.asarray(acts), device=policy.device)
             if isinstance(generator.action_space, spaces.Box):
                 acts_tensor = acts_tensor.float()
-            _, log_prob, _ = policy.evaluate_actions(obs_tensor, acts_tensor)  # type: ignore[operator]
+            _, log_prob, _ = generator.policy.evaluate_actions(obs_tensor, acts_tensor)
         else:
             raise InvalidDataError(f"AIRL needs a PPO/SAC-like generator, got {type(generator).__name__}")
     return log_prob.reshape(-1)

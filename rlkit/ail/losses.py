@@ -70,5 +70,5 @@ def gradient_penalty(
         else:
             mixed[name] = value
     grads = torch.autograd.grad(score(mixed).sum(), inputs, create_graph=True, allow_unused=True)
-    squared = sum(g.reshape(n, -1).pow(2).sum(dim=1) for g in grads if g is not None)
+    squared = sum((g.reshape(n, -1).pow(2).sum(dim=1) for g in grads if g is not None), alpha.new_zeros(n))
     return (torch.sqrt(squared + 1e-12) - 1.0).pow(2).mean()

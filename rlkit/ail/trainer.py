@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 from pydantic import Field
+from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
 
@@ -34,7 +35,7 @@ from rlkit.ail.resume import REPLAY_FILE, load_replay, restore_trainer_state, sa
 from rlkit.ail.transitions import TransitionBuffer, Transitions
 from rlkit.config import StrictModel
 from rlkit.data import Trajectory
-from rlkit.errors import InvalidDataError
+from rlkit.errors import InvalidDataError, StateError
 from rlkit.reward.nets import action_shape
 from rlkit.wrappers import RewardVecEnvWrapper
 from rlkit.wrappers.relabel import RolloutRewardRelabeller, per_rollout_reward
@@ -103,8 +104,11 @@ class AILTrainer:
                                           weight_decay=disc_config.weight_decay)
         self.expert = Transitions.from_trajectories(demos)
         act_shape, n_actions = action_shape(venv.action_space)
+        obs_shape = venv.observation_space.shape
+        if obs_shape is None:
+            raise InvalidDataError(f"AIL needs observations of a fixed shape, got {venv.observation_space}")
         self.agent = TransitionBuffer(
-            config.agent_buffer or config.steps_per_round, tuple(venv.observation_space.shape),
+            config.agent_buffer or config.steps_per_round, tuple(obs_shape),
             act_shape, np.dtype(np.int64) if n_actions is not None else np.dtype(np.float32),
             np.dtype(venv.observation_space.dtype),
         )
@@ -172,7 +176,7 @@ class AILTrainer:
         self.generator = checkpoint.generator
         replay = self.checkpoints.resume_dir / REPLAY_FILE
         if isinstance(self.generator, OffPolicyAlgorithm) and replay.is_file():
-            load_replay(self.generator.replay_buffer, replay)  # type: ignore[arg-type]
+            load_replay(_replay_buffer(self.generator), replay)
         self.records = [AILRound(**self.checkpoints.meta(r)["diagnostics"])
                         for r in self.checkpoints.rounds() if r <= latest]
         self.round = latest + 1
@@ -181,7 +185,7 @@ class AILTrainer:
     def _checkpoint(self, record: AILRound) -> None:
         assert self.checkpoints is not None
         if isinstance(self.generator, OffPolicyAlgorithm):
-            save_replay(self.generator.replay_buffer, self.checkpoints.resume_dir / REPLAY_FILE)  # type: ignore[arg-type]
+            save_replay(_replay_buffer(self.generator), self.checkpoints.resume_dir / REPLAY_FILE)
         self.checkpoints.save(self.round, self.generator, self.discriminator, record.to_dict(),
                               trainer_state(self.optimizer, self.rng, self.torch_rng))
 
@@ -214,3 +218,10 @@ class AILTrainer:
 
     def _reward(self, batch: Transitions) -> np.ndarray:
         return self.discriminator.generator_reward(batch.obs, batch.acts, batch.next_obs, batch.dones)
+
+
+def _replay_buffer(agent: OffPolicyAlgorithm) -> ReplayBuffer:
+    """The agent's replay buffer (SB3 creates it with the model, before any of this runs)."""
+    if agent.replay_buffer is None:
+        raise StateError(f"{type(agent).__name__} has no replay buffer yet")
+    return agent.replay_buffer

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 import torch
@@ -36,11 +37,11 @@ class RewardEnsemble(nn.Module):
     @property
     def spec(self) -> RewardNetSpec:
         """The first member's spec: what the ensemble reads (spaces and inputs)."""
-        return self.members[0].spec
+        return cast(RewardNet, self.members[0]).spec  # __init__ holds RewardNets only
 
     @property
     def specs(self) -> list[RewardNetSpec]:
-        return [member.spec for member in self.members]
+        return [cast(RewardNet, member).spec for member in self.members]
 
     def __len__(self) -> int:
         return len(self.members)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import torch
@@ -188,9 +188,10 @@ class RewardNet(nn.Module):
         missing = [name for name in spec.inputs if given[name] is None]
         if missing:
             raise InvalidDataError(f"the reward net reads {missing} but got None for them")
-        lead = self._leading_shape(given)
+        read = {name: tensor for name in spec.inputs if (tensor := given[name]) is not None}
+        lead = self._leading_shape(read)
         n = math.prod(lead)
-        images = [given[name].reshape(n, *spec.obs_shape) for name in ("obs", "next_obs")
+        images = [read[name].reshape(n, *spec.obs_shape) for name in ("obs", "next_obs")
                   if name in spec.inputs]
         parts: list[torch.Tensor] = []
         if self.encoder is not None:
@@ -199,22 +200,22 @@ class RewardNet(nn.Module):
         else:
             parts += [image.reshape(n, -1).float() for image in images]
         if "act" in spec.inputs:
-            act = given["act"]
+            act = read["act"]
             if spec.n_actions is not None:
                 act = nn.functional.one_hot(act.reshape(n).long(), spec.n_actions)
             parts.append(act.reshape(n, -1).float())
         if "done" in spec.inputs:
-            parts.append(given["done"].reshape(n, 1).float())
+            parts.append(read["done"].reshape(n, 1).float())
         features = parts[0] if len(parts) == 1 else torch.cat(parts, dim=-1)
         return self.head(features).reshape(lead)
 
-    def _leading_shape(self, given: dict[str, torch.Tensor | None]) -> tuple[int, ...]:
+    def _leading_shape(self, read: dict[str, torch.Tensor]) -> tuple[int, ...]:
         """The batch shape shared by every input the net reads (their trailing shapes checked)."""
         trailing = {"obs": self.spec.obs_shape, "next_obs": self.spec.obs_shape,
                     "act": self.spec.act_shape, "done": ()}
         leads = {}
         for name in self.spec.inputs:
-            shape, expected = tuple(given[name].shape), trailing[name]  # type: ignore[union-attr]
+            shape, expected = tuple(read[name].shape), trailing[name]
             ndim = len(shape) - len(expected)
             if ndim < 0 or shape[ndim:] != expected:
                 raise InvalidDataError(
@@ -282,7 +283,11 @@ class TorchRewardFn:
         return (total.reshape(n) / len(heads)).numpy()
 
 
-def numpy_to_tensors(module: nn.Module, *arrays: np.ndarray | None) -> list[torch.Tensor | None]:
+@overload
+def numpy_to_tensors(module: nn.Module, *arrays: np.ndarray) -> Sequence[torch.Tensor]: ...
+@overload
+def numpy_to_tensors(module: nn.Module, *arrays: np.ndarray | None) -> Sequence[torch.Tensor | None]: ...
+def numpy_to_tensors(module: nn.Module, *arrays: np.ndarray | None) -> Sequence[torch.Tensor | None]:
     """Arrays as tensors on the module's device. Float64 and bool become float32 (the net's
     dtype); integer and uint8 arrays keep their dtype (indices, images)."""
     device = next(module.parameters()).device
