@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 from gymnasium import spaces
 from stable_baselines3.common.vec_env import VecEnv
+from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs
 
 from rlkit.data.trajectory import Trajectory
 from rlkit.errors import ConfigError, InvalidDataError
@@ -15,6 +16,7 @@ from rlkit.errors import ConfigError, InvalidDataError
 ActionFn = Callable[[np.ndarray], np.ndarray]
 
 
+@runtime_checkable
 class Predictor(Protocol):
     """SB3 algorithms and policies both have ``predict``."""
 
@@ -47,9 +49,10 @@ def as_action_fn(
     """One calling convention for a random policy, an SB3 model/policy, or a plain callable."""
     if policy is None:
         return lambda obs: random_actions(action_space, n_envs, rng)
-    if hasattr(policy, "predict"):
-        return lambda obs: policy.predict(obs, deterministic=deterministic)[0]  # type: ignore[union-attr]
-    return policy  # type: ignore[return-value]
+    if isinstance(policy, Predictor):  # has ``predict``
+        predictor = policy
+        return lambda obs: predictor.predict(obs, deterministic=deterministic)[0]
+    return policy
 
 
 def collect_trajectories(
@@ -77,13 +80,14 @@ def collect_trajectories(
     act = as_action_fn(policy, venv.action_space, venv.num_envs, rng, deterministic)
     if seed is not None:
         venv.seed(seed)
-    obs = venv.reset()
+    obs = _array_obs(venv.reset())
     pieces: list[list[tuple[np.ndarray, np.ndarray, float]]] = [[] for _ in range(venv.num_envs)]
     done_trajs: list[Trajectory] = []
     steps = 0
     while True:
         actions = np.asarray(act(obs))
-        next_obs, rewards, dones, infos = venv.step(actions)
+        stepped, rewards, dones, infos = venv.step(actions)
+        next_obs = _array_obs(stepped)
         if not np.isfinite(rewards).all():
             raise InvalidDataError(f"the environment returned a non-finite reward: {rewards}")
         for i in range(venv.num_envs):
@@ -114,3 +118,12 @@ def _n_episodes(trajectories: list[Trajectory], max_length: int | None) -> int:
         return len(trajectories)
     # Cut pieces of one episode are non-terminal and exactly max_length long; the last is not.
     return sum(1 for t in trajectories if t.terminal or len(t) != max_length)
+
+
+def _array_obs(obs: VecEnvObs) -> np.ndarray:
+    """Batched observations as one array (dict and tuple observations are not supported)."""
+    if not isinstance(obs, np.ndarray):
+        raise InvalidDataError(
+            f"observations must be arrays, got a {type(obs).__name__}; flatten them first"
+        )
+    return obs

@@ -47,9 +47,13 @@ class RolloutRewardRelabeller(BaseCallback):
         self._steps.append((obs, acts, next_obs, terminal))
 
     def _on_training_start(self) -> None:
+        self._algorithm()
+
+    def _algorithm(self) -> OnPolicyAlgorithm:
         if not isinstance(self.model, OnPolicyAlgorithm):
             raise WrongTypeError("per-rollout relabelling needs an on-policy algorithm (PPO, A2C); "
                             "use RewardVecEnvWrapper's per-step reward for off-policy ones")
+        return self.model
 
     def _on_rollout_start(self) -> None:
         self._steps.clear()
@@ -58,7 +62,7 @@ class RolloutRewardRelabeller(BaseCallback):
         return True
 
     def _on_rollout_end(self) -> None:
-        buffer = self.model.rollout_buffer
+        buffer = self._algorithm().rollout_buffer
         if len(self._steps) != buffer.buffer_size:
             raise StateError(
                 f"recorded {len(self._steps)} steps for a rollout of {buffer.buffer_size}: is the "
@@ -91,13 +95,15 @@ def per_rollout_reward(venv: VecEnv, reward_fn: RewardFn, observers: Sequence[St
 def relabel_replay_buffer(agent: OffPolicyAlgorithm, reward_fn: RewardFn,
                           chunk: int = 65_536) -> int:
     """Recompute every stored reward with the current model; returns the transitions relabelled."""
-    buffer = agent.replay_buffer
+    buffer, act_shape = agent.replay_buffer, agent.action_space.shape
+    if buffer is None or act_shape is None:
+        raise StateError(f"{type(agent).__name__} has no replay buffer or no action shape to relabel")
     size = buffer.buffer_size if buffer.full else buffer.pos
     if size == 0:
         return 0
     n_envs = buffer.n_envs
     obs = buffer.observations[:size].reshape(size * n_envs, *buffer.obs_shape)
-    acts = buffer.actions[:size].reshape(size * n_envs, *agent.action_space.shape)
+    acts = buffer.actions[:size].reshape(size * n_envs, *act_shape)
     if isinstance(agent.action_space, spaces.Box):
         # SB3 stores Box actions scaled to [-1, 1]; the reward saw (and must see) env actions.
         acts = agent.policy.unscale_action(acts)
