@@ -17,9 +17,19 @@ from typing import Any
 from rlkit.extras import extra
 
 with extra("human"):
-    from sqlalchemy import Connection, Engine, create_engine, event, insert, make_url, select, update
+    from sqlalchemy import (
+        Connection,
+        CursorResult,
+        Engine,
+        create_engine,
+        event,
+        insert,
+        make_url,
+        select,
+        update,
+    )
 
-from rlkit.errors import InvalidLabelError
+from rlkit.errors import InvalidLabelError, StateError
 from rlkit.human import schema
 
 DB_NAME = "labels.sqlite"
@@ -75,6 +85,14 @@ class Database:
         with self.engine.connect() as c:
             row = c.execute(select(schema.settings.c.value).where(schema.settings.c.key == key)).first()
         return default if row is None else json.loads(row[0])
+
+
+def inserted_id(result: CursorResult[Any]) -> int:
+    """The id of the row an ``insert`` just added (SQLAlchemy types the key as optional)."""
+    key = result.inserted_primary_key
+    if key is None:
+        raise StateError("the database returned no primary key for the inserted row")
+    return int(key[0])
 
 
 def _make_engine(url: str, synchronous: str) -> Engine:

@@ -26,7 +26,9 @@ def scene_to_json(scene: Scene) -> dict[str, Any]:
 
 
 def scene_from_json(data: Mapping[str, Any]) -> Scene:
-    return Scene(**{key: tuple(value) if isinstance(value, list) else value for key, value in data.items()})
+    fields: dict[str, Any] = {key: tuple(value) if isinstance(value, list) else value
+                              for key, value in data.items()}
+    return Scene(**fields)
 
 
 def _plain(value: Any) -> Any:

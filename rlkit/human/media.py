@@ -80,6 +80,18 @@ def write_webm(frames: np.ndarray, path: Path, fps: float) -> None:
     os.replace(partial, path)
 
 
+def observation_frames(store: TrajectoryStore) -> FrameFn:
+    """A segment's own frames for RGB image observations; otherwise a line plot of its
+    observations, on the per-dimension bounds of the whole ``store``."""
+    low, high = observation_bounds(store)
+
+    def render(store: TrajectoryStore, segment: np.ndarray) -> np.ndarray:
+        obs = gather(store, segment[None]).obs[0]
+        return obs if obs.ndim == 4 and obs.shape[-1] == 3 else plot_frames(obs, low, high)
+
+    return render
+
+
 def render_pairs(
     pairs: SegmentPairs, media_dir: str | os.PathLike[str], *, fps: float = 10.0,
     frames: FrameFn | None = None,
@@ -88,15 +100,11 @@ def render_pairs(
     media = Path(media_dir)
     media.mkdir(parents=True, exist_ok=True)
     segments = np.unique(np.concatenate([pairs.left, pairs.right]), axis=0)
-    bounds = observation_bounds(pairs.store) if frames is None else None
+    render = frames if frames is not None else observation_frames(pairs.store)
     for segment in segments:
         path = media / segment_name(segment)
         if path.exists():
             continue
-        if frames is not None:
-            picture = frames(pairs.store, segment)
-        else:
-            obs = gather(pairs.store, segment[None]).obs[0]
-            picture = obs if obs.ndim == 4 and obs.shape[-1] == 3 else plot_frames(obs, *bounds)
+        picture = render(pairs.store, segment)
         write_webm(np.asarray(picture, dtype=np.uint8), path, fps)
     return [segment_name(s) for s in pairs.left], [segment_name(s) for s in pairs.right]

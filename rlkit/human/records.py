@@ -16,7 +16,7 @@ with extra("human"):
 
 from rlkit.errors import InvalidLabelError, RlkitError
 from rlkit.human import schema
-from rlkit.human.database import Database
+from rlkit.human.database import Database, inserted_id
 
 MAX_ANNOTATOR_CHARS = 64
 # Ids travel in cookies, file names and logs: letters, digits and a few separators only.
@@ -74,9 +74,9 @@ class RunRecords(Database):
                     f"M3HF phase {phase} is closed: training took its feedback and went on; "
                     "yours was not stored, so give it at the next phase"
                 )
-            return int(c.execute(insert(schema.feedback).values(
+            return inserted_id(c.execute(insert(schema.feedback).values(
                 phase=phase, annotator=annotator, text=text, specs=json.dumps(specs),
-                created_at=time.time())).inserted_primary_key[0])
+                created_at=time.time())))
 
     def phase_feedback(self, phase: int) -> list[dict[str, Any]]:
         """All feedback confirmed for a phase so far, oldest first (reading changes nothing)."""

@@ -27,7 +27,7 @@ from rlkit.data.store import TrajectoryStore
 from rlkit.errors import InvalidLabelError, RlkitError
 from rlkit.feedback.dataset import PreferenceDataset
 from rlkit.feedback.scale import OrdinalScale
-from rlkit.human.database import DB_NAME
+from rlkit.human.database import DB_NAME, inserted_id
 from rlkit.human.records import (
     ANNOTATOR_PATTERN,
     MAX_ANNOTATOR_CHARS,
@@ -134,11 +134,11 @@ class LabelStore(RunRecords):
                            queries.c.length == left[2])
                 found = c.execute(select(queries.c.id).where(key)).scalar()
                 if found is None:
-                    found = c.execute(insert(queries).values(
+                    found = inserted_id(c.execute(insert(queries).values(
                         batch=batch, left_traj=left[0], left_start=left[1], right_traj=right[0],
                         right_start=right[1], length=left[2], redundancy=redundancy,
                         left_media=left_media[i], right_media=right_media[i], created_at=now,
-                    )).inserted_primary_key[0]
+                    )))
                 ids[i] = found
         return ids
 
@@ -184,7 +184,8 @@ class LabelStore(RunRecords):
         """Commit one label (``None`` or NaN = skip) before returning; never replaces a live label."""
         check_annotator(annotator)
         query_id = int(query_id)
-        skipped = value is None or not np.isfinite(value)
+        label = None if value is None or not np.isfinite(value) else float(value)  # None: skipped
+        skipped = label is None
         now = time.time()
         try:
             with self._write() as c:
@@ -195,15 +196,15 @@ class LabelStore(RunRecords):
                 if found.rowcount == 0:
                     raise UnknownQueryError(f"no query with id {query_id}")
                 c.execute(_DROP_LEASE, {"qid": query_id, "annotator": annotator})
-                label_id = c.execute(_INSERT_LABEL, {
+                label_id = inserted_id(c.execute(_INSERT_LABEL, {
                     "query_id": query_id, "annotator": annotator,
-                    "value": None if skipped else float(value), "interface": interface, "created_at": now,
-                }).inserted_primary_key[0]
+                    "value": label, "interface": interface, "created_at": now,
+                }))
         except IntegrityError:
             raise LabelConflictError(
                 f"annotator {annotator!r} already labelled query {query_id}; undo it to change it"
             ) from None
-        return LabelRecord(label_id, query_id, annotator, np.nan if skipped else float(value),
+        return LabelRecord(label_id, query_id, annotator, np.nan if label is None else label,
                            interface, now)
 
     def undo(self, annotator: str) -> LabelRecord | None:
