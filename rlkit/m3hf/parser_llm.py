@@ -26,7 +26,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import openai
 from pydantic import Field, ValidationError
@@ -35,6 +35,11 @@ from rlkit.config import StrictModel
 from rlkit.m3hf.parser_rule import RuleParser
 from rlkit.m3hf.prompt import ParsedFeedback, build_messages, repair_message, response_schema
 from rlkit.m3hf.specs import FeedbackParser, RewardSpec, Scene
+
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
+    from openai.types.chat.completion_create_params import ResponseFormat
+    from openai.types.shared_params.response_format_json_schema import JSONSchema
 
 log = logging.getLogger(__name__)
 
@@ -144,17 +149,12 @@ class LLMParser:
             return decision
         return self._fall_back(decision, scene, "output still invalid after repair")
 
-    def _complete(self, messages: list[dict[str, str]], decision: ParseDecision) -> str:
+    def _complete(self, messages: list[ChatCompletionMessageParam], decision: ParseDecision) -> str:
         """One model answer, with API errors retried under backoff; ``_GiveUp`` when out of tries."""
         config = self.config
         for attempt in range(config.api_retries + 1):
             try:
-                response = self._client.chat.completions.create(
-                    model=config.model,
-                    messages=messages,  # type: ignore[arg-type]
-                    temperature=config.temperature,
-                    **self._format(),
-                )
+                response = self._create(messages)
             except openai.APIError as error:
                 detail = f"{type(error).__name__}: {_short(error)}"
                 decision.attempts.append(Attempt("api_error", detail))
@@ -176,13 +176,21 @@ class LLMParser:
             return content
         raise AssertionError("unreachable: the loop returns or raises")
 
-    def _format(self) -> dict[str, object]:
+    def _create(self, messages: list[ChatCompletionMessageParam]) -> ChatCompletion:
+        config, response_format = self.config, self._format()
+        create = self._client.chat.completions.create
+        if response_format is None:  # the server's default
+            return create(model=config.model, messages=messages, temperature=config.temperature)
+        return create(model=config.model, messages=messages, temperature=config.temperature,
+                      response_format=response_format)
+
+    def _format(self) -> ResponseFormat | None:
         if self.config.response_format == "none":
-            return {}
+            return None
         if self.config.response_format == "json_object":
-            return {"response_format": {"type": "json_object"}}
-        schema = {"name": "reward_specs", "schema": response_schema(), "strict": False}
-        return {"response_format": {"type": "json_schema", "json_schema": schema}}
+            return {"type": "json_object"}
+        schema: JSONSchema = {"name": "reward_specs", "schema": response_schema(), "strict": False}
+        return {"type": "json_schema", "json_schema": schema}
 
     def _fall_back(self, decision: ParseDecision, scene: Scene, reason: str) -> ParseDecision:
         decision.parser, decision.reason = "fallback", reason

@@ -8,11 +8,14 @@ template or env appears in it without editing text here. The model is asked for 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from rlkit.m3hf.specs import SELF, TEMPLATE_PARAMS, RewardSpec, Scene
+
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionMessageParam, ChatCompletionUserMessageParam
 
 
 class ParsedFeedback(BaseModel):
@@ -99,7 +102,7 @@ def system_prompt(scene: Scene) -> str:
     return SYSTEM_TEMPLATE.format(scene=scene_description(scene), catalogue=template_catalogue())
 
 
-def build_messages(text: str, scene: Scene) -> list[dict[str, str]]:
+def build_messages(text: str, scene: Scene) -> list[ChatCompletionMessageParam]:
     """Chat messages for one piece of feedback."""
     return [
         {"role": "system", "content": system_prompt(scene)},
@@ -107,7 +110,7 @@ def build_messages(text: str, scene: Scene) -> list[dict[str, str]]:
     ]
 
 
-def repair_message(error: str) -> dict[str, str]:
+def repair_message(error: str) -> ChatCompletionUserMessageParam:
     """The one follow-up after invalid output: the validation error, and the request to fix it."""
     return {
         "role": "user",

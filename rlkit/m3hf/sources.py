@@ -178,7 +178,7 @@ def correct_advice(scene: Scene, states: Sequence[Mapping[str, np.ndarray]]) -> 
     """Useful texts, the most useful first: the recipe's next missing step, then idle agents."""
     final = states[-1]
     holding, chops = np.asarray(final["holding"]), np.asarray(final["chops"])
-    on_plate = np.asarray(final["plate_contents"]).any(axis=0)
+    on_plate = np.any(np.asarray(final["plate_contents"]), axis=0)
     advice = []
     if any(bool(np.asarray(s["delivered"])) for s in states):
         advice.append("Well done, everyone. Be faster!")

@@ -42,8 +42,12 @@ class AgentRows(Protocol):
     agent_names: tuple[str, ...]
     num_games: int
     n_agents: int
-    observation_space: spaces.Box
-    action_space: spaces.Discrete
+
+    @property
+    def observation_space(self) -> spaces.Box: ...  # read-only, so a Box of any dtype satisfies it
+
+    @property
+    def action_space(self) -> spaces.Discrete: ...
 
     def reset(self, seed: int) -> np.ndarray: ...
 
