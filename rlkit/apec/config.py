@@ -15,7 +15,7 @@ from rlkit.factories.configs import AgentConfig
 from rlkit.reward.config import TrainerConfig
 
 Method = Literal["apec", "apec_ordinal", "gap_only", "ot_only", "drex", "raw_ail"]
-METHODS: tuple[str, ...] = ("apec", "gap_only", "ot_only", "drex", "raw_ail")
+METHODS: tuple[Method, ...] = ("apec", "gap_only", "ot_only", "drex", "raw_ail")
 """The default arms; ``apec_ordinal`` (APEC's pairs, labels graded by the index gap on the
 five-level scale, fitted with the ordinal cross-entropy) is an option to measure, not a default."""
 

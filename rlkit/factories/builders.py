@@ -44,7 +44,7 @@ def load_policy(algo: str, path: str | os.PathLike[str]) -> BaseAlgorithm:
     zip through SB3's own loader (which unpickles some fields: open only files you trust)."""
     if Path(path).with_suffix(".json").is_file():
         return load_agent(ALGORITHMS, path)
-    return ALGORITHMS[algo].load(path, device="cpu")
+    return ALGORITHMS[algo].load(Path(path), device="cpu")
 
 
 def collect_store(config: CollectConfig, rng: np.random.Generator) -> TrajectoryStore:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from stable_baselines3.common.env_util import make_vec_env
 
 from envs.fixed_horizon import make_fixed_horizon
 from rlkit.ail import AILConfig, AILTrainer, CheckpointStore, DiscriminatorConfig, load_demos, save_demos
-from rlkit.apec.config import ApecConfig, ApecEnvConfig, DemosSettings
+from rlkit.apec.config import ApecConfig, ApecEnvConfig, DemosSettings, Method
 from rlkit.apec.demonstrator import (
     DemonstratorConfig,
     VenvFactory,
@@ -46,13 +47,15 @@ from rlkit.errors import InvalidDataError
 from rlkit.factories.agent import EpisodeLog, EpisodeLogCallback
 from rlkit.factories.algorithms import ALGORITHMS
 from rlkit.factories.builders import make_agent, trainer_config
-from rlkit.feedback import PreferenceDataset
+from rlkit.feedback import ORACLE, PreferenceDataset
 from rlkit.logging import Logger
-from rlkit.persistence import atomic_write_bytes, atomic_write_json
+from rlkit.persistence import atomic_write_json
 from rlkit.persistence.agents import save_agent
+from rlkit.persistence.arrays import save_npz
 from rlkit.reward import RewardNet, RewardTrainer, build_reward_net, load_reward_model, save_reward_model
 from rlkit.reward.nets import TorchRewardFn
 from rlkit.reward.normalize import NormalizedReward, RunningNorm
+from rlkit.types import RewardFn
 from rlkit.wrappers import RewardVecEnvWrapper
 
 
@@ -113,14 +116,14 @@ def run_apec(config: ApecConfig, run_dir: Path, logger: Logger | None = None) ->
     observation_space, action_space = space_venv.observation_space, space_venv.action_space
     space_venv.close()
 
-    rewards: dict[str, Any] = {}
-    training: dict[str, Any] = {}
+    rewards: dict[Method, Any] = {}
+    training: dict[Method, Any] = {}
     for method in config.methods:
         if method == "raw_ail":
             rewards[method] = checkpoints.load(checkpoints.rounds()[-1]).discriminator.reward_net
             continue
-        dataset = _cached_dataset(run_dir / "datasets" / method, lambda m=method: build_dataset(
-            m, config, make_venv, demos, store, index, distances))
+        dataset = _cached_dataset(run_dir / "datasets" / method, partial(
+            build_dataset, method, config, make_venv, demos, store, index, distances))
         rewards[method], training[method] = _cached_reward(
             run_dir / "rewards" / method, config, dataset, observation_space, action_space)
 
@@ -259,7 +262,7 @@ def run_policy(config: ApecConfig, make_venv: VenvFactory, reward: Any, out_dir:
     if (out_dir / "result.json").is_file():
         return json.loads((out_dir / "result.json").read_text())
     settings = config.policy.agent
-    reward_fn = TorchRewardFn(reward)
+    reward_fn: RewardFn = TorchRewardFn(reward)
     if settings.normalize_reward:
         reward_fn = NormalizedReward(reward_fn, RunningNorm())
     venv = RewardVecEnvWrapper(make_venv(config.seed + 7), reward_fn)
@@ -301,7 +304,8 @@ def _cached_reward(directory: Path, config: ApecConfig, dataset: PreferenceDatas
     model: RewardNet = build_reward_net(observation_space, action_space, inputs=config.reward.inputs,
                                         hidden=config.reward.hidden, seed=config.seed)
     settings = config.reward.trainer
-    if settings.loss == "bt" and tuple(dataset.scale.levels) != (0.0, 1.0):
+    scale = dataset.scale or ORACLE  # without a scale a dataset holds graded (oracle) labels
+    if settings.loss == "bt" and tuple(scale.levels) != (0.0, 1.0):
         # Bradley-Terry refuses graded labels; the ordinal cross-entropy is the same loss on
         # binary labels and the unbiased one on graded labels.
         settings = settings.replace(loss="ordinal")
@@ -324,5 +328,4 @@ def _demo_summary(out_dir: Path, demos: list[Trajectory]) -> dict[str, Any]:
 
 
 def _save_arrays(path: Path, **arrays: np.ndarray) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(path, lambda handle: np.savez(handle, **arrays))
+    save_npz(path, arrays)
