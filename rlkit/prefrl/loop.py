@@ -160,16 +160,17 @@ class PreferenceRL:
             self.teacher = make_teacher(self.config.teacher, candidates, self.rng)
         chosen = candidates.subset(self.selector.select(candidates, n_pairs, self.rng))
         meta: dict[str, Any] = {}
+        answers: Answers | None = None  # set by people's answers, each label a row of its own
         if isinstance(self.teacher, SimulatedTeacher):
             labels, meta["oracle_p"] = self.teacher.label_with_oracle(chosen)
-        elif isinstance(self.teacher, AnnotatedTeacher):  # each person's label is a row of its own
+        elif isinstance(self.teacher, AnnotatedTeacher):
             answers = self.teacher.answers(chosen)
             chosen, labels = chosen.subset(answers.pair), answers.value
         else:
             labels = self.teacher.label(chosen)
         fresh = evaluate_reward(self.model, chosen, labels)  # before the refit: generalisation
         meta["timestep"] = self.agent.num_timesteps
-        if isinstance(self.teacher, AnnotatedTeacher):
+        if answers is not None:
             self._append_by_person(chosen, answers, meta)
         else:
             self.dataset.append(chosen, labels, source=type(self.teacher).__name__, meta=meta)
