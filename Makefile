@@ -46,8 +46,10 @@ wheel-check: $(STAMP)
 bench: $(STAMP)
 	for b in benchmarks/*.py; do $(BIN)/python $$b || exit 1; done
 
+# ruff, then mypy over rlkit/ and envs/ (its settings: [tool.mypy] in pyproject.toml).
 lint: $(STAMP)
 	$(BIN)/ruff check rlkit envs tests benchmarks experiments
+	$(BIN)/mypy
 
 clean:
 	rm -rf $(VENV) runs wandb
