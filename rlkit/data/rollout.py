@@ -80,14 +80,14 @@ def collect_trajectories(
     act = as_action_fn(policy, venv.action_space, venv.num_envs, rng, deterministic)
     if seed is not None:
         venv.seed(seed)
-    obs = _array_obs(venv.reset())
+    obs = array_obs(venv.reset())
     pieces: list[list[tuple[np.ndarray, np.ndarray, float]]] = [[] for _ in range(venv.num_envs)]
     done_trajs: list[Trajectory] = []
     steps = 0
     while True:
         actions = np.asarray(act(obs))
         stepped, rewards, dones, infos = venv.step(actions)
-        next_obs = _array_obs(stepped)
+        next_obs = array_obs(stepped)
         if not np.isfinite(rewards).all():
             raise InvalidDataError(f"the environment returned a non-finite reward: {rewards}")
         for i in range(venv.num_envs):
@@ -120,7 +120,7 @@ def _n_episodes(trajectories: list[Trajectory], max_length: int | None) -> int:
     return sum(1 for t in trajectories if t.terminal or len(t) != max_length)
 
 
-def _array_obs(obs: VecEnvObs) -> np.ndarray:
+def array_obs(obs: VecEnvObs) -> np.ndarray:
     """Batched observations as one array (dict and tuple observations are not supported)."""
     if not isinstance(obs, np.ndarray):
         raise InvalidDataError(

@@ -6,23 +6,25 @@ import os
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from rlkit.errors import ConfigError, InvalidDataError
 from rlkit.logging.base import Frames, PathLike, scalar_metrics, video_file
 
-WANDB_MODES = ("online", "offline", "disabled")
+WandbMode = Literal["online", "offline", "disabled"]
+WANDB_MODES: tuple[WandbMode, ...] = ("online", "offline", "disabled")
 STEP_KEY = "step"
 
 
-def resolve_wandb_mode(mode: str | None, environ: Mapping[str, str] = os.environ) -> str:
+def resolve_wandb_mode(mode: str | None, environ: Mapping[str, str] = os.environ) -> WandbMode:
     """``mode`` or ``$WANDB_MODE`` or "offline"; "online" without ``$WANDB_API_KEY`` falls back.
 
     Without a key wandb would stop and ask for one on the terminal; a training job must not hang.
     """
-    requested = mode or environ.get("WANDB_MODE") or "offline"
-    if requested not in WANDB_MODES:
-        raise ConfigError(f"wandb mode must be one of {WANDB_MODES}, got {requested!r}")
+    text = mode or environ.get("WANDB_MODE") or "offline"
+    requested = next((known for known in WANDB_MODES if known == text), None)
+    if requested is None:
+        raise ConfigError(f"wandb mode must be one of {WANDB_MODES}, got {text!r}")
     if requested == "online" and not environ.get("WANDB_API_KEY"):
         warnings.warn(
             "wandb mode 'online' was asked for but WANDB_API_KEY is not set; logging offline "
@@ -58,7 +60,7 @@ class WandbLogger:
         self.run = wandb.init(
             project=project,
             dir=str(self.run_dir),
-            mode=resolve_wandb_mode(mode),  # type: ignore[arg-type]
+            mode=resolve_wandb_mode(mode),
             config=config,
             name=name,
             tags=list(tags) or None,

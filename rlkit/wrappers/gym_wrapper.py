@@ -12,14 +12,15 @@ from rlkit.errors import InvalidDataError, StateError
 from rlkit.types import RewardFn
 
 RewardMode = Literal["replace", "add"]
-REWARD_MODES: tuple[str, ...] = ("replace", "add")
+REWARD_MODES: tuple[RewardMode, ...] = ("replace", "add")
 
 
 def validate_mode(mode: str) -> RewardMode:
     """Shared by the three wrappers: a typo in ``mode`` must not silently mean "replace"."""
-    if mode not in REWARD_MODES:
-        raise InvalidDataError(f"mode must be one of {REWARD_MODES}, got {mode!r}")
-    return mode  # type: ignore[return-value]
+    for known in REWARD_MODES:
+        if mode == known:
+            return known
+    raise InvalidDataError(f"mode must be one of {REWARD_MODES}, got {mode!r}")
 
 
 def validate_array_space(space: spaces.Space, field: str) -> None:

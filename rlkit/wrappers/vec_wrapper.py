@@ -10,6 +10,7 @@ import numpy as np
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
 
+from rlkit.data.rollout import array_obs
 from rlkit.errors import InvalidDataError, StateError
 from rlkit.types import RewardFn
 from rlkit.wrappers.gym_wrapper import (
@@ -82,8 +83,8 @@ class RewardVecEnvWrapper(VecEnvWrapper):
         self.reward_fn = reward_fn
 
     def reset(self) -> VecEnvObs:
-        obs = self.venv.reset()
-        self._prev_obs = obs  # type: ignore[assignment]
+        obs = array_obs(self.venv.reset())  # an array: the space was checked in __init__
+        self._prev_obs = obs
         self._true_returns[:] = 0.0
         self._learned_returns[:] = 0.0
         self._lengths[:] = 0
@@ -96,9 +97,10 @@ class RewardVecEnvWrapper(VecEnvWrapper):
     def step_wait(self) -> VecEnvStepReturn:
         if self._prev_obs is None or self._actions is None:
             raise StateError("call reset() before stepping a RewardVecEnvWrapper")
-        obs, true_rews, dones, infos = self.venv.step_wait()
+        stepped, true_rews, dones, infos = self.venv.step_wait()
+        obs = array_obs(stepped)
         ended = np.flatnonzero(dones)
-        next_obs, terminal = self._transition_ends(obs, dones, ended, infos)  # type: ignore[arg-type]
+        next_obs, terminal = self._transition_ends(obs, dones, ended, infos)
 
         learned = checked_rewards(
             self.reward_fn(self._prev_obs, self._actions, next_obs, terminal),
@@ -117,7 +119,7 @@ class RewardVecEnvWrapper(VecEnvWrapper):
         for observer in self.observers:
             observer(self._prev_obs, self._actions, next_obs, true_rews, dones, terminal, infos)
 
-        self._prev_obs = obs  # type: ignore[assignment]
+        self._prev_obs = obs
         self._total_steps += 1
         return obs, rewards.astype(np.float32, copy=False), dones, infos
 
