@@ -19,8 +19,10 @@ from rlkit.persistence.formats import sha256_file, verify_checksums
 
 _KIND = "rlkit.preferences"
 _FORMAT = tag(_KIND)
-_FIELDS = {"n_pairs": int, "sources": list, "annotators": list, "meta_columns": list, "npz_sha256": str,
-           "scale": (dict, type(None))}
+_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "n_pairs": int, "sources": list, "annotators": list, "meta_columns": list, "npz_sha256": str,
+    "scale": (dict, type(None)),
+}
 MetaValue = np.ndarray | float | int | str
 
 
@@ -112,7 +114,7 @@ class PreferenceDataset:
     @property
     def nbytes(self) -> int:
         """Bytes held by the pair columns (not the store's trajectories)."""
-        arrays = [self._left, self._right, self.labels, self._source, self._annotator]
+        arrays: list[np.ndarray] = [self._left, self._right, self.labels, self._source, self._annotator]
         return int(sum(a.nbytes for a in arrays) + sum(a.nbytes for a in self.meta.values()))
 
     def filter(self, rows: np.ndarray) -> PreferenceDataset:

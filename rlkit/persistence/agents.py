@@ -93,7 +93,7 @@ def load_agent(
     if unknown:
         raise FileFormatError(f"{zip_path}: holds pickled {unknown}; rlkit loads no pickled code")
     verify_checksums(json_path, plain)  # after the pickle check, which names what SB3's own save adds
-    extra = {"buffer_size": 1} if env is None and "train_freq" in plain else {}
+    extra: dict[str, Any] = {"buffer_size": 1} if env is None and "train_freq" in plain else {}
     try:
         return algo.load(zip_path, env=env, device=device,
                          custom_objects={key: given[key] for key in pickled}, **extra)

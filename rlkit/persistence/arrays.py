@@ -15,7 +15,8 @@ from rlkit.persistence.atomic import atomic_write_bytes
 def save_npz(path: str | os.PathLike[str], arrays: dict[str, np.ndarray], compressed: bool = False) -> None:
     """Write ``arrays`` to ``path`` atomically (zip CRC-32 per array guards them on reading)."""
     write = np.savez_compressed if compressed else np.savez
-    atomic_write_bytes(path, lambda handle: write(handle, **arrays))
+    # numpy's stub types savez(file, *args, allow_pickle: bool, **kwds): a **dict might name allow_pickle
+    atomic_write_bytes(path, lambda handle: write(handle, **arrays))  # type: ignore[arg-type]
 
 
 def load_npz(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:

@@ -39,7 +39,7 @@ def atomic_write_json(path: str | os.PathLike[str], data: Any) -> None:
         handle.write("\n")
 
 
-def atomic_write_bytes(path: str | os.PathLike[str], write: Callable[[IO[bytes]], None]) -> None:
+def atomic_write_bytes(path: str | os.PathLike[str], write: Callable[[IO[bytes]], object]) -> None:
     with atomic_open(path, "wb") as handle:
         write(handle)
 
