@@ -22,6 +22,7 @@ from envs.overcooked.render import Painter, ansi
 from rlkit.errors import ConfigError, InvalidDataError, StateError, UnknownKeyError, WrongTypeError
 
 Obs = np.ndarray
+RENDER_MODES = ("rgb_array", "ansi", "human")
 
 
 class OvercookedParallelEnv(ParallelEnv):
@@ -35,7 +36,7 @@ class OvercookedParallelEnv(ParallelEnv):
 
     metadata = {
         "name": "overcooked_v0",
-        "render_modes": ["rgb_array", "ansi", "human"],
+        "render_modes": list(RENDER_MODES),
         "render_fps": 5,
         "is_parallelizable": True,
     }
@@ -67,9 +68,9 @@ class OvercookedParallelEnv(ParallelEnv):
             rewards=Rewards.coerce(rewards),
             cell_px=cell_px,
         )
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+        if render_mode is not None and render_mode not in RENDER_MODES:
             raise ConfigError(
-                f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}"
+                f"render_mode must be None or one of {list(RENDER_MODES)}, got {render_mode!r}"
             )
         self.config = config
         self.render_mode = render_mode
@@ -94,7 +95,8 @@ class OvercookedParallelEnv(ParallelEnv):
             cells = 2 * obs_radius + 1 if obs_radius else None
             h = (cells or self.layout.height) * cell_px
             w = (cells or self.layout.width) * cell_px
-            obs_space = spaces.Box(0, 255, (h, w, 3), np.uint8)
+            # gymnasium's stub types dtype as float32 only; uint8 images are what Box documents
+            obs_space = spaces.Box(0, 255, (h, w, 3), np.uint8)  # type: ignore[arg-type]
         self._obs_spaces = {a: obs_space for a in self.possible_agents}
         self._act_spaces = {a: spaces.Discrete(len(self.action_names)) for a in self.possible_agents}
         self.state_space = spaces.Box(0.0, 1.0, (self._global.size,), np.float32)

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
+from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
 
 from rlkit.ail.discriminator import Discriminator, DiscriminatorConfig
@@ -128,6 +130,9 @@ class CheckpointStore:
         shaping = (load_reward_model(directory / "shaping", device=device).model
                    if config.loss == "airl" else None)
         generator = load_agent(ALGORITHMS, directory / GENERATOR_NAME, env=env, device=device)
+        if not isinstance(generator, OnPolicyAlgorithm | OffPolicyAlgorithm):
+            raise FileFormatError(f"{directory / GENERATOR_NAME}: a {type(generator).__name__}, not a "
+                                  "PPO/SAC generator")
         discriminator = Discriminator(config, reward, shaping).to(device)  # type: ignore[arg-type]
         return Checkpoint(meta["round"], generator, discriminator, meta["diagnostics"])
 

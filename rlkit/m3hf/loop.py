@@ -40,6 +40,7 @@ from rlkit.m3hf.sources import (
     Feedback,
     FeedbackRequest,
     FeedbackSource,
+    Quality,
     ScriptedSource,
     SimulatedSource,
     TerminalSource,
@@ -55,7 +56,9 @@ log = logging.getLogger(__name__)
 STATE_KIND = "rlkit.m3hf.run"
 STATE_FORMAT = tag(STATE_KIND)
 STATE_FILE = "state.json"
-_STATE_FIELDS = {"config": dict, "completed": int, "history": list, "best": (dict, type(None))}
+_STATE_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "config": dict, "completed": int, "history": list, "best": (dict, type(None)),
+}
 
 
 def make_source(config: M3HFConfig, phase: int) -> FeedbackSource | None:
@@ -70,7 +73,8 @@ def make_source(config: M3HFConfig, phase: int) -> FeedbackSource | None:
                           "rlkit.runners.m3hf.make_web_source builds it")
     if settings.source == "simulated":
         rng = np.random.default_rng([config.seed, phase])
-        return SimulatedSource(dict(settings.rates), settings.per_phase, rng)
+        rates: dict[Quality, float] = {quality: rate for quality, rate in settings.rates.items()}
+        return SimulatedSource(rates, settings.per_phase, rng)
     if settings.script is not None:
         return ScriptedSource.from_yaml(settings.script, settings.script_quality)
     return ScriptedSource(settings.texts, settings.script_quality)

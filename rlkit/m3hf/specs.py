@@ -215,13 +215,13 @@ class RewardSpec(BaseModel):
     agents: Literal["all"] | tuple[Annotated[int, Field(ge=0, le=7)], ...] = Field(
         description="agent indices the feedback concerns, or 'all' for the team"
     )
-    params: TemplateParams = Field(None, validate_default=True)  # type: ignore[assignment]
+    params: TemplateParams = Field(None, validate_default=True)
     reason: str = Field("", max_length=500, description="the words of the feedback it came from")
 
     @field_validator("agents")
     @classmethod
     def _some_agents(cls, agents: str | tuple[int, ...]) -> str | tuple[int, ...]:
-        if agents != "all":
+        if isinstance(agents, tuple):
             if not agents:
                 raise InvalidDataError("must name at least one agent index, or be 'all'")
             agents = tuple(sorted(set(agents)))

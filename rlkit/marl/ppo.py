@@ -17,14 +17,16 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import numpy as np
 import torch
 from gymnasium import spaces
 from stable_baselines3 import PPO
 from stable_baselines3.common.logger import configure
+from stable_baselines3.common.policies import ActorCriticPolicy
 
-from rlkit.errors import ConfigError, InvalidDataError
+from rlkit.errors import ConfigError, InvalidDataError, StateError
 from rlkit.logging import Logger
 from rlkit.marl.config import MarlConfig
 from rlkit.marl.rows import AgentRows
@@ -57,7 +59,7 @@ class MultiAgentPPO:
             torch.manual_seed(self.config.seed)
             self.models = [self._make_model(obs_space, rows_per_group) for _ in self.groups]
             self._torch_rng = torch.get_rng_state()
-        self._numpy_rng = np.random.RandomState(self.config.seed).get_state()
+        self._numpy_rng = _legacy_state(np.random.RandomState(self.config.seed))
         self._stacked = StackedMlp(self.policies) if stackable(self.policies) else None
         self._episode_original: deque[float] = deque(maxlen=100)
         # every episode this object saw finish (not saved with a checkpoint): a caller takes the
@@ -69,7 +71,8 @@ class MultiAgentPPO:
     def _make_model(self, obs_space: spaces.Box, n_envs: int) -> PPO:
         cfg = self.config
         model = PPO(
-            "MlpPolicy", env=None, learning_rate=cfg.learning_rate, n_steps=cfg.n_steps,
+            "MlpPolicy", env=None,  # type: ignore[arg-type]  # SB3 takes env=None with _init_setup_model=False
+            learning_rate=cfg.learning_rate, n_steps=cfg.n_steps,
             batch_size=cfg.batch_size, n_epochs=cfg.n_epochs, gamma=cfg.gamma, gae_lambda=cfg.gae_lambda,
             clip_range=cfg.clip_range, ent_coef=cfg.ent_coef, vf_coef=cfg.vf_coef,
             max_grad_norm=cfg.max_grad_norm, policy_kwargs={"net_arch": list(cfg.net_arch)},
@@ -81,7 +84,7 @@ class MultiAgentPPO:
         return model
 
     @property
-    def policies(self) -> list[torch.nn.Module]:
+    def policies(self) -> list[ActorCriticPolicy]:
         """One ``ActorCriticPolicy`` per agent (IPPO) or a single shared one."""
         return [model.policy for model in self.models]
 
@@ -96,7 +99,7 @@ class MultiAgentPPO:
                 yield
             finally:
                 self._torch_rng = torch.get_rng_state()
-                self._numpy_rng = np.random.get_state()
+                self._numpy_rng = _legacy_state(np.random)
                 np.random.set_state(numpy_outside)
 
     def _policy_obs(self, obs: np.ndarray) -> np.ndarray:
@@ -250,3 +253,10 @@ class MultiAgentPPO:
         stats.update({f"rollout/shaped_return/{a}": float(r) for a, r in zip(names, shaped, strict=True)})
         return stats
 
+
+def _legacy_state(rng: Any) -> tuple[Any, ...]:
+    """``get_state()`` of numpy's legacy RNG (a module or ``RandomState``): the tuple form."""
+    state = rng.get_state(legacy=True)
+    if not isinstance(state, tuple):
+        raise StateError(f"numpy's legacy RNG state is a {type(state).__name__}, expected a tuple")
+    return state

@@ -84,7 +84,7 @@ class ResumePoint:
         agent.num_timesteps = self.timestep
         agent._n_updates = int(self.state["agent_updates"])
         agent._episode_num = int(self.state["agent_episodes"])
-        if isinstance(agent, OffPolicyAlgorithm):
+        if isinstance(agent, OffPolicyAlgorithm) and agent.replay_buffer is not None:
             load_replay(agent.replay_buffer, self.directory / REPLAY_FILE)
 
 
@@ -105,7 +105,7 @@ def _write(loop: PreferenceRL, folder: Path, pending_pairs: int) -> None:
         "torch_rng": torch_rng_state(),
     }
     atomic_write_bytes(folder / "tensors.pt", lambda handle: torch.save(tensors, handle))
-    if isinstance(agent, OffPolicyAlgorithm):
+    if isinstance(agent, OffPolicyAlgorithm) and agent.replay_buffer is not None:
         save_replay(agent.replay_buffer, folder / REPLAY_FILE)
     loop.dataset.save(folder / "preferences")  # with the trajectories
     save_reward_model(loop.model, folder / "reward", norm=loop.reward_norm)
