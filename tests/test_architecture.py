@@ -33,6 +33,7 @@ ROWS: list[tuple[str, ...]] = [
     ("rlkit.factories",),
     ("rlkit.prefrl", "rlkit.ail", "rlkit.marl", "rlkit.apec", "rlkit.m3hf", "rlkit.human"),
     ("rlkit.runners",),
+    ("rlkit.scale",),  # sweeps and experiment units on a process pool or Ray; runs commands as subprocesses
     ("rlkit.cli",),
 ]
 SAME_ROW = {
