@@ -153,3 +153,11 @@ def test_generations_only_move_forward_and_agents_must_exist() -> None:
         pool.updated([F2], 2, None, WeightRule())
     with pytest.raises(ValueError, match="out of range for 1 agents"):
         TeamPools.empty(1).update([F4], None)
+
+
+@pytest.mark.parametrize("content", [b"\xff\xfe\x00 not text", b'{"format": ', b"[" * 5000])
+def test_an_unreadable_pools_file_is_refused_by_name(tmp_path, content: bytes) -> None:
+    path = tmp_path / "pools.json"
+    path.write_bytes(content)
+    with pytest.raises(FileFormatError, match=f"^{re.escape(str(path))}: not readable"):
+        TeamPools.load(path)

@@ -26,12 +26,10 @@ env reward is not in the pool: the trainer adds it once (``shaping.PoolShaper``)
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -40,9 +38,9 @@ from pydantic import ValidationError, field_validator
 from rlkit.config import StrictModel
 from rlkit.errors import ConfigError, FileFormatError, InvalidDataError
 from rlkit.m3hf.specs import RewardSpec
-from rlkit.persistence import atomic_write_json
+from rlkit.persistence import atomic_write_json, read_json, tag
 
-FORMAT = "rlkit.m3hf.pools/1"
+FORMAT = tag("rlkit.m3hf.pools")
 
 
 class WeightRule(StrictModel):
@@ -241,8 +239,4 @@ class TeamPools:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> TeamPools:
-        try:
-            data = json.loads(Path(path).read_text())
-        except json.JSONDecodeError as error:
-            raise FileFormatError(f"{path}: not JSON: {error}") from error
-        return cls.from_json(data, str(path))
+        return cls.from_json(read_json(path), str(path))  # unreadable, non-UTF-8, not JSON: named
