@@ -78,7 +78,8 @@ def test_asha_stops_a_trial_on_a_metric_reported_while_it_runs(tmp_path, dataset
     from rlkit.scale.sweep import SweepSpec, run_sweep
     from rlkit.scale.units import Backend
 
-    spec = SweepSpec("train-reward", {"trainer.lr": ["1e-6", "1e-5", "3e-3", "1e-2"]},
+    # two good rates first (two trials at a time): they set the bar the poorest then misses
+    spec = SweepSpec("train-reward", {"trainer.lr": ["1e-2", "3e-3", "1e-6", "1e-7"]},
                      overrides=(f"dataset={dataset}", "trainer.max_epochs=16",
                                 "trainer.patience=null", "model.hidden=[16]"), logger="jsonl")
     table = run_sweep(spec, tmp_path / "asha", Backend("ray", metric="reward/val_loss", mode="min"))
@@ -86,6 +87,8 @@ def test_asha_stops_a_trial_on_a_metric_reported_while_it_runs(tmp_path, dataset
     assert "stopped" in statuses.values(), statuses
     assert set(statuses.values()) <= {"done", "stopped"}
     stopped = [t for t, s in statuses.items() if s == "stopped"]
+    # the last (lr 1e-7, still at its initial loss) starts when the good ones have set the bar
+    assert statuses["p003-s0"] == "stopped"
     for trial in stopped:  # Tune saw the metric from metrics.jsonl before the trial ended
         last = status(tmp_path / "asha", trial)["result"]["last_report"]
         assert "reward/val_loss" in last and last["training_iteration"] < 16

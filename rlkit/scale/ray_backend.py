@@ -81,10 +81,12 @@ class RayRunner:
             os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
             self.ray.init(address=backend.address, **kwargs)
             self.started = True
-        self.nodes = check_shared_storage(self.ray, root)
+        alive = [n for n in self.ray.nodes() if n.get("Alive")]
+        # one node that this process started or shares (local Ray): nothing to check
+        self.nodes = (check_shared_storage(self.ray, root) if backend.address is not None
+                      or len(alive) > 1 else [n.get("NodeManagerAddress", "?") for n in alive])
 
     def run(self, units: Sequence[Unit], fn: UnitFn, stage: int = 0) -> Iterator[UnitResult]:
-        os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "1")  # rlkit logs its own runs
         from ray import tune
 
         backend = self.backend
@@ -105,6 +107,8 @@ class RayRunner:
             param_space={"unit": tune.grid_search([u.id for u in units])},
             tune_config=tune.TuneConfig(metric=backend.metric, mode=backend.mode,
                                         scheduler=scheduler, num_samples=1),
+            # (reuse_actors=True would save a worker start per trial, but a trial stopped by
+            # ASHA then leaves its actor to the next trial: its command was seen to fail)
             run_config=tune.RunConfig(
                 name=f"{self.name}-stage{stage}-{time.strftime('%Y%m%d-%H%M%S')}",
                 storage_path=storage if "://" in storage else str(Path(storage).absolute()),
