@@ -56,3 +56,33 @@ def test_state_only_discriminator_ignores_actions():
         disc.generator_reward(obs, np.full((4, 1), -2.0), obs, no_done),
         disc.generator_reward(obs, np.full((4, 1), 2.0), obs, no_done),
     )
+
+
+def test_apec_reward_step_scales_the_maxent_loss_by_the_horizon_and_pays_the_next_state():
+    """The reference's reward loss is (E_agent[r] - E_expert[r]) * 1000 (apec_mjc/f_div.py:101),
+    and its SAC is paid r(s') (rl_alg/sac.py:480): both pinned on a linear r with known weights."""
+    env = gym.make("Pendulum-v1")
+    config = DiscriminatorConfig(loss="maxent", state_only=True, hidden=(), loss_scale=1000.0,
+                                 reward_on="next_obs")
+    disc = build_discriminator(config, env.observation_space, env.action_space, seed=0)
+    layer = next(m for m in disc.reward_net.modules() if isinstance(m, torch.nn.Linear))
+    with torch.no_grad():
+        layer.weight.copy_(torch.tensor([[1.0, 2.0, 3.0]]))
+        layer.bias.zero_()
+    expert_obs = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]], np.float32)  # r = 1, 2
+    agent_obs = np.array([[0.0, 0.0, 1.0]], np.float32)  # r = 3
+    acts = np.zeros((2, 1), np.float32)
+    expert = Transitions(expert_obs, acts, expert_obs, np.zeros(2, bool)).to_torch("cpu")
+    agent = Transitions(agent_obs, acts[:1], agent_obs, np.zeros(1, bool)).to_torch("cpu")
+    loss, _ = disc.loss(expert, agent)
+    assert float(loss.detach()) == pytest.approx(1000.0 * (3.0 - 1.5))
+    # the generator's reward reads s' (next_obs), never s
+    reward = disc.generator_reward(expert_obs, acts, agent_obs[[0, 0]], np.zeros(2, bool))
+    assert reward.tolist() == pytest.approx([3.0, 3.0])
+    on_s = build_discriminator(config.replace(reward_on="obs"), env.observation_space,
+                               env.action_space, seed=0)
+    on_s.load_state_dict(disc.state_dict())
+    assert on_s.generator_reward(expert_obs, acts, agent_obs[[0, 0]], np.zeros(2, bool)).tolist() \
+        == pytest.approx([1.0, 2.0])
+    with pytest.raises(Exception, match="reward_on"):
+        DiscriminatorConfig(loss="maxent", state_only=False, reward_on="next_obs")

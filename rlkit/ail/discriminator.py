@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 import numpy as np
 import torch
 from gymnasium import spaces
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from torch import nn
 
 from rlkit.ail import losses
@@ -29,6 +29,12 @@ class DiscriminatorConfig(StrictModel):
 
     ``reward_clip`` bounds the raw output (APEC's max-ent reward uses 10); ``gamma`` is AIRL's
     shaping discount; ``grad_penalty`` weighs ``losses.gradient_penalty`` (0 = off).
+    ``loss_scale`` multiplies the loss: APEC's reference multiplies its max-ent loss by the
+    horizon, 1000 (apec_mjc/f_div.py:101-102); under Adam that only changes how strong the
+    weight decay is relative to the data (1000 with decay 1e-3 = 1 with decay ~1e-6).
+    ``reward_on``: the generator is paid ``r(s)`` (``"obs"``) or ``r(s')`` (``"next_obs"``, as
+    APEC's reference SAC, rl_alg/sac.py:479-480; state-only nets only). The discriminator's own
+    loss always scores the states ``s`` of expert and agent transitions.
     """
 
     invalid_error = InvalidDataError
@@ -43,6 +49,8 @@ class DiscriminatorConfig(StrictModel):
     grad_penalty: float = Field(0.0, ge=0)
     lr: float = Field(3e-4, gt=0)
     weight_decay: float = Field(0.0, ge=0)
+    loss_scale: float = Field(1.0, gt=0)
+    reward_on: Literal["obs", "next_obs"] = "obs"
     batch_size: int = Field(256, ge=1)
     updates_per_round: int = Field(1, ge=0)
 
@@ -52,6 +60,13 @@ class DiscriminatorConfig(StrictModel):
         if value not in ACTIVATIONS:
             raise InvalidDataError(f"activation must be one of {sorted(ACTIVATIONS)}, got {value!r}")
         return value
+
+    @model_validator(mode="after")
+    def _next_state_reward(self) -> DiscriminatorConfig:
+        if self.reward_on == "next_obs" and not (self.state_only and self.loss != "airl"):
+            raise InvalidDataError("reward_on='next_obs' needs a state-only gail or maxent "
+                                   f"discriminator (got loss={self.loss!r}, state_only={self.state_only})")
+        return self
 
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
@@ -103,6 +118,7 @@ class Discriminator(nn.Module):
             loss = losses.logistic_loss(e, a)
             accuracy = 0.5 * ((e > 0).float().mean() + (a < 0).float().mean())
             metrics = {"accuracy": float(accuracy)}
+        loss = loss * self.config.loss_scale
         if not torch.isfinite(loss):
             raise InvalidDataError(f"the discriminator's {self.config.loss} loss is {float(loss)}")
         return loss, {"loss": float(loss.detach()), **metrics}
@@ -112,8 +128,11 @@ class Discriminator(nn.Module):
         """The reward the generator is trained on (a ``RewardFn``, one forward per batch).
 
         GAIL: ``-log(1 - D)`` or the logit; AIRL: ``f`` (its ``- log pi`` term is the entropy
-        bonus that SAC, or PPO's ``ent_coef``, already adds); max-ent: the clipped r.
+        bonus that SAC, or PPO's ``ent_coef``, already adds); max-ent: the clipped r. With
+        ``reward_on="next_obs"`` the (state-only) net scores ``next_obs``.
         """
+        if self.config.reward_on == "next_obs":
+            obs = next_obs
         tensors = numpy_to_tensors(self.reward_net, obs, acts, next_obs, dones)
         batch = dict(zip(("obs", "acts", "next_obs", "dones"), tensors, strict=True))
         with torch.no_grad():
