@@ -19,6 +19,10 @@ the whole team. Each clause maps one verb phrase to one template:
 | wandering, moving around, wasting moves | ``action_cost`` |
 | standing still, idle, doing nothing, lazy | ``action`` stay, negative |
 
+Odd text never raises: lone surrogates (which no UTF-8 file or database can hold) become ``?``
+(``clean_text``, which the ``LLMParser`` uses too) and only the first ``MAX_TEXT_CHARS`` characters
+are read.
+
 "stop", "don't", "never", "avoid", "no more" flip the sign where a template has one ("stop
 picking up the onion" discourages holding it). Words that match nothing give no spec. Entity
 words: tomato, lettuce, onion, plate (plate 1 / 2, first / second), knife or cutting board (1 /
@@ -35,6 +39,9 @@ from dataclasses import dataclass
 from rlkit.m3hf.specs import RewardSpec, Scene
 
 log = logging.getLogger(__name__)
+
+#: Feedback is a few sentences; past this the rest of a text is not read (the regexes stay linear).
+MAX_TEXT_CHARS = 4_000
 
 _SENTENCES = re.compile(r"[.!?;\n]+")
 _CLAUSES = re.compile(r",|\band then\b|\bthen\b|\band\b|\bbut\b|\balso\b")
@@ -90,7 +97,9 @@ class RuleParser:
     def parse(self, text: str, scene: Scene) -> list[RewardSpec]:
         specs: list[RewardSpec] = []
         previous: str | tuple[int, ...] = "all"
-        for sentence in _SENTENCES.split(text.lower()):
+        if len(text) > MAX_TEXT_CHARS:
+            log.warning("rule parser: %d characters of feedback, reading %d", len(text), MAX_TEXT_CHARS)
+        for sentence in _SENTENCES.split(clean_text(text[:MAX_TEXT_CHARS]).lower()):
             if not sentence.strip():
                 continue
             mentions = _agent_mentions(sentence, scene)
@@ -103,6 +112,12 @@ class RuleParser:
         dumped = [spec.model_dump(mode="json") for spec in specs]
         log.info("rule parser: %d spec(s) from %r: %s", len(specs), text, dumped)
         return specs
+
+
+def clean_text(text: str) -> str:
+    """``text`` with lone surrogates (``"\\ud800"`` from a JSON escape) replaced by ``?``: a spec's
+    ``reason`` must be valid Unicode, to validate and to be written anywhere."""
+    return text.encode("utf-8", "replace").decode("utf-8")
 
 
 def _agent_mentions(sentence: str, scene: Scene) -> list[_Mention]:
