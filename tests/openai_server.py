@@ -5,6 +5,11 @@
 
 Each ``POST /v1/chat/completions`` takes the next scripted ``Reply`` (the last one repeats once the
 script runs out) and records the request body in ``server.requests``.
+
+A hostile server is scripted the same way: ``reply(text)`` carries any answer text (deep nesting,
+``NaN``, lone surrogates, megabytes), ``raw(body)`` any HTTP body in place of the chat completion
+(a broken or deeply nested envelope, bytes that are not UTF-8); ``hostile_replies(rng, n)`` draws
+a seeded mix of both with some valid answers among them.
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
+import numpy as np
+
 
 @dataclass(frozen=True)
 class Reply:
@@ -26,6 +33,12 @@ class Reply:
     content: str = ""
     status: int = 200
     delay_s: float = 0.0
+    body: bytes | None = None  # sent as it is, in place of a chat completion
+
+
+def raw(body: bytes | str, code: int = 200) -> Reply:
+    """An HTTP reply with exactly this body (``application/json`` claimed, whatever it holds)."""
+    return Reply(status=code, body=body if isinstance(body, bytes) else body.encode("utf-8", "surrogatepass"))
 
 
 def reply(content: str | dict[str, Any]) -> Reply:
@@ -90,6 +103,9 @@ class ScriptedChatServer:
                 answer = server._next(body)
                 if answer.delay_s:
                     time.sleep(answer.delay_s)
+                if answer.body is not None:
+                    self._send_bytes(answer.status, answer.body)
+                    return
                 if answer.status != 200:
                     error = {
                         "message": f"scripted HTTP {answer.status}",
@@ -101,7 +117,9 @@ class ScriptedChatServer:
                 self._send(200, _completion(body.get("model", "test-model"), answer.content))
 
             def _send(self, code: int, payload: dict[str, Any]) -> None:
-                data = json.dumps(payload).encode()
+                self._send_bytes(code, json.dumps(payload).encode())
+
+            def _send_bytes(self, code: int, data: bytes) -> None:
                 try:
                     self.send_response(code)
                     self.send_header("Content-Type", "application/json")
@@ -125,3 +143,133 @@ def _completion(model: str, content: str) -> dict[str, Any]:
         ],
         "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
     }
+
+
+# --- hostile answers -----------------------------------------------------------------------------
+
+VALID_SPEC = {"template": "distance", "agents": [1], "params": {"b": "tomato", "scale": 2.0}, "reason": "go"}
+
+
+def _nested(rng: np.random.Generator) -> str:
+    depth = int(rng.choice([20, 100, 1_000, 5_000, 20_000]))
+    kind = int(rng.integers(4))
+    if kind == 0:
+        return "[" * depth + "]" * depth * int(rng.integers(2))
+    if kind == 1:
+        return '{"specs": ' + "[" * depth + "]" * depth + "}"
+    if kind == 2:
+        return '{"a": ' * depth + "1" + "}" * depth
+    spec = dict(VALID_SPEC, params={"b": "tomato", "scale": 1.0})
+    inner: Any = spec
+    for _ in range(min(depth, 200)):  # composites of composites, which the schema never allows
+        inner = {"template": "composite", "agents": "all", "params": {"parts": [inner, spec]}}
+    return json.dumps({"specs": [inner]})
+
+
+def _non_finite(rng: np.random.Generator) -> str:
+    value = str(rng.choice(["NaN", "Infinity", "-Infinity", "1e400", "-1e400", "1e-400"]))
+    field = str(rng.choice(["scale", "radius", "bonus"]))
+    template = "distance" if field == "scale" else "proximity"
+    params = f'{{"b": "tomato", "{field}": {value}}}'
+    return f'{{"specs": [{{"template": "{template}", "agents": [0], "params": {params}}}]}}'
+
+
+def _surrogate(rng: np.random.Generator) -> str:
+    where = int(rng.integers(4))
+    escape = str(rng.choice(["\\ud800", "\\udfff", "\\udbff\\u0041", "\\u0000", "\\ud83d\\ude00"]))
+    if where == 0:
+        return json.dumps({"specs": [dict(VALID_SPEC, reason="x")]}).replace('"x"', f'"{escape}"')
+    if where == 1:
+        return '{"specs": [{"template": "dist' + escape + '", "agents": [0], "params": {}}]}'
+    if where == 2:
+        return '{"specs": [{"' + escape + '": 1, "template": "success", "agents": "all"}]}'
+    return "\ud800 " + json.dumps({"specs": [VALID_SPEC]}) + " \udfff"  # raw lone surrogates
+
+
+def _huge(rng: np.random.Generator) -> str:
+    size = int(rng.choice([70_000, 1_000_000, 3_000_000]))
+    kind = int(rng.integers(3))
+    if kind == 0:
+        return json.dumps({"specs": [dict(VALID_SPEC, reason="r" * size)]})
+    if kind == 1:
+        return json.dumps({"specs": [VALID_SPEC] * (size // 100)})
+    return json.dumps({"specs": [VALID_SPEC], "padding": " " * size})
+
+
+def _wrong_shape(rng: np.random.Generator) -> str:
+    return str(
+        rng.choice(
+            [
+                '{"specs": "all"}',
+                '{"specs": [1, 2, 3]}',
+                '{"specs": [{"template": "distance", "agents": true, "params": {"b": "tomato"}}]}',
+                '{"specs": [{"template": "distance", "agents": [1.5], "params": {"b": "tomato"}}]}',
+                '{"specs": [{"template": "success", "agents": "all", "params": []}]}',
+                '{"specs": [{"template": "action", "agents": [0], "params": {"action": "__import__()"}}]}',
+                '{"specs": [{"template": "distance", "agents": [0], "params": {"b": "tomato"}}], "specs": 1}',
+                '{"specs": [{"template": null, "agents": null, "params": null}]}',
+                "null",
+                "true",
+                '"specs"',
+                "[]",
+                "",
+                "   ",
+                "```json\n{\"specs\": []}\n```",
+                '{"specs": []} trailing',
+                '{"specs": [' + json.dumps(VALID_SPEC)[:-5],
+            ]
+        )
+    )
+
+
+def _garbage(rng: np.random.Generator) -> str:
+    alphabet = list('{}[]",:0123456789.eE+-ntrufalsNaIfiy \\u\ud800\x00\n') + ["\\ud800", "specs", "template"]
+    return "".join(str(c) for c in rng.choice(alphabet, size=int(rng.integers(1, 200))))
+
+
+def _envelope(rng: np.random.Generator) -> Reply:
+    """A reply whose HTTP body is not a chat completion the SDK can read."""
+    depth = int(rng.choice([1_000, 5_000, 50_000]))
+    content = json.dumps({"specs": [VALID_SPEC]})
+    completion = _completion("m", content)
+    bodies: list[bytes | str] = [
+        "[" * depth + "]" * depth,
+        '{"choices": ' + "[" * depth + "]" * depth + "}",
+        '{"choices": [{"message": {"role": "assistant", "content": ' + "[" * depth + "]" * depth + "}}]}",
+        json.dumps(completion).replace(json.dumps(content), '{"specs": []}'),  # content an object
+        json.dumps(completion).replace(json.dumps(content), "12"),
+        json.dumps(dict(completion, choices="yes")),
+        json.dumps(dict(completion, choices=[None])),
+        json.dumps(dict(completion, choices=[{"message": None}])),
+        json.dumps({"object": "chat.completion"}),
+        json.dumps(completion)[: int(rng.integers(1, 50))],
+        b"\xff\xfe\x00garbage",
+        "<html>502 Bad Gateway</html>",
+        json.dumps(completion).replace("\"stop\"", "NaN"),
+        json.dumps(completion).replace(json.dumps(content), '"\\ud800' + json.dumps(content)[1:]),
+        "",
+    ]
+    body = bodies[int(rng.integers(len(bodies)))]
+    code = int(rng.choice([200, 200, 200, 500, 418]))
+    return raw(body, code)
+
+
+_HOSTILE = (_nested, _non_finite, _surrogate, _huge, _wrong_shape, _garbage)
+
+
+def hostile_replies(rng: np.random.Generator, n: int) -> list[Reply]:
+    """``n`` seeded replies: a tenth valid, a tenth broken envelopes, the rest hostile answers
+    (deep nesting, non-finite numbers, surrogates, huge payloads, wrong shapes, garbage)."""
+    replies: list[Reply] = []
+    for _ in range(n):
+        draw = rng.random()
+        if draw < 0.1:
+            replies.append(reply({"specs": [VALID_SPEC]}))
+        elif draw < 0.2:
+            replies.append(_envelope(rng))
+        else:
+            maker = _HOSTILE[int(rng.integers(len(_HOSTILE)))]
+            if maker is _huge and rng.random() > 0.25:  # megabytes, but not in every tenth request
+                maker = _nested
+            replies.append(Reply(maker(rng)))
+    return replies

@@ -7,7 +7,11 @@ spec schema and the env's scene. What can go wrong, and what happens:
   backoff (``backoff_s * backoff_factor ** k``), then the ``fallback`` parser (``RuleParser``);
 - any other HTTP error (400, 401, 404): no retry, fallback;
 - invalid JSON or a schema / bounds / name violation: ``repair_retries`` (default 1) follow-up
-  requests carrying the validation error, then fallback.
+  requests carrying the validation error, then fallback;
+- hostile answers are invalid JSON before they reach ``json``: longer than ``MAX_ANSWER_CHARS``,
+  nested deeper than ``MAX_DEPTH``, ``NaN`` / ``Infinity``; lone surrogates are replaced before
+  anything is sent back to the server; a reply the SDK cannot read (a broken envelope, content
+  that is not text) is a failed request, not retried.
 
 Every failure is logged (``logging`` warnings on ``rlkit.m3hf.parser_llm``) and recorded: each
 ``parse`` leaves a ``ParseDecision`` (``parser.decisions``, also returned by ``parse_recorded``)
@@ -23,27 +27,40 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-import openai
 from pydantic import Field, ValidationError
 
 from rlkit.config import StrictModel
-from rlkit.m3hf.parser_rule import RuleParser
+from rlkit.errors import InvalidDataError
+from rlkit.m3hf.parser_rule import RuleParser, clean_text
 from rlkit.m3hf.prompt import ParsedFeedback, build_messages, repair_message, response_schema
 from rlkit.m3hf.specs import FeedbackParser, RewardSpec, Scene
 
 if TYPE_CHECKING:
+    import openai
     from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
     from openai.types.chat.completion_create_params import ResponseFormat
     from openai.types.shared_params.response_format_json_schema import JSONSchema
 
 log = logging.getLogger(__name__)
 
-_RETRYABLE = (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError)  # timeouts too
+#: The longest model answer read as JSON; the nesting a ``{"specs": [...]}`` answer may have.
+MAX_ANSWER_CHARS = 64_000
+MAX_DEPTH = 16
+_ECHO_CHARS = 4_000  # of an invalid answer, sent back in the repair request
+
+
+def _retryable() -> tuple[type[openai.APIError], ...]:
+    """The API errors worth another try (timeouts are connection errors); imported on first use,
+    so ``rlkit m3hf --help`` does not load the SDK."""
+    import openai
+
+    return (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError)
 
 
 class LLMConfig(StrictModel):
@@ -112,6 +129,8 @@ class LLMParser:
         self.fallback = fallback or RuleParser()
         self.decisions: list[ParseDecision] = []
         self._sleep = sleep
+        import openai
+
         self._client = openai.OpenAI(
             base_url=self.config.base_url,
             api_key=self.config.resolved_api_key() or "no-key-local-server",
@@ -126,7 +145,7 @@ class LLMParser:
         """Parse, and return the full record of how (also appended to ``self.decisions``)."""
         decision = ParseDecision(text=text)
         self.decisions.append(decision)
-        messages = build_messages(text, scene)
+        messages = build_messages(clean_text(text), scene)
         for repair in range(self.config.repair_retries + 1):
             try:
                 content = self._complete(messages, decision)
@@ -134,14 +153,14 @@ class LLMParser:
                 return self._fall_back(decision, scene, f"API failed: {error}")
             try:
                 decision.specs = _validated(content, scene)
-            except ValueError as error:
-                outcome: AttemptOutcome = (
-                    "invalid_json" if isinstance(error, json.JSONDecodeError) else "invalid_spec"
-                )
-                detail = _short(error)
+            except ValueError as error:  # InvalidAnswer, json.JSONDecodeError, ValidationError
+                unreadable = isinstance(error, json.JSONDecodeError | InvalidAnswer)
+                outcome: AttemptOutcome = "invalid_json" if unreadable else "invalid_spec"
+                detail = clean_text(_short(error))
                 decision.attempts.append(Attempt(outcome, detail))
                 log.warning("LLM output rejected (%s, try %d): %s", outcome, repair + 1, detail)
-                messages = [*messages, {"role": "assistant", "content": content}, repair_message(detail)]
+                echo = clean_text(content[:_ECHO_CHARS])
+                messages = [*messages, {"role": "assistant", "content": echo}, repair_message(detail)]
                 continue
             decision.attempts.append(Attempt("ok", f"{len(decision.specs)} spec(s)"))
             decision.reason = "valid output" if repair == 0 else "valid output after repair"
@@ -151,14 +170,16 @@ class LLMParser:
 
     def _complete(self, messages: list[ChatCompletionMessageParam], decision: ParseDecision) -> str:
         """One model answer, with API errors retried under backoff; ``_GiveUp`` when out of tries."""
+        import openai
+
         config = self.config
         for attempt in range(config.api_retries + 1):
             try:
-                response = self._create(messages)
-            except openai.APIError as error:
-                detail = f"{type(error).__name__}: {_short(error)}"
+                content = _content(self._create(messages))
+            except Exception as error:  # noqa: BLE001 - whatever the server sends ends in a fallback
+                detail = clean_text(f"{type(error).__name__}: {_short(error)}")
                 decision.attempts.append(Attempt("api_error", detail))
-                retryable = isinstance(error, _RETRYABLE)
+                retryable = isinstance(error, openai.APIError) and isinstance(error, _retryable())
                 if not retryable or attempt == config.api_retries:
                     log.warning(
                         "LLM request failed (%s), giving up: %s", "final" if retryable else "fatal", detail
@@ -168,7 +189,6 @@ class LLMParser:
                 log.warning("LLM request failed (try %d), retrying in %.3g s: %s", attempt + 1, delay, detail)
                 self._sleep(delay)
                 continue
-            content = response.choices[0].message.content if response.choices else None
             if not content:
                 decision.attempts.append(Attempt("empty", "the model answered no content"))
                 log.warning("LLM answered no content")
@@ -214,12 +234,62 @@ class LLMParser:
         return decision
 
 
+class InvalidAnswer(InvalidDataError):
+    """A model answer refused before it is parsed: too long, too deep, or not plain JSON."""
+
+
+def _content(response: ChatCompletion) -> str | None:
+    """The answer's text; ``TypeError`` for a reply whose envelope or content is not what the API
+    says (the SDK builds its models without validating them)."""
+    choices = response.choices
+    if not choices:
+        return None
+    if not isinstance(choices, list):
+        raise TypeError(f"choices is a {type(choices).__name__}, not a list")
+    message = getattr(choices[0], "message", None)
+    content = getattr(message, "content", None)
+    if content is not None and not isinstance(content, str):
+        raise TypeError(f"message.content is a {type(content).__name__}, not text")
+    return content
+
+
 def _validated(content: str, scene: Scene) -> list[RewardSpec]:
-    """The specs in a model answer; ``json.JSONDecodeError`` / ``ValidationError`` (both ValueError)."""
-    data = json.loads(content)
+    """The specs in a model answer; ``InvalidAnswer`` / ``json.JSONDecodeError`` / ``ValidationError``
+    (all ValueError), whatever the answer holds."""
+    if len(content) > MAX_ANSWER_CHARS:
+        raise InvalidAnswer(f"the answer is {len(content)} characters long; at most {MAX_ANSWER_CHARS}")
+    depth = _depth(content)
+    if depth > MAX_DEPTH:
+        raise InvalidAnswer(f"the answer's JSON is nested {depth} deep; at most {MAX_DEPTH}")
+    try:
+        data = json.loads(content, parse_constant=_no_constant)
+    except RecursionError as error:  # unreachable past the depth check; kept a named error regardless
+        raise InvalidAnswer("the answer's JSON is nested too deep") from error
     if isinstance(data, list):  # a bare list of specs is accepted as the same thing
         data = {"specs": data}
     return list(ParsedFeedback.model_validate(data, context={"scene": scene}).specs)
+
+
+def _no_constant(name: str) -> float:
+    raise InvalidAnswer(f"{name} is not a JSON number")
+
+
+_STRING_OR_BRACKET = re.compile(r'"(?:[^"\\]|\\.)*"?|[\[\]{}]')
+
+
+def _depth(content: str) -> int:
+    """The deepest nesting of ``[`` / ``{`` in a JSON text, brackets inside strings skipped."""
+    depth = deepest = 0
+    for match in _STRING_OR_BRACKET.finditer(content):
+        token = match.group()
+        if token in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif token in "]}":
+            depth -= 1
+    return deepest
+
+
 
 
 def _short(error: Exception, limit: int = 600) -> str:

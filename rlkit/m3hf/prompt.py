@@ -7,6 +7,7 @@ template or env appears in it without editing text here. The model is asked for 
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import TYPE_CHECKING, Any
 
@@ -44,8 +45,10 @@ def _describe_field(name: str, schema: dict[str, Any], required: bool) -> str:
     return f"{name}: {kind}{' ' + ' and '.join(bounds) if bounds else ''} ({default}){note}"
 
 
+@functools.cache
 def template_catalogue() -> str:
-    """One paragraph per template: what it rewards and its parameters with bounds."""
+    """One paragraph per template: what it rewards and its parameters with bounds (built once:
+    the catalogue is fixed, and its JSON schemas cost milliseconds each)."""
     lines = []
     for name, model in TEMPLATE_PARAMS.items():
         schema = model.model_json_schema()
