@@ -41,7 +41,8 @@ def _better_is_later(data) -> None:
 
 def test_pairs_respect_gap_and_prefer_later_checkpoint():
     store, index, _ = _store()
-    data = select_pairs(store, index, np.random.default_rng(1), PairConfig(n_pairs=300, gap=4))
+    config = PairConfig(n_pairs=300, gap=4, ot_threshold=None)
+    data = select_pairs(store, index, np.random.default_rng(1), config)
     assert len(data) == 300 and set(np.unique(data.labels)) == {0.0, 1.0}
     left, right = data.meta["checkpoint_left"], data.meta["checkpoint_right"]
     assert np.all(np.abs(left - right) > 4)
@@ -56,7 +57,7 @@ def test_pairs_respect_gap_and_prefer_later_checkpoint():
 
 def test_windows_are_aligned_and_of_the_given_length():
     store, index, _ = _store()
-    config = PairConfig(n_pairs=200, gap=2, segment_length=5)
+    config = PairConfig(n_pairs=200, gap=2, segment_length=5, ot_threshold=None)
     data = select_pairs(store, index, np.random.default_rng(2), config)
     assert (data.pairs.left[:, 2] == 5).all()
     assert np.array_equal(data.pairs.left[:, 1], data.pairs.right[:, 1])
@@ -66,27 +67,30 @@ def test_windows_are_aligned_and_of_the_given_length():
 def test_ot_filter_keeps_only_pairs_closer_to_demos(monkeypatch):
     store, index, demos = _store()
     calls = []
-    real = ot.sinkhorn2
-    monkeypatch.setattr(apec_pairs.ot, "sinkhorn2", lambda *a, **k: calls.append(1) or real(*a, **k))
-    config = PairConfig(n_pairs=200, gap=1, ot_threshold=0.02)
+    real = ot.sinkhorn
+    monkeypatch.setattr(apec_pairs.ot, "sinkhorn", lambda *a, **k: calls.append(1) or real(*a, **k))
+    config = PairConfig(n_pairs=200, gap=1, ot_threshold=1.0)
     data = select_pairs(store, index, np.random.default_rng(3), config, demos=demos)
     assert len(calls) == len(store)  # once per trajectory, not per pair
     later_left = data.labels == 1.0
     ot_later = np.where(later_left, data.meta["ot_left"], data.meta["ot_right"])
     ot_earlier = np.where(later_left, data.meta["ot_right"], data.meta["ot_left"])
-    assert np.all(ot_later < ot_earlier - 0.02)
+    assert np.all(ot_later <= ot_earlier - 1.0)
     _better_is_later(data)
-    # The cached distance of one trajectory equals a direct Sinkhorn solve.
+    # The cached distance of one trajectory is the reference's: mean(diag(P C^T)) * 1000, P from
+    # ot.sinkhorn(eps 0.01, 100 iterations) on the cosine cost of states + 1e-4.
     t = store[int(data.pairs.left[0, 0])]
-    states, demo = t.obs[:-1].astype(np.float64), demos[0].obs[:-1].astype(np.float64)
-    direct = real(np.full(len(states), 1 / len(states)), np.full(len(demo), 1 / len(demo)),
-                  ot.dist(states, demo, metric="cosine"), config.ot_reg)
-    assert data.meta["ot_left"][0] == pytest.approx(float(direct))
+    states, demo = t.obs[:-1].astype(np.float64) + 1e-4, demos[0].obs[:-1].astype(np.float64) + 1e-4
+    cost = ot.dist(states, demo, metric="cosine")
+    plan = real(np.full(len(states), 1 / len(states)), np.full(len(demo), 1 / len(demo)), cost, 0.01,
+                numItermax=100).astype(np.float32)
+    direct = np.mean(np.diag(plan @ cost.T)) * 1000
+    assert data.meta["ot_left"][0] == pytest.approx(float(direct), rel=1e-5)
 
 
 def test_gap_labels_lie_on_the_scale_and_grow_with_the_gap():
     store, index, _ = _store()
-    config = PairConfig(n_pairs=400, gap=1, labels="gap", scale="five")
+    config = PairConfig(n_pairs=400, gap=1, labels="gap", scale="five", ot_threshold=None)
     data = select_pairs(store, index, np.random.default_rng(4), config)
     assert data.scale == FIVE
     FIVE.validate(data.labels)
@@ -101,18 +105,18 @@ def test_bad_inputs_name_the_field():
     store, index, demos = _store(n_ckpt=5)
     rng = np.random.default_rng(0)
     with pytest.raises(InvalidDataError, match="gap"):
-        select_pairs(store, index, rng, PairConfig(gap=4))
+        select_pairs(store, index, rng, PairConfig(gap=4, ot_threshold=None))
     with pytest.raises(InvalidDataError, match="demos"):
-        select_pairs(store, index, rng, PairConfig(gap=1, ot_threshold=0.0), demos=[])
+        select_pairs(store, index, rng, PairConfig(gap=1), demos=[])  # the OT filter is on by default
     with pytest.raises(InvalidDataError, match="demos"):
         demo_ot_distances(store, [])
     with pytest.raises(InvalidDataError, match="n_pairs.*distinct trajectory pairs"):
-        select_pairs(store, index, rng, PairConfig(n_pairs=10, gap=1, ot_threshold=10.0,
+        select_pairs(store, index, rng, PairConfig(n_pairs=10, gap=1, ot_threshold=1000.0,
                                                    max_draws=3), demos=demos)
     with pytest.raises(InvalidDataError, match="segment_length"):
-        select_pairs(store, index, rng, PairConfig(gap=1, segment_length=50))
+        select_pairs(store, index, rng, PairConfig(gap=1, segment_length=50, ot_threshold=None))
     with pytest.raises(InvalidDataError, match="checkpoint"):
-        select_pairs(store, index[:-1], rng, PairConfig(gap=1))
+        select_pairs(store, index[:-1], rng, PairConfig(gap=1, ot_threshold=None))
 
 
 def test_policy_rollouts_tag_each_trajectory_with_its_checkpoint():
@@ -166,3 +170,35 @@ def test_ot_only_names_how_many_pairs_are_possible():
     config = PairConfig(n_pairs=5, ot_threshold=0.3, max_draws=1)
     with pytest.raises(InvalidDataError, match="found only .* 1 distinct trajectory pairs"):
         ot_only_pairs(store, index, distances, np.random.default_rng(0), config)
+
+
+def _states(n_e1: int, n_e2: int, n_absorbing: int = 0) -> Trajectory:
+    """A fixed-horizon trajectory: n_e1 states along e1, n_e2 along e2, then absorbing states
+    (zeros with the flag set), as ``envs.fixed_horizon`` writes them: (x, y, flag)."""
+    rows = [[1.0, 0.0, 0.0]] * n_e1 + [[0.0, 1.0, 0.0]] * n_e2 + [[0.0, 0.0, 1.0]] * n_absorbing
+    obs = np.array(rows + [rows[-1]], np.float32)
+    n = len(rows)
+    return Trajectory(obs, np.zeros((n, 1), np.float32), np.zeros(n, np.float32))
+
+
+def test_the_ot_distance_is_the_references_transport_cost_and_the_margin_is_in_its_units():
+    """By hand: the demo is 1000 states along e1. A rollout with k of its 1000 states along e2
+    (cosine cost 1 to every demo state, 0 for e1) must send k/1000 of the mass at cost 1, so
+    <P, C> = k/1000, and the reference's mean(diag(P C^T)) * 1000 is the same number. A rollout
+    that terminated after 500 states, all along e2, costs <P, C> = 1 and is scaled by 1000/500.
+    Absorbing states never enter the transport (the reference's rollouts end at termination)."""
+    demo = _states(1000, 0)
+    store = TrajectoryStore()
+    for n_e1, n_e2, n_absorbing in ((600, 400, 0), (750, 250, 0), (650, 350, 0), (0, 500, 500)):
+        store.append(_states(n_e1, n_e2, n_absorbing))
+    distances = demo_ot_distances(store, [demo], absorbing_flag=True)
+    assert distances == pytest.approx([0.4, 0.25, 0.35, 2.0], abs=2e-3)
+    # Against the reference's margin 0.1 (the default): 0.25 <= 0.4 - 0.1 passes, 0.35 does not.
+    assert PairConfig().ot_threshold == 0.1 and PairConfig().ot_reg == 0.01
+    assert PairConfig().ot_iterations == 100
+    index = np.array([0, 20, 20, 20])
+    data = select_pairs(store, index, np.random.default_rng(0), PairConfig(n_pairs=5, gap=10),
+                        ot_distances=distances)
+    assert set(data.meta["checkpoint_left"].tolist() + data.meta["checkpoint_right"].tolist()) == {0, 20}
+    later = np.where(data.labels > 0.5, data.meta["ot_left"], data.meta["ot_right"])
+    assert np.allclose(later, 0.25, atol=2e-3)  # the 0.35 rollout never passes the 0.1 margin

@@ -21,7 +21,8 @@ TINY = [
     "demos.algo=ppo", "demos.total_timesteps=2048", "demos.checkpoint_every=512",
     "demos.baseline=random", "demos.eval_episodes=4",
     "demos.kwargs={n_steps: 64, batch_size: 64, learning_rate: 0.001}",
-    "ail.rounds=4", "ail.steps_per_round=256", "ail.generator=ppo", "ail.hidden=[16]",
+    "ail.rounds=4", "ail.steps_per_round=256", "ail.generator=ppo", "ail.generator_kwargs={}",
+    "ail.hidden=[16]",
     "ail.batch_size=64", "ail.agent_buffer=256",
     "rollouts.per_checkpoint=2", "pairs.n_pairs=24", "pairs.gap=1", "pairs.ot_threshold=0",
     "drex.noise_step=0.25", "drex.rollouts_per_level=2", "drex.bc_epochs=5",
@@ -116,3 +117,69 @@ def _resolved(run_dir):
     import yaml
 
     return yaml.safe_load((run_dir / "config.yaml").read_text())
+
+
+@pytest.mark.slow
+def test_heldout_ail_trajectories_come_from_a_separate_run_and_every_figure_names_its_pairs(tmp_path):
+    """The held-out AIL trajectories are rollouts of a second AIL run (seed + 1000, its own
+    checkpoints in heldout/ail), never of the run whose checkpoints made the pairs; pairs are
+    whole trajectories with distinct true returns, all of them, and each accuracy reports its n."""
+    import itertools
+
+    from rlkit.config import load_config
+    from rlkit.runners.apec import run_apec
+
+    run_dir = tmp_path / "run"
+    overrides = [o for o in TINY if not o.startswith(("heldout.n_pairs", "heldout.segment_length"))]
+    config = load_config(ApecConfig, None, [*overrides, "methods=[apec]", "policy.methods=[]"])
+    assert config.heldout_ail_seed == 1000 and config.heldout.segment_length is None
+    results = run_apec(config, run_dir)
+
+    train_rounds = sorted(p.name for p in (run_dir / "ail").glob("round_*"))
+    heldout_rounds = sorted(p.name for p in (run_dir / "heldout" / "ail").glob("round_*"))
+    assert train_rounds == heldout_rounds and len(heldout_rounds) == 4
+    heldout = TrajectoryStore.load(run_dir / "heldout" / "store.npz")
+    sources = load_npz(run_dir / "heldout" / "sources.npz")["source"]
+    training = TrajectoryStore.load(run_dir / "rollouts" / "store.npz")
+    for k in np.flatnonzero(sources == 1):  # no held-out AIL trajectory is a training rollout
+        assert not any(np.array_equal(heldout[int(k)].obs, t.obs) for t in training)
+
+    returns = [float(t.ret) for t in heldout]
+    distinct = sum(a != b for a, b in itertools.combinations(returns, 2))
+    metrics = results["methods"]["apec"]
+    assert metrics["n_pairs"] == distinct > 0 and metrics["n_trajectories"] == len(heldout)
+    outside = [r for r, s in zip(returns, sources, strict=True) if s != 1]
+    assert metrics["n_pairs_outside_ail"] == sum(a != b for a, b in itertools.combinations(outside, 2))
+    # section 3's diagnostics: the AIL run's progress and the generated labels' agreement
+    progress = results["ail_progress"]
+    assert progress["n_checkpoints"] == 4 and progress["n_rollouts"] == 8
+    assert -1.0 <= progress["spearman_checkpoints"] <= 1.0 or np.isnan(progress["spearman_checkpoints"])
+    assert 0.0 <= metrics["label_agreement"] <= 1.0 and metrics["label_pairs"] + metrics["label_ties"] <= 24
+
+
+def test_policy_replay_is_seeded_with_ail_rollouts_paid_on_the_next_state():
+    """The reference seeds the policy's SAC buffer with 10 AIL rollouts (eval_reward.py:150-151)
+    and pays r(s') (sac.py:480): the seeded rewards are the reward of each next state."""
+    from stable_baselines3 import SAC
+    from stable_baselines3.common.env_util import make_vec_env
+
+    from rlkit.data import Trajectory
+    from rlkit.runners.apec import paid_reward, seed_replay
+
+    venv = make_vec_env("Pendulum-v1", n_envs=1)
+    agent = SAC("MlpPolicy", venv, learning_starts=0, buffer_size=100, seed=0)
+
+    def first_coordinate(obs, acts, next_obs, dones):
+        return obs[:, 0].astype(np.float32)
+
+    rng = np.random.default_rng(0)
+    trajectories = [Trajectory(rng.normal(size=(6, 3)).astype(np.float32),
+                               rng.uniform(-2, 2, (5, 1)).astype(np.float32), np.zeros(5, np.float32))
+                    for _ in range(2)]
+    seed_replay(agent, trajectories, paid_reward(first_coordinate, "next_obs"))
+    buffer = agent.replay_buffer
+    assert buffer.pos == 10
+    expected = np.concatenate([t.obs[1:, 0] for t in trajectories])
+    assert np.allclose(buffer.rewards[:10, 0], expected)
+    assert np.allclose(buffer.actions[:10, 0, 0], np.concatenate([t.acts[:, 0] for t in trajectories]) / 2)
+    assert not buffer.dones[:10].any()

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from rlkit._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from rlkit.apec.config import PairConfig, RolloutConfig
     from rlkit.apec.drex import (
         NOISE_GRID,
         BCPolicy,
@@ -16,8 +17,8 @@ if TYPE_CHECKING:
         noisy_rollouts,
         train_bc,
     )
-    from rlkit.apec.pairs import PairConfig, demo_ot_distances, ot_only_pairs, select_pairs
-    from rlkit.apec.rollouts import RolloutConfig, checkpoint_rollouts, policy_rollouts
+    from rlkit.apec.pairs import demo_ot_distances, ot_only_pairs, reference_ot_distance, select_pairs
+    from rlkit.apec.rollouts import checkpoint_rollouts, policy_rollouts
 
 __all__ = [
     "NOISE_GRID",
@@ -31,6 +32,7 @@ __all__ = [
     "drex_pairs",
     "noisy_rollouts",
     "ot_only_pairs",
+    "reference_ot_distance",
     "policy_rollouts",
     "select_pairs",
     "train_bc",
@@ -40,6 +42,7 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "rlkit.apec.drex": [
         "NOISE_GRID", "BCPolicy", "DrexConfig", "drex", "drex_pairs", "noisy_rollouts", "train_bc",
     ],
-    "rlkit.apec.pairs": ["PairConfig", "demo_ot_distances", "ot_only_pairs", "select_pairs"],
-    "rlkit.apec.rollouts": ["RolloutConfig", "checkpoint_rollouts", "policy_rollouts"],
+    "rlkit.apec.config": ["PairConfig", "RolloutConfig"],
+    "rlkit.apec.pairs": ["demo_ot_distances", "ot_only_pairs", "reference_ot_distance", "select_pairs"],
+    "rlkit.apec.rollouts": ["checkpoint_rollouts", "policy_rollouts"],
 })

@@ -1,16 +1,18 @@
 """The typed config of ``rlkit apec`` and ``rlkit demos`` (YAML + ``key=value`` overrides).
 
-Defaults follow APEC's reference at a smaller budget (see ``experiments/configs/apec_*.yaml``
-for the per-task budgets and how long they take on 2 cores).
+Defaults follow APEC's reference implementation (github.com/Zzl35/APEC, ``apec_mjc/``; file:line
+cited at each setting) and the paper's budget; ``experiments/configs/apec.yaml`` holds the per-task
+demonstrator budgets and the measured cost.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from rlkit.config import StrictModel
+from rlkit.errors import InvalidDataError
 from rlkit.factories.configs import AgentConfig
 from rlkit.reward.config import TrainerConfig
 
@@ -45,18 +47,39 @@ class DemosSettings(StrictModel):
     kwargs: dict[str, Any] = {}
 
 
+REFERENCE_SAC: dict[str, Any] = {
+    "learning_starts": 10_000, "batch_size": 256, "ent_coef": 0.1, "learning_rate": 1e-3,
+    "train_freq": 1, "gradient_steps": 1, "policy_kwargs": {"net_arch": [256, 256]},
+}
+"""The reference's SAC (apec_mjc/parameter/Parameter.py:35-81, rl_alg/sac.py:428-489): 256x256,
+fixed entropy coefficient 0.1, batch 256, Adam 1e-3, one update per env step (with one env),
+10 episodes = 10k random-action steps first (SB3 also holds its updates back until then; the
+reference starts them after 5k of those random steps). SB3's gamma 0.99 and tau 0.005 are the
+reference's gamma and 1 - polyak."""
+
+
 class AILSettings(StrictModel):
-    """APEC's AIL: a SAC generator, state-only max-ent IRL reward, output clipped to +-10."""
+    """APEC's AIL (apec_mjc/train_irl.py): a SAC generator (``REFERENCE_SAC``) paid ``r(s')``
+    (``reward_on="next_obs"``, rl_alg/sac.py:479-480), a state-only max-ent IRL reward r(s), MLP
+    2x512 clipped to +-10 (Parameter.py:123-137), Adam 1e-4 with weight decay 1e-3 on the loss
+    ``(E_agent[r] - E_expert[r]) * 1000`` (``loss_scale``: f_div.py:101-102), one step per round
+    (Parameter.py:139) on the last 1000 agent states (train_irl.py:248). 50 rounds of 5 x 1000 env
+    steps (the paper's length; the reference's default runs on to 400, Parameter.py:94).
+
+    ``loss_scale`` matters through the weight decay only (Adam is invariant to the scale of the
+    loss gradient): 1000 with decay 1e-3 is decay 1e-6 on the unscaled loss."""
 
     rounds: int = Field(50, ge=1)
     steps_per_round: int = Field(5000, ge=1)
     generator: Literal["ppo", "sac"] = "sac"
-    generator_kwargs: dict[str, Any] = {}
+    generator_kwargs: dict[str, Any] = REFERENCE_SAC
     loss: Literal["gail", "airl", "maxent"] = "maxent"
     state_only: bool = True
-    hidden: tuple[int, ...] = (256, 256)
+    reward_on: Literal["obs", "next_obs"] = "next_obs"
+    hidden: tuple[int, ...] = (512, 512)
     lr: float = Field(1e-4, gt=0)
     weight_decay: float = Field(1e-3, ge=0)
+    loss_scale: float = Field(1000.0, gt=0)
     reward_clip: float | None = Field(10.0, gt=0)
     grad_penalty: float = Field(0.0, ge=0)
     batch_size: int = Field(1000, ge=1)
@@ -65,20 +88,49 @@ class AILSettings(StrictModel):
     checkpoint_every: int = Field(1, ge=1)
 
 
-class RolloutSettings(StrictModel):
+class RolloutConfig(StrictModel):
+    """``per_checkpoint`` finished episodes from each of the first ``max_checkpoints`` checkpoints;
+    stochastic by default. The reference: 10 rollouts of each of the first 50 checkpoints
+    (apec_mjc/utils/replay_buffer.py:676,683)."""
+
+    invalid_error = InvalidDataError
+
     per_checkpoint: int = Field(10, ge=1)
     max_checkpoints: int | None = Field(50, ge=2, description="roll out only the first this many")
+    deterministic: bool = False
+    seed: int = 0
 
 
-class PairSettings(StrictModel):
-    """``ot_threshold`` in raw Sinkhorn units (the paper's 0.1 on a x1000 scale is 1e-4)."""
+OT_SCALE = 1000.0
+"""The reference's constant factor on the OT distance (apec_mjc/utils/replay_buffer.py:470)."""
+
+
+class PairConfig(StrictModel):
+    """APEC's pair selection, defaults as the reference runs it (apec_mjc/utils/replay_buffer.py
+    915-1049): 1000 pairs, gap 10, whole trajectories, binary labels, OT margin 0.1.
+
+    ``ot_threshold`` is the OT margin in the reference's units: the distance of a rollout to a
+    demo is ``mean_i (P C^T)_ii * 1000`` (replay_buffer.py:464,470) over the rollout's real
+    (non-absorbing) states, i.e. ``<P, C> * 1000 / n`` for ``n`` states: exactly the transport
+    cost ``<P, C>`` for a full 1000-step trajectory, larger for one that terminated early. The
+    later rollout is kept when ``d_later <= d_earlier - ot_threshold`` (replay_buffer.py:999);
+    None turns the filter off (gap only). Sinkhorn: cosine cost on states + 1e-4, entropic
+    regularisation ``ot_reg`` = 0.01, ``ot_iterations`` = 100 (replay_buffer.py:19,441,462-463).
+    ``labels="gap"`` maps the index gap onto ``scale``'s levels above 0.5 (larger gap, stronger).
+    ``max_draws`` bounds rejection sampling at ``max_draws * n_pairs`` candidate pairs.
+    """
+
+    invalid_error = InvalidDataError
 
     n_pairs: int = Field(1000, ge=1)
     gap: int = Field(10, ge=0)
-    ot_threshold: float = Field(1e-4, ge=0)
-    ot_reg: float = Field(0.05, gt=0)
+    ot_threshold: float | None = Field(0.1, ge=0)
+    ot_reg: float = Field(0.01, gt=0)
+    ot_iterations: int = Field(100, ge=1)
     segment_length: int | None = Field(None, ge=1)
     labels: Literal["binary", "gap"] = "binary"
+    scale: str = "five"
+    max_draws: int = Field(100, ge=1)
 
 
 class DrexSettings(StrictModel):
@@ -89,43 +141,80 @@ class DrexSettings(StrictModel):
 
 
 class HeldOutSettings(StrictModel):
-    """Trajectories never used for training: random actions, AIL checkpoints (a separate
-    rollout seed) and the demonstrator's checkpoints; pairs labelled by the true return."""
+    """Trajectories never trained on, labelled by their true return: random-action episodes,
+    rollouts of a SEPARATE AIL run (seed ``ail_seed``, default the run's seed + 1000; never the
+    run whose checkpoints made the training pairs) at ``ail_checkpoints`` evenly spaced
+    checkpoints, and the demonstrator's checkpoints; ``episodes_per_policy`` each.
 
-    episodes_per_policy: int = Field(2, ge=1)
-    random_episodes: int = Field(5, ge=0)
-    n_pairs: int = Field(2000, ge=1)
-    segment_length: int = Field(100, ge=1)
+    Pairs: with ``segment_length`` None (the default), every pair of whole trajectories whose
+    true returns differ (at most ``n_pairs`` of them, None: all); with a ``segment_length``,
+    ``n_pairs`` random aligned windows, dropping pairs whose returns tie and windows that are all
+    absorbing. The defaults give 150 trajectories (~11,000 pairs), 50 outside the AIL process
+    (~1,200 pairs) with a demonstrator of 10 checkpoints."""
+
+    ail_seed: int | None = None
+    ail_checkpoints: int = Field(25, ge=1)
+    episodes_per_policy: int = Field(4, ge=1)
+    random_episodes: int = Field(10, ge=0)
+    n_pairs: int | None = Field(None, ge=1)
+    segment_length: int | None = Field(None, ge=1)
 
 
 class RewardSettings(StrictModel):
-    """APEC's reward model: state-only MLP, Bradley-Terry on summed segment rewards."""
+    """APEC's reward model (apec_mjc/train_pbrl.py:173-190, Parameter.py:123-137,228): state-only
+    MLP 2x512, Bradley-Terry on summed trajectory rewards, 100 Adam steps (lr 1e-4, weight decay
+    1e-3) of 1000-pair batches: with 1000 pairs, batch 1000 and no validation split that is 100
+    full-batch epochs. (The reference's MLP has no activation after its first layer,
+    model/reward.py:143; rlkit's MLP has one after each hidden layer.)"""
 
     inputs: tuple[str, ...] = ("obs",)
-    hidden: tuple[int, ...] = (256, 256)
-    trainer: TrainerConfig = TrainerConfig(loss="bt", lr=1e-4, weight_decay=0.0, batch_size=64,
-                                               max_epochs=30, patience=5)
+    hidden: tuple[int, ...] = (512, 512)
+    trainer: TrainerConfig = TrainerConfig(loss="bt", lr=1e-4, weight_decay=1e-3, batch_size=1000,
+                                           max_epochs=100, val_fraction=0.0, patience=None)
+
+
+REFERENCE_POLICY_SAC: dict[str, Any] = {**REFERENCE_SAC}
+"""The policy on the learned reward: the same SAC (apec_mjc/eval_reward.py:155-161, fixed alpha
+0.1 as its README runs it), 10k random steps counted from the seeded buffer's size."""
 
 
 class PolicySettings(StrictModel):
-    """A policy trained from scratch on each listed method's learned reward (true return reported)."""
+    """A policy trained from scratch on each listed method's learned reward (true return
+    reported). As the reference (apec_mjc/eval_reward.py:138-173): SAC paid ``r(s')``, its replay
+    buffer seeded with ``seed_rollouts`` rollouts of the AIL checkpoints (drawn with replacement,
+    replay_buffer.py:281-293), no reward normalisation. The paper trains 1M steps (the reference
+    script 3M, eval_reward.py:162)."""
 
     methods: list[Method] = ["apec", "drex"]
-    agent: AgentConfig = AgentConfig(algo="sac", total_timesteps=100_000, eval_episodes=5)
+    reward_on: Literal["obs", "next_obs"] = "next_obs"
+    seed_rollouts: int = Field(10, ge=0)
+    agent: AgentConfig = AgentConfig(algo="sac", total_timesteps=1_000_000, eval_episodes=10,
+                                     normalize_reward=False, kwargs=REFERENCE_POLICY_SAC)
 
 
 class ApecConfig(StrictModel):
     env: ApecEnvConfig = ApecEnvConfig()
     demos: DemosSettings = DemosSettings()
     ail: AILSettings = AILSettings()
-    rollouts: RolloutSettings = RolloutSettings()
-    pairs: PairSettings = PairSettings()
+    rollouts: RolloutConfig = RolloutConfig()
+    pairs: PairConfig = PairConfig()
     drex: DrexSettings = DrexSettings()
     reward: RewardSettings = RewardSettings()
     heldout: HeldOutSettings = HeldOutSettings()
     methods: list[Method] = list(METHODS)
     policy: PolicySettings = PolicySettings()
     seed: int = 0
+
+    @property
+    def heldout_ail_seed(self) -> int:
+        return self.seed + 1000 if self.heldout.ail_seed is None else self.heldout.ail_seed
+
+    @model_validator(mode="after")
+    def _separate_heldout_run(self) -> ApecConfig:
+        if self.heldout_ail_seed == self.seed:
+            raise InvalidDataError(f"heldout.ail_seed must differ from seed ({self.seed}): the "
+                                   "held-out AIL run must not be the one that makes the training pairs")
+        return self
 
 
 class DemosConfig(StrictModel):

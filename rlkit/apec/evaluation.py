@@ -1,24 +1,28 @@
 """How well a learned reward generalises: measured on trajectories it never trained on.
 
-The held-out set mixes policies of very different quality (random actions, AIL checkpoints rolled
-out with another seed, the demonstrator's own checkpoints), so a reward that only ranks the AIL
-process's own rollouts does not score well by accident. Pairs are labelled by the true return.
+The held-out set mixes policies of very different quality (random actions, the checkpoints of a
+separate AIL run with another seed, the demonstrator's own checkpoints), so a reward that only
+ranks the training AIL run's rollouts does not score well by accident. Pairs are labelled by the
+true return; every figure comes with the number of pairs (or trajectories) it rests on.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
+from scipy import stats
 from stable_baselines3.common.vec_env import VecEnv
 from torch import nn
 
 from rlkit.apec.rollouts import RolloutConfig, policy_rollouts
-from rlkit.data import TrajectoryStore, collect_trajectories, sample_pairs
+from rlkit.data import Trajectory, TrajectoryStore, collect_trajectories
 from rlkit.data.rollout import ActionFn, Predictor
-from rlkit.data.segments import SegmentPairs, gather
+from rlkit.data.segments import gather
 from rlkit.errors import InvalidDataError
-from rlkit.reward.metrics import evaluate_reward, pearson, predict_step_rewards
+from rlkit.feedback.dataset import PreferenceDataset
+from rlkit.reward.metrics import pearson, predict_step_rewards
 from rlkit.types import RewardFn
 
 SOURCE_RANDOM, SOURCE_AIL, SOURCE_DEMONSTRATOR = 0, 1, 2
@@ -49,42 +53,141 @@ def heldout_store(
     return store, np.asarray(sources, dtype=np.int64)
 
 
-def true_return_pairs(store: TrajectoryStore, n_pairs: int, segment_length: int,
-                      rng: np.random.Generator) -> tuple[SegmentPairs, np.ndarray]:
-    """Random window pairs labelled 1 / 0 by which has the larger true return (0.5 if equal)."""
+def heldout_pairs(store: TrajectoryStore, rng: np.random.Generator, n_pairs: int | None = None,
+                  segment_length: int | None = None, absorbing_flag: bool = False) -> np.ndarray:
+    """Held-out pairs as rows ``(left, right, start, length)``, labelled by ``heldout_labels``.
+
+    Whole trajectories (``segment_length`` None): every pair whose true returns differ, or a
+    random ``n_pairs`` of them. Windows: ``n_pairs`` random aligned windows (default 2000),
+    dropping ties and windows whose states are all absorbing (``absorbing_flag``)."""
+    if segment_length is None:
+        returns = _returns(store)
+        left, right = np.triu_indices(len(store), k=1)
+        keep = returns[left] != returns[right]
+        left, right = left[keep], right[keep]
+        if n_pairs is not None and n_pairs < len(left):
+            chosen = np.sort(rng.choice(len(left), n_pairs, replace=False))
+            left, right = left[chosen], right[chosen]
+        lengths = np.minimum(store.lengths[left], store.lengths[right])
+        return np.stack([left, right, np.zeros_like(left), lengths], 1).astype(np.int64)
     if int(store.lengths.min()) < segment_length:
         raise InvalidDataError(f"segment_length {segment_length} is longer than the shortest held-out "
                                f"trajectory ({int(store.lengths.min())} steps)")
-    pairs = sample_pairs(store, n_pairs, segment_length, rng)
-    left, right = pairs.gather()
-    gaps = left.returns() - right.returns()
-    return pairs, np.where(gaps > 0, 1.0, np.where(gaps < 0, 0.0, 0.5))
+    target = 2000 if n_pairs is None else n_pairs
+    real = [_real_steps(t, absorbing_flag) for t in store]
+    rows: list[np.ndarray] = []
+    found, drawn = 0, 0
+    while found < target and drawn < 100 * target:
+        batch = 2 * (target - found) + 64
+        left, right = rng.integers(0, len(store), (2, batch))
+        common = np.minimum(store.lengths[left], store.lengths[right])
+        start = rng.integers(0, common - segment_length + 1)
+        ok = left != right
+        gaps = np.empty(batch)
+        for k in range(batch):
+            window = slice(start[k], start[k] + segment_length)
+            ok[k] &= bool(real[left[k]][window].any() and real[right[k]][window].any())
+            gaps[k] = store[int(left[k])].rews[window].sum() - store[int(right[k])].rews[window].sum()
+        ok &= gaps != 0
+        rows.append(np.stack([left, right, start, np.full(batch, segment_length)], 1)[ok])
+        found += int(ok.sum())
+        drawn += batch
+    return np.concatenate(rows)[:target].astype(np.int64)
 
 
-def trajectory_pearson(reward: RewardFn | nn.Module, store: TrajectoryStore,
-                       ids: np.ndarray | None = None) -> float:
-    """Correlation of predicted and true returns of whole trajectories (all, or ``ids``)."""
-    ids = np.arange(len(store)) if ids is None else np.asarray(ids, np.int64)
-    index = np.stack([ids, np.zeros(len(ids), np.int64), store.lengths[ids]], 1)
-    batch = gather(store, index)
-    return pearson(predict_step_rewards(reward, batch).sum(axis=1), batch.returns())
+def _returns(store: TrajectoryStore) -> np.ndarray:
+    return np.array([float(t.ret) for t in store])
 
 
-def heldout_metrics(reward: RewardFn | nn.Module, store: TrajectoryStore, pairs: SegmentPairs,
-                    labels: np.ndarray, sources: np.ndarray | None = None) -> dict[str, float]:
-    """``evaluate_reward`` on the held-out pairs (accuracy, step and segment-return Pearson)
-    plus ``trajectory_pearson`` over whole held-out trajectories. With ``sources``, the same
-    measures again on what the AIL process never produced (random and demonstrator
-    trajectories; ``*_outside_ail``), the stricter test of generalisation."""
-    metrics = evaluate_reward(reward, pairs, labels)
-    metrics["trajectory_pearson"] = trajectory_pearson(reward, store)
+def _real_steps(trajectory: Trajectory, absorbing_flag: bool) -> np.ndarray:
+    """Per step: was it taken from a real (non-absorbing) state?"""
+    states = trajectory.obs[:-1].reshape(len(trajectory), -1)
+    return states[:, -1] < 0.5 if absorbing_flag else np.ones(len(trajectory), bool)
+
+
+def step_predictions(reward: RewardFn | nn.Module, store: TrajectoryStore) -> list[np.ndarray]:
+    """The reward's prediction at every step of every trajectory (one batched call per trajectory)."""
+    out = []
+    for k in range(len(store)):
+        index = np.array([[k, 0, store.lengths[k]]], np.int64)
+        out.append(predict_step_rewards(reward, gather(store, index))[0])
+    return out
+
+
+def heldout_metrics(reward: RewardFn | nn.Module, store: TrajectoryStore, pairs: np.ndarray,
+                    sources: np.ndarray | None = None, absorbing_flag: bool = False) -> dict[str, float]:
+    """Preference accuracy over the held-out pairs (label: the larger true return) with the
+    number of pairs it rests on, Pearson r of predicted and true returns of those segments, of
+    whole trajectories, and of single rewards over every real (non-absorbing) step, as the
+    reference's RewardCorr (apec_mjc/train_pbrl.py:50-68). With ``sources``, accuracy and
+    correlations again on what the AIL process never produced (random and demonstrator
+    trajectories; ``*_outside_ail``), the stricter test."""
+    predicted = step_predictions(reward, store)
+    true = [np.asarray(t.rews, np.float64) for t in store]
+    csum_p = [np.concatenate([[0.0], np.cumsum(p)]) for p in predicted]
+    csum_t = [np.concatenate([[0.0], np.cumsum(r)]) for r in true]
+
+    def window(cs: list[np.ndarray], ids: np.ndarray) -> np.ndarray:
+        starts, lengths = pairs[:, 2], pairs[:, 3]
+        return np.array([cs[i][s + n] - cs[i][s] for i, s, n in zip(ids, starts, lengths, strict=True)])
+
+    p_left, p_right = window(csum_p, pairs[:, 0]), window(csum_p, pairs[:, 1])
+    t_left, t_right = window(csum_t, pairs[:, 0]), window(csum_t, pairs[:, 1])
+    real = [_real_steps(t, absorbing_flag) for t in store]
+    pred_returns = np.array([p.sum() for p in predicted])
+    true_returns = _returns(store)
+
+    def measures(rows: np.ndarray, ids: np.ndarray) -> dict[str, float]:
+        agree = np.sign(p_left[rows] - p_right[rows]) == np.sign(t_left[rows] - t_right[rows])
+        step_p = np.concatenate([predicted[i][real[i]] for i in ids]) if len(ids) else np.zeros(0)
+        step_t = np.concatenate([true[i][real[i]] for i in ids]) if len(ids) else np.zeros(0)
+        return {
+            "accuracy": float(agree.mean()) if len(rows) else float("nan"),
+            "n_pairs": int(len(rows)),
+            "return_pearson": pearson(np.concatenate([p_left[rows], p_right[rows]]),
+                                      np.concatenate([t_left[rows], t_right[rows]])),
+            "trajectory_pearson": pearson(pred_returns[ids], true_returns[ids]),
+            "n_trajectories": int(len(ids)),
+            "step_pearson": pearson(step_p, step_t),
+        }
+
+    metrics = measures(np.arange(len(pairs)), np.arange(len(store)))
     if sources is not None:
         outside = np.flatnonzero(np.asarray(sources) != SOURCE_AIL)
-        both = np.isin(pairs.left[:, 0], outside) & np.isin(pairs.right[:, 0], outside)
-        rows = np.flatnonzero(both)
-        strict = evaluate_reward(reward, pairs.subset(rows), labels[rows])
-        metrics |= {"accuracy_outside_ail": strict["accuracy"],
-                    "return_pearson_outside_ail": strict["return_pearson"],
-                    "trajectory_pearson_outside_ail": trajectory_pearson(reward, store, outside),
-                    "n_pairs_outside_ail": len(rows)}
+        rows = np.flatnonzero(np.isin(pairs[:, 0], outside) & np.isin(pairs[:, 1], outside))
+        metrics |= {f"{k}_outside_ail": v for k, v in measures(rows, outside).items()}
     return metrics
+
+
+def ail_progress(index: np.ndarray, store: TrajectoryStore) -> dict[str, Any]:
+    """Did the AIL run improve? Spearman correlation of checkpoint index with true return, over
+    checkpoints (their mean rollout return) and over single rollouts; with the means themselves.
+    APEC's labels assume a later checkpoint is better, so this comes before any reward result."""
+    index = np.asarray(index)
+    returns = _returns(store)
+    levels = np.unique(index)
+    means = np.array([returns[index == k].mean() for k in levels])
+    return {"spearman_checkpoints": _spearman(levels, means),
+            "spearman_rollouts": _spearman(index, returns), "n_checkpoints": int(len(levels)),
+            "n_rollouts": int(len(returns)), "checkpoint": levels.tolist(),
+            "mean_return": means.tolist()}
+
+
+def label_agreement(dataset: PreferenceDataset) -> dict[str, Any]:
+    """The share of a generated dataset's pairs whose label agrees with the true return (the
+    side preferred has the larger return), over the pairs whose returns differ; ties counted."""
+    meta = dataset.meta
+    if "return_left" not in meta or "return_right" not in meta:
+        return {}
+    gap = np.asarray(meta["return_left"], float) - np.asarray(meta["return_right"], float)
+    labels = np.asarray(dataset.labels, float)
+    decided = (gap != 0) & (labels != 0.5)
+    agree = (labels[decided] > 0.5) == (gap[decided] > 0)
+    return {"label_agreement": float(agree.mean()) if decided.any() else float("nan"),
+            "label_pairs": int(decided.sum()), "label_ties": int((gap == 0).sum())}
+
+
+def _spearman(x: np.ndarray, y: np.ndarray) -> float:
+    if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return float("nan")
+    return float(stats.spearmanr(x, y).statistic)

@@ -9,7 +9,6 @@ diagnostics and never used for the label.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Literal
 
 import numpy as np
 
@@ -17,9 +16,8 @@ from rlkit.extras import extra
 
 with extra("apec"):
     import ot
-from pydantic import Field
 
-from rlkit.config import StrictModel
+from rlkit.apec.config import OT_SCALE, PairConfig
 from rlkit.data.segments import SegmentPairs
 from rlkit.data.store import TrajectoryStore
 from rlkit.data.trajectory import Trajectory
@@ -27,37 +25,44 @@ from rlkit.errors import InvalidDataError
 from rlkit.feedback.dataset import PreferenceDataset
 from rlkit.feedback.scale import BINARY, OrdinalScale
 
-
-class PairConfig(StrictModel):
-    """APEC's defaults: 1000 pairs, gap 10, whole trajectories, binary labels, OT filter off.
-
-    ``ot_threshold`` is in raw Sinkhorn units; the paper's 0.1 "on a x1000 scale" is 1e-4.
-    ``labels="gap"`` maps the index gap onto ``scale``'s levels above 0.5 (larger gap, stronger).
-    ``max_draws`` bounds rejection sampling at ``max_draws * n_pairs`` candidate pairs.
-    """
-
-    invalid_error = InvalidDataError
-
-    n_pairs: int = Field(1000, ge=1)
-    gap: int = Field(10, ge=0)
-    ot_threshold: float | None = None
-    ot_reg: float = Field(0.05, gt=0)
-    segment_length: int | None = Field(None, ge=1)
-    labels: Literal["binary", "gap"] = "binary"
-    scale: str = "five"
-    max_draws: int = Field(100, ge=1)
-
-
 DEFAULT_PAIRS = PairConfig()
+COSINE_EPS = 1e-4
+"""Added to every state before the cosine cost, as the reference (replay_buffer.py:19,462)."""
+
+
+def real_states(trajectory: Trajectory, absorbing_flag: bool = False) -> np.ndarray:
+    """The states an action was taken in, flattened; with ``absorbing_flag`` (the last entry of
+    a fixed-horizon observation, ``envs.fixed_horizon``) the absorbing ones and the flag dropped,
+    as the reference's rollouts end at termination (utils/epsilon_utils.py:179-199)."""
+    states = trajectory.obs[:-1].reshape(len(trajectory), -1).astype(np.float64)
+    if absorbing_flag:
+        states = states[states[:, -1] < 0.5, :-1]
+    return states
+
+
+def reference_ot_distance(states: np.ndarray, demo_states: np.ndarray, reg: float = 0.01,
+                          iterations: int = 100) -> float:
+    """The reference's ``ot_distance * 1000`` (apec_mjc/utils/replay_buffer.py:433-470): cosine
+    cost C on states + 1e-4, P = ``ot.sinkhorn`` with uniform weights, ``mean_i (P C^T)_ii * 1000``
+    = ``<P, C> * 1000 / n`` for ``n`` states (``<P, C>`` itself for n = 1000)."""
+    if len(states) == 0 or len(demo_states) == 0:
+        raise InvalidDataError("an OT distance needs at least one real state on each side")
+    x, y = states + COSINE_EPS, demo_states + COSINE_EPS
+    norms = np.linalg.norm(x, axis=1)[:, None] * np.linalg.norm(y, axis=1)[None, :]
+    cost = 1.0 - (x @ y.T) / norms
+    a = np.full(len(x), 1.0 / len(x))
+    b = np.full(len(y), 1.0 / len(y))
+    plan = ot.sinkhorn(a, b, cost, reg, numItermax=iterations).astype(np.float32)
+    return float(np.mean(np.sum(plan * cost, axis=1)) * OT_SCALE)
 
 
 def demo_ot_distances(
-    store: TrajectoryStore, demos: Sequence[Trajectory], reg: float = 0.05
+    store: TrajectoryStore, demos: Sequence[Trajectory], reg: float = 0.01, iterations: int = 100,
+    absorbing_flag: bool = False,
 ) -> np.ndarray:
-    """Sinkhorn distance (cosine cost, uniform weights) from each trajectory's states to the demos'.
-
-    One solve per trajectory, so pair selection never recomputes a distance.
-    """
+    """Each trajectory's ``reference_ot_distance`` to the demos, averaged over the demos as the
+    reference does (replay_buffer.py:467-471); one solve per (trajectory, demo), so pair
+    selection never recomputes a distance (the reference solves per candidate pair)."""
     if not demos:
         raise InvalidDataError("demos is empty: the OT filter needs demonstrations")
     for k, demo in enumerate(demos):
@@ -66,14 +71,11 @@ def demo_ot_distances(
                 f"demos[{k}].obs rows have shape {demo.obs.shape[1:]}, the rollouts' have "
                 f"{store.obs_shape}"
             )
-    demo_states = np.concatenate([d.obs[:-1].reshape(len(d), -1) for d in demos]).astype(np.float64)
-    b = np.full(len(demo_states), 1.0 / len(demo_states))
+    demo_states = [real_states(d, absorbing_flag) for d in demos]
     distances = np.empty(len(store))
     for k, trajectory in enumerate(store):
-        states = trajectory.obs[:-1].reshape(len(trajectory), -1).astype(np.float64)
-        cost = ot.dist(states, demo_states, metric="cosine")
-        a = np.full(len(states), 1.0 / len(states))
-        distances[k] = float(ot.sinkhorn2(a, b, cost, reg))
+        states = real_states(trajectory, absorbing_flag)
+        distances[k] = np.mean([reference_ot_distance(states, d, reg, iterations) for d in demo_states])
     return distances
 
 
@@ -157,7 +159,7 @@ def select_pairs(
     if use_ot and ot_distances is None:
         if demos is None:
             raise InvalidDataError("demos: the OT filter (ot_threshold) needs demonstrations")
-        ot_distances = demo_ot_distances(store, demos, config.ot_reg)
+        ot_distances = demo_ot_distances(store, demos, config.ot_reg, config.ot_iterations)
     distances = np.full(len(store), np.nan) if ot_distances is None else np.asarray(ot_distances, float)
     if distances.shape != (len(store),):
         raise InvalidDataError(f"ot_distances has shape {distances.shape}, expected ({len(store)},)")
@@ -186,7 +188,7 @@ def select_pairs(
         j = first_after[i] + rng.integers(0, n_later[i])
         ti, tj = one_of(i), one_of(j)
         if use_ot:
-            keep = distances[tj] < distances[ti] - config.ot_threshold
+            keep = distances[tj] <= distances[ti] - config.ot_threshold  # replay_buffer.py:999
             ti, tj = ti[keep], tj[keep]
         return tj, ti
 
@@ -286,5 +288,5 @@ def _n_possible(
     index, dist = checkpoint[usable], distances[usable]
     ok = index[None, :] > index[:, None] + config.gap
     if config.ot_threshold is not None:
-        ok &= dist[None, :] < dist[:, None] - config.ot_threshold
+        ok &= dist[None, :] <= dist[:, None] - config.ot_threshold
     return int(ok.sum())

@@ -8,25 +8,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 import numpy as np
-from pydantic import Field
 from stable_baselines3.common.vec_env import VecEnv
 
 from rlkit.ail.checkpoints import CheckpointStore
-from rlkit.config import StrictModel
+from rlkit.apec.config import RolloutConfig
 from rlkit.data.rollout import ActionFn, Predictor, collect_trajectories
 from rlkit.data.store import TrajectoryStore
 from rlkit.errors import InvalidDataError
-
-
-class RolloutConfig(StrictModel):
-    """``per_checkpoint`` finished episodes per checkpoint; stochastic by default, as in APEC."""
-
-    invalid_error = InvalidDataError
-
-    per_checkpoint: int = Field(10, ge=1)
-    deterministic: bool = False
-    seed: int = 0
-
 
 DEFAULT_ROLLOUTS = RolloutConfig()
 

@@ -9,12 +9,12 @@ stage resumes from its last checkpoint). Layout::
     ail/          round_*/ (generator, discriminator, diagnostics), resume/
     rollouts/     store.npz, index.npz (checkpoint index and OT distance per trajectory)
     datasets/     <method>.npz/.json      rewards/ <method>/ (safetensors + JSON)
-    heldout/      store.npz, sources.npz  metrics.json (per method)  policies/<method>.zip
+    heldout/      ail/ (a separate AIL run, seed heldout_ail_seed), store.npz, sources.npz
+    policies/     <method>/agent.zip, result.json      metrics.json (per method, diagnostics)
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
@@ -26,7 +26,7 @@ from stable_baselines3.common.env_util import make_vec_env
 
 from envs.fixed_horizon import make_fixed_horizon
 from rlkit.ail import AILConfig, AILTrainer, CheckpointStore, DiscriminatorConfig, load_demos, save_demos
-from rlkit.apec.config import ApecConfig, ApecEnvConfig, DemosSettings, Method
+from rlkit.apec.config import ApecConfig, ApecEnvConfig, DemosSettings, Method, RolloutConfig
 from rlkit.apec.demonstrator import (
     DemonstratorConfig,
     VenvFactory,
@@ -38,9 +38,9 @@ from rlkit.apec.demonstrator import (
     train_demonstrator,
 )
 from rlkit.apec.drex import DrexConfig, drex_pairs, noisy_rollouts, train_bc
-from rlkit.apec.evaluation import heldout_metrics, heldout_store, true_return_pairs
-from rlkit.apec.pairs import PairConfig, demo_ot_distances, ot_only_pairs, select_pairs
-from rlkit.apec.rollouts import RolloutConfig, policy_rollouts
+from rlkit.apec.evaluation import ail_progress, heldout_metrics, heldout_pairs, heldout_store, label_agreement
+from rlkit.apec.pairs import demo_ot_distances, ot_only_pairs, select_pairs
+from rlkit.apec.rollouts import policy_rollouts
 from rlkit.data import Trajectory, TrajectoryStore
 from rlkit.data.store import load_npz
 from rlkit.errors import InvalidDataError
@@ -49,7 +49,7 @@ from rlkit.factories.algorithms import ALGORITHMS
 from rlkit.factories.builders import make_agent, trainer_config
 from rlkit.feedback import ORACLE, PreferenceDataset
 from rlkit.logging import Logger
-from rlkit.persistence import atomic_write_json
+from rlkit.persistence import atomic_write_json, read_json
 from rlkit.persistence.agents import save_agent
 from rlkit.persistence.arrays import save_npz
 from rlkit.reward import RewardNet, RewardTrainer, build_reward_net, load_reward_model, save_reward_model
@@ -107,7 +107,8 @@ def run_demos(env: ApecEnvConfig, settings: DemosSettings, seed: int, out_dir: P
 
 
 def run_apec(config: ApecConfig, run_dir: Path, logger: Logger | None = None) -> dict[str, Any]:
-    """Every stage in order; returns (and writes to ``metrics.json``) the per-method results."""
+    """Every stage in order; returns (and writes to ``metrics.json``) the per-method results,
+    the AIL run's progress diagnostic and each dataset's label agreement with the true return."""
     make_venv = venv_factory(config.env)
     demos = run_demos(config.env, config.demos, config.seed, run_dir / "demos", logger)
     checkpoints = run_ail(config, make_venv, demos, run_dir / "ail", logger)
@@ -126,11 +127,14 @@ def run_apec(config: ApecConfig, run_dir: Path, logger: Logger | None = None) ->
             build_dataset, method, config, make_venv, demos, store, index, distances))
         rewards[method], training[method] = _cached_reward(
             run_dir / "rewards" / method, config, dataset, observation_space, action_space)
+        training[method] |= label_agreement(dataset)
 
-    heldout, heldout_pairs, labels, sources = run_heldout(config, make_venv, checkpoints, run_dir)
-    results: dict[str, Any] = {"methods": {}, "demos": _demo_summary(run_dir / "demos", demos)}
+    heldout, pairs, sources = run_heldout(config, make_venv, demos, run_dir, logger)
+    results: dict[str, Any] = {"methods": {}, "demos": _demo_summary(run_dir / "demos", demos),
+                               "ail_progress": ail_progress(index, store)}
+    absorbing = config.env.horizon is not None
     for method, reward in rewards.items():
-        metrics = heldout_metrics(reward, heldout, heldout_pairs, labels, sources)
+        metrics = heldout_metrics(reward, heldout, pairs, sources, absorbing)
         metrics |= training.get(method, {})
         results["methods"][method] = metrics
         if logger is not None:
@@ -139,30 +143,35 @@ def run_apec(config: ApecConfig, run_dir: Path, logger: Logger | None = None) ->
     for method in config.policy.methods:
         if method in rewards:
             results["methods"][method]["policy"] = run_policy(
-                config, make_venv, rewards[method], run_dir / "policies" / method, logger)
+                config, make_venv, rewards[method], run_dir / "policies" / method, logger, store)
     atomic_write_json(run_dir / "metrics.json", results)
     return results
 
 
 def run_ail(config: ApecConfig, make_venv: VenvFactory, demos: list[Trajectory], out_dir: Path,
-            logger: Logger | None) -> CheckpointStore:
+            logger: Logger | None, seed: int | None = None) -> CheckpointStore:
+    """An AIL run with a checkpoint per round (resumed when killed); ``seed`` defaults to the
+    run's (the held-out set uses a separate run with ``config.heldout_ail_seed``)."""
     settings = config.ail
+    seed = config.seed if seed is None else seed
     checkpoints = CheckpointStore(out_dir, every=settings.checkpoint_every)
     disc = DiscriminatorConfig(
         loss=settings.loss, state_only=settings.state_only, hidden=settings.hidden, lr=settings.lr,
-        weight_decay=settings.weight_decay, reward_clip=settings.reward_clip,
-        grad_penalty=settings.grad_penalty, batch_size=settings.batch_size,
-        updates_per_round=settings.updates_per_round,
+        weight_decay=settings.weight_decay, loss_scale=settings.loss_scale, reward_on=settings.reward_on,
+        reward_clip=settings.reward_clip, grad_penalty=settings.grad_penalty,
+        batch_size=settings.batch_size, updates_per_round=settings.updates_per_round,
     )
     ail_config = AILConfig(rounds=settings.rounds, steps_per_round=settings.steps_per_round,
-                           discriminator=disc, agent_buffer=settings.agent_buffer, seed=config.seed)
+                           discriminator=disc, agent_buffer=settings.agent_buffer, seed=seed)
 
     def log(record: Any, _: AILTrainer) -> None:
         if logger is not None:
-            logger.log({"ail/" + k: v for k, v in record.to_dict().items() if isinstance(v, float)}
-                       | {f"ail/disc_{k}": v for k, v in record.disc.items()}, step=record.timesteps)
+            logger.log({prefix + k: v for k, v in record.to_dict().items() if isinstance(v, float)}
+                       | {f"{prefix}disc_{k}": v for k, v in record.disc.items()}, step=record.timesteps)
 
-    venv = make_venv(config.seed + 1)
+    prefix = "ail/" if seed == config.seed else "heldout_ail/"
+
+    venv = make_venv(seed + 1)
     try:
         trainer = AILTrainer(ail_config, venv, demos, settings.generator, settings.generator_kwargs,
                              checkpoints=checkpoints, callbacks=[log])
@@ -186,10 +195,11 @@ def run_rollouts(config: ApecConfig, make_venv: VenvFactory, checkpoints: Checkp
     try:
         store, index = policy_rollouts(
             _generators(checkpoints, rounds), venv, np.random.default_rng(config.seed + 2),
-            RolloutConfig(per_checkpoint=config.rollouts.per_checkpoint, seed=config.seed + 2))
+            config.rollouts.replace(seed=config.seed + 2))
     finally:
         venv.close()
-    distances = demo_ot_distances(store, demos, config.pairs.ot_reg)
+    distances = demo_ot_distances(store, demos, config.pairs.ot_reg, config.pairs.ot_iterations,
+                                  absorbing_flag=config.env.horizon is not None)
     store.save(out_dir / "store.npz")
     _save_arrays(out_dir / "index.npz", checkpoint=index, ot_distance=distances)
     return store, index, distances
@@ -199,9 +209,7 @@ def build_dataset(method: str, config: ApecConfig, make_venv: VenvFactory, demos
                   store: TrajectoryStore, index: np.ndarray, distances: np.ndarray) -> PreferenceDataset:
     """The preference dataset of one method; all share the seed, so they differ only by method."""
     rng = np.random.default_rng(config.seed + 3)
-    p = config.pairs
-    pair_config = PairConfig(n_pairs=p.n_pairs, gap=p.gap, ot_threshold=p.ot_threshold, ot_reg=p.ot_reg,
-                             segment_length=p.segment_length, labels=p.labels)
+    p = pair_config = config.pairs
     if method == "apec":
         return select_pairs(store, index, rng, pair_config, ot_distances=distances)
     if method == "apec_ordinal":
@@ -229,14 +237,17 @@ def build_dataset(method: str, config: ApecConfig, make_venv: VenvFactory, demos
     raise InvalidDataError(f"method: unknown {method!r}")
 
 
-def run_heldout(config: ApecConfig, make_venv: VenvFactory, checkpoints: CheckpointStore,
-                run_dir: Path) -> tuple[TrajectoryStore, Any, np.ndarray, np.ndarray]:
+def run_heldout(config: ApecConfig, make_venv: VenvFactory, demos: list[Trajectory], run_dir: Path,
+                logger: Logger | None = None) -> tuple[TrajectoryStore, np.ndarray, np.ndarray]:
     """The held-out store and each trajectory's source (cached), and its true-return pairs
-    (rebuilt from the seed)."""
+    (rebuilt from the seed). Its AIL trajectories come from a separate AIL run (seed
+    ``config.heldout_ail_seed``, in ``heldout/ail``), never from the run that made the pairs."""
     out_dir, settings = run_dir / "heldout", config.heldout
     if not (out_dir / "store.npz").is_file():
+        checkpoints = run_ail(config, make_venv, demos, out_dir / "ail", logger, seed=config.heldout_ail_seed)
         rounds = checkpoints.rounds()
-        ail_rounds = rounds[:: max(1, len(rounds) // 10)]
+        picks = np.unique(np.linspace(0, len(rounds) - 1, min(settings.ail_checkpoints, len(rounds))).round())
+        ail_rounds = [rounds[int(k)] for k in picks]
         demo_ckpts = demonstrator_checkpoints(run_dir / "demos" / "demonstrator")
         algo = ALGORITHMS[config.demos.algo]
         venv = make_venv(config.seed + 5)
@@ -250,23 +261,36 @@ def run_heldout(config: ApecConfig, make_venv: VenvFactory, checkpoints: Checkpo
         store.save(out_dir / "store.npz")
         _save_arrays(out_dir / "sources.npz", source=sources)
     store = TrajectoryStore.load(out_dir / "store.npz")
-    pairs, labels = true_return_pairs(store, settings.n_pairs, settings.segment_length,
-                                      np.random.default_rng(config.seed + 6))
-    return store, pairs, labels, load_npz(out_dir / "sources.npz")["source"]
+    pairs = heldout_pairs(store, np.random.default_rng(config.seed + 6), settings.n_pairs,
+                          settings.segment_length, absorbing_flag=config.env.horizon is not None)
+    return store, pairs, load_npz(out_dir / "sources.npz")["source"]
 
 
 def run_policy(config: ApecConfig, make_venv: VenvFactory, reward: Any, out_dir: Path,
-               logger: Logger | None) -> dict[str, Any]:
-    """A fresh agent on the (normalised) learned reward; its TRUE return during and after training.
+               logger: Logger | None, seed_store: TrajectoryStore | None = None) -> dict[str, Any]:
+    """A fresh agent on the learned reward (``r(s')`` by default, normalised if asked); its TRUE
+    return during and after training. An off-policy agent's replay buffer is first seeded with
+    ``policy.seed_rollouts`` trajectories of ``seed_store`` (the AIL checkpoints' rollouts), as the
+    reference (eval_reward.py:150-151), and its random steps are counted from the buffer's size.
     Cached in ``out_dir/result.json``: a rerun reports it without training again."""
     if (out_dir / "result.json").is_file():
-        return json.loads((out_dir / "result.json").read_text())
+        return dict(read_json(out_dir / "result.json"))
     settings = config.policy.agent
-    reward_fn: RewardFn = TorchRewardFn(reward)
+    reward_fn: RewardFn = paid_reward(TorchRewardFn(reward), config.policy.reward_on)
     if settings.normalize_reward:
         reward_fn = NormalizedReward(reward_fn, RunningNorm())
     venv = RewardVecEnvWrapper(make_venv(config.seed + 7), reward_fn)
+    seeded: list[Trajectory] = []
+    if seed_store is not None and config.policy.seed_rollouts and settings.algo == "sac":
+        rng = np.random.default_rng(config.seed + 8)
+        picks = rng.integers(0, len(seed_store), config.policy.seed_rollouts)
+        seeded = [seed_store[int(k)] for k in picks]
+        starts = int(settings.kwargs.get("learning_starts", 100))  # SB3's default
+        n_seeded = sum(len(t) for t in seeded)
+        settings = settings.replace(kwargs={**settings.kwargs, "learning_starts": max(0, starts - n_seeded)})
     agent = make_agent(settings, venv, config.seed)
+    if seeded:
+        seed_replay(agent, seeded, reward_fn)
     log = EpisodeLog()
     agent.learn(settings.total_timesteps, callback=EpisodeLogCallback(log, logger))
     venv.close()
@@ -279,10 +303,39 @@ def run_policy(config: ApecConfig, make_venv: VenvFactory, reward: Any, out_dir:
     finally:
         eval_venv.close()
     returns = [float(t.ret) for t in finals]
-    result = {"final_true_return": float(np.mean(returns)), "final_true_return_std": float(np.std(returns)),
+    spread = float(np.std(returns, ddof=1)) if len(returns) > 1 else float("nan")
+    result = {"final_true_return": float(np.mean(returns)), "final_true_return_std": spread,
+              "n_episodes": len(returns), "seeded_transitions": sum(len(t) for t in seeded),
               "curve_timesteps": log.timesteps, "curve_true_returns": log.true_returns}
     atomic_write_json(out_dir / "result.json", result)
     return result
+
+
+def paid_reward(reward_fn: RewardFn, on: str) -> RewardFn:
+    """``reward_fn`` as the agent is paid: on ``s`` (``"obs"``) or on ``s'`` (``"next_obs"``)."""
+    if on == "obs":
+        return reward_fn
+
+    def on_next(obs: np.ndarray, acts: np.ndarray, next_obs: np.ndarray, dones: np.ndarray) -> np.ndarray:
+        return reward_fn(next_obs, acts, next_obs, dones)
+
+    return on_next
+
+
+def seed_replay(agent: Any, trajectories: list[Trajectory], reward_fn: RewardFn) -> None:
+    """Add whole trajectories to an off-policy agent's replay buffer, rewards from ``reward_fn``
+    (one call per trajectory); the last step of a fixed-horizon episode is a truncation, so every
+    transition bootstraps (done = False) unless the trajectory ended in a true termination."""
+    buffer = agent.replay_buffer
+    for t in trajectories:
+        n = len(t)
+        dones = np.zeros(n, bool)
+        dones[-1] = bool(t.terminal)
+        rewards = np.asarray(reward_fn(t.obs[:-1], t.acts, t.obs[1:], dones), np.float32)
+        actions = agent.policy.scale_action(t.acts) if hasattr(agent.policy, "scale_action") else t.acts
+        for k in range(n):
+            buffer.add(t.obs[k][None], t.obs[k + 1][None], np.asarray(actions[k])[None],
+                       rewards[k:k + 1], dones[k:k + 1], [{}])
 
 
 def _generators(checkpoints: CheckpointStore, rounds: list[int]) -> Iterator[tuple[int, Any]]:
@@ -300,7 +353,7 @@ def _cached_dataset(path: Path, build: Callable[[], PreferenceDataset]) -> Prefe
 def _cached_reward(directory: Path, config: ApecConfig, dataset: PreferenceDataset,
                    observation_space: Any, action_space: Any) -> tuple[Any, dict[str, Any]]:
     if (directory / "training.json").is_file():
-        return load_reward_model(directory).model, json.loads((directory / "training.json").read_text())
+        return load_reward_model(directory).model, dict(read_json(directory / "training.json"))
     model: RewardNet = build_reward_net(observation_space, action_space, inputs=config.reward.inputs,
                                         hidden=config.reward.hidden, seed=config.seed)
     settings = config.reward.trainer
@@ -312,8 +365,10 @@ def _cached_reward(directory: Path, config: ApecConfig, dataset: PreferenceDatas
     report = RewardTrainer(model, trainer_config(settings, config.seed)).fit(
         dataset, rng=np.random.default_rng(config.seed))
     save_reward_model(model, directory)
-    summary = {"train_pairs": report.n_train, "val_accuracy": float(report.val_accuracy[report.best_epoch]),
-               "train_seconds": report.seconds}
+    summary = {"train_pairs": report.n_train, "epochs": len(report.train_loss),
+               "final_train_loss": float(report.train_loss[-1]),
+               "val_accuracy": float(report.val_accuracy[report.best_epoch]) if report.val_accuracy
+               else float("nan"), "train_seconds": report.seconds}
     atomic_write_json(directory / "training.json", summary)
     return model, summary
 
@@ -322,7 +377,7 @@ def _demo_summary(out_dir: Path, demos: list[Trajectory]) -> dict[str, Any]:
     summary: dict[str, Any] = {"n": len(demos), "returns": [float(t.ret) for t in demos]}
     report = out_dir / "demos.json"
     if report.is_file():
-        data = json.loads(report.read_text())
+        data = read_json(report)
         summary |= {"fraction": data["fraction"], "best_return": data["best_return"]}
     return summary
 
