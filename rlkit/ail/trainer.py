@@ -31,11 +31,12 @@ from rlkit.ail.generator import (
     relabel_generator_buffer,
 )
 from rlkit.ail.losses import gradient_penalty
-from rlkit.ail.resume import REPLAY_FILE, load_replay, restore_trainer_state, save_replay, trainer_state
+from rlkit.ail.resume import restore_trainer_state, trainer_state
 from rlkit.ail.transitions import TransitionBuffer, Transitions
 from rlkit.config import StrictModel
 from rlkit.data import Trajectory
 from rlkit.errors import InvalidDataError, StateError
+from rlkit.persistence.replay import REPLAY_FILE, load_replay, save_replay
 from rlkit.reward.nets import action_shape
 from rlkit.wrappers import RewardVecEnvWrapper
 from rlkit.wrappers.relabel import RolloutRewardRelabeller, per_rollout_reward
