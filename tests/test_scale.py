@@ -330,3 +330,28 @@ def test_apec_experiment_trains_one_demonstrator_per_task_then_the_seeds(tmp_pat
     methods = {(r["seed"], r["method"]) for s in seeds for r in s["result"]["rows"]}
     assert methods == {(0, "apec"), (0, "drex"), (1, "apec"), (1, "drex")}
     assert (out / "table.md").is_file() and (out / "apec_rlkit-test_Point-v0.png").is_file()
+
+
+def test_the_ray_backend_without_ray_names_the_extra(tmp_path, dataset, monkeypatch, capsys):
+    from rlkit.cli import main
+    from rlkit.extras import MissingExtraError
+    from rlkit.scale.ray_backend import import_ray
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if not installed
+    monkeypatch.setitem(sys.modules, "ray.tune", None)
+    with pytest.raises(MissingExtraError, match=r"pip install 'rlkit\[ray\]'"):
+        import_ray()
+    code = main(sweep_argv(tmp_path / "s", f"dataset={dataset}", *TINY, "--grid",
+                           "trainer.lr=1e-3,1e-2", "--backend", "ray"))
+    err = capsys.readouterr().err
+    assert code == 2 and "rlkit[ray]" in err and "Traceback" not in err
+    assert not (tmp_path / "s").exists()  # refused before anything was written
+
+
+def test_the_sweep_command_starts_without_loading_ray_or_torch():
+    code = ("import sys; from rlkit.cli import build_parser; build_parser(); "
+            "import rlkit.scale.command, rlkit.scale; "
+            "print(sorted(m for m in ('ray', 'torch', 'scipy') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                         check=True).stdout.strip()
+    assert out == "[]"

@@ -93,3 +93,32 @@ def test_asha_stops_a_trial_on_a_metric_reported_while_it_runs(tmp_path, dataset
         last = status(tmp_path / "asha", trial)["result"]["last_report"]
         assert "reward/val_loss" in last and last["training_iteration"] < 16
     assert not Path(tmp_path / "asha" / "results.json").read_text() == ""
+
+
+def test_shared_storage_is_checked_on_every_node(tmp_path, local_ray):
+    from rlkit.errors import ConfigError
+    from rlkit.scale.ray_backend import check_shared_storage
+
+    nodes = check_shared_storage(local_ray, tmp_path)  # a real task on the one local node
+    assert len(nodes) == 1 and list(tmp_path.iterdir()) == []  # the token is cleaned up
+
+    class Blind:  # a two-node cluster whose second node does not see the sweep directory
+        def nodes(self):
+            return [{"Alive": True, "NodeID": "a" * 56, "NodeManagerAddress": "10.0.0.1"},
+                    {"Alive": True, "NodeID": "b" * 56, "NodeManagerAddress": "10.0.0.2"}]
+
+        def remote(self, **_):
+            def wrap(fn):
+                class Task:
+                    def options(self, scheduling_strategy):
+                        node = scheduling_strategy.node_id
+                        return type("R", (), {"remote": staticmethod(
+                            lambda path, token: ("h", node.startswith("a") and fn(path, token)[1]))})()
+                return Task()
+            return wrap
+
+        def get(self, refs, timeout=None):
+            return refs
+
+    with pytest.raises(ConfigError, match=r"not visible on node\(s\) \['10.0.0.2'\].*every node"):
+        check_shared_storage(Blind(), tmp_path)

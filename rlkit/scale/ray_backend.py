@@ -26,16 +26,11 @@ ERROR = "rlkit_error"
 
 def import_ray() -> Any:
     """``ray`` with Tune, or ``MissingExtraError`` naming the extra (pip install 'rlkit[ray]')."""
-    from rlkit.extras import MissingExtraError
+    from rlkit.extras import extra
 
-    try:
+    with extra("ray", "--backend ray (Ray Tune)"):
         import ray
         import ray.tune  # noqa: F401 - ray without [tune] lacks it
-    except ModuleNotFoundError as error:
-        missing = (error.name or "ray").partition(".")[0]
-        if missing not in ("ray", "pandas", "pyarrow", "fsspec", "tensorboardX", "requests"):
-            raise
-        raise MissingExtraError(error.name or "ray", "ray", "--backend ray (Ray Tune)") from error
     return ray
 
 

@@ -162,6 +162,10 @@ def run_sweep(spec: SweepSpec, sweep_dir: str | os.PathLike[str] | None = None,
     from rlkit.scale.trial import run_trial
 
     backend = backend or Backend()
+    if backend.name == "ray":  # a missing extra is named before anything is written
+        from rlkit.scale.ray_backend import import_ray
+
+        import_ray()
     sweep_dir = Path(sweep_dir or default_sweep_dir(spec.command)).absolute()
     prepare_sweep_dir(spec, sweep_dir, resume)
     group = sweep_dir.name
