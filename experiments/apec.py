@@ -38,6 +38,8 @@ METRICS = (("accuracy", "held-out accuracy"), ("step_pearson", "per-step reward 
            ("return_pearson", "segment return r"), ("trajectory_pearson", "trajectory return r"),
            ("accuracy_outside_ail", "accuracy, non-AIL trajectories"),
            ("trajectory_pearson_outside_ail", "trajectory r, non-AIL"))
+PAIR_COUNTS = ("n_pairs", "n_pairs_outside_ail")
+DIAGNOSTICS = ("ail_spearman", "label_agreement")
 
 
 class TaskSettings(StrictModel):
@@ -103,6 +105,9 @@ def run_seed(config: ApecExperimentConfig, task: TaskSettings, seed: int, out: P
         policy = metrics.get("policy", {})
         rows.append({"task": task.id, "seed": seed, "method": method,
                      **{key: metrics[key] for key, _ in METRICS},
+                     **{key: metrics[key] for key in PAIR_COUNTS if key in metrics},
+                     "ail_spearman": results["ail_progress"]["spearman_checkpoints"],
+                     "label_agreement": metrics.get("label_agreement", float("nan")),
                      "policy_return": policy.get("final_true_return", float("nan")),
                      "demo_return": float(np.mean(results["demos"]["returns"])),
                      "demo_fraction": results["demos"].get("fraction", float("nan"))})
@@ -154,30 +159,49 @@ def collect_rows(config: ApecExperimentConfig, out: Path) -> list[dict[str, Any]
 
 
 def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Mean and standard error over seeds per (task, method)."""
+    """Per (task, method) over seeds: mean, standard error (ddof = 1) and 95% t-interval of each
+    metric, and the held-out pairs each seed's accuracy rests on (smallest and largest)."""
+    from experiments.stats import Spread  # by name: a script puts the repo root on sys.path first
+
     keys = list(dict.fromkeys((r["task"], r["method"]) for r in rows))
     table = []
     for task, method in keys:
         group = [r for r in rows if (r["task"], r["method"]) == (task, method)]
         entry: dict[str, Any] = {"task": task, "method": method, "n": len(group)}
-        for metric in [key for key, _ in METRICS] + ["policy_return"]:
-            values = np.array([r[metric] for r in group], dtype=float)
-            known = values[np.isfinite(values)]
-            entry[metric] = float(known.mean()) if len(known) else float("nan")
-            entry[f"{metric}_se"] = float(known.std() / np.sqrt(len(known))) if len(known) else float("nan")
+        for metric in [key for key, _ in METRICS] + ["policy_return", *DIAGNOSTICS]:
+            spread = Spread.of([float(r.get(metric, float("nan"))) for r in group])
+            entry[metric] = spread.mean
+            entry[f"{metric}_se"] = spread.sd / np.sqrt(spread.n) if spread.n > 1 else float("nan")
+            entry[f"{metric}_ci95"] = [spread.low, spread.high]
+        for count in PAIR_COUNTS:
+            known = [int(r[count]) for r in group if count in r]
+            entry[count] = [min(known), max(known)] if known else None
         table.append(entry)
     return table
 
 
 def markdown_table(table: list[dict[str, Any]]) -> str:
-    columns = [*METRICS, ("policy_return", "policy true return")]
-    lines = ["| task | method | seeds | " + " | ".join(label for _, label in columns) + " |",
-             "| --- | --- | ---: | " + " | ".join("---:" for _ in columns) + " |"]
+    """Mean ± standard error (ddof = 1) [95% t-interval] over seeds; the pairs per seed."""
+    columns = [*METRICS, ("policy_return", "policy true return"),
+               ("ail_spearman", "AIL progress (Spearman)"), ("label_agreement", "label agreement")]
+    lines = ["| task | method | seeds | held-out pairs (all / non-AIL) | "
+             + " | ".join(label for _, label in columns) + " |",
+             "| --- | --- | ---: | ---: | " + " | ".join("---:" for _ in columns) + " |"]
     for e in table:
-        cells = [f"{e[key]:.3f} ± {e[key + '_se']:.3f}" if np.isfinite(e[key]) else "—"
-                 for key, _ in columns]
-        lines.append(f"| {e['task']} | {e['method']} | {e['n']} | " + " | ".join(cells) + " |")
+        counts = " / ".join("–".join(str(v) for v in dict.fromkeys(e[c])) if e.get(c) else "—"
+                            for c in PAIR_COUNTS)
+        lines.append(f"| {e['task']} | {e['method']} | {e['n']} | {counts} | "
+                     + " | ".join(_cell(e, key) for key, _ in columns) + " |")
     return "\n".join(lines) + "\n"
+
+
+def _cell(entry: dict[str, Any], key: str) -> str:
+    if not np.isfinite(entry[key]):
+        return "—"
+    if not np.isfinite(entry[f"{key}_se"]):
+        return f"{entry[key]:.3f}"
+    low, high = entry[f"{key}_ci95"]
+    return f"{entry[key]:.3f} ± {entry[key + '_se']:.3f} [{low:.3f}, {high:.3f}]"
 
 
 def plot(table: list[dict[str, Any]], task: str, demo_return: float, path: Path) -> None:

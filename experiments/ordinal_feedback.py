@@ -29,6 +29,7 @@ import numpy as np
 import torch
 from pydantic import Field
 from stable_baselines3 import PPO
+from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.env_util import make_vec_env
 
 from rlkit.config import StrictModel, experiment_parser, load_config, save_config
@@ -84,7 +85,7 @@ def train_checkpoints(task: TaskConfig, config: OrdinalExperimentConfig, folder:
     return paths
 
 
-def collect(task: TaskConfig, policies: list[PPO | None], config: OrdinalExperimentConfig,
+def collect(task: TaskConfig, policies: list[BaseAlgorithm | None], config: OrdinalExperimentConfig,
             seed: int) -> tuple[TrajectoryStore, list[np.ndarray]]:
     """One store; returns the trajectory ids each policy produced."""
     store = TrajectoryStore()
@@ -138,7 +139,7 @@ def run_seed(task: TaskConfig, config: OrdinalExperimentConfig, out: Path,
              seed: int) -> list[dict[str, Any]]:
     """Every arm (granularities, tie ratios) of one (task, seed), on that seed's data."""
     checkpoints = train_checkpoints(task, config, out / "policies" / task.id)  # already there
-    policies: list[PPO | None] = [None] + [load_agent({"PPO": PPO}, p) for p in checkpoints]
+    policies: list[BaseAlgorithm | None] = [None, *(load_agent({"PPO": PPO}, p) for p in checkpoints)]
     rows = []
     rng = np.random.default_rng(seed)
     store, ids = collect(task, policies, config, seed)
@@ -223,7 +224,9 @@ def _gaps(pairs: SegmentPairs) -> np.ndarray:
 
 
 def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Mean and standard error over seeds for each (task, study, setting)."""
+    """Per (task, study, setting) over seeds: mean, standard error (ddof = 1), 95% t-interval."""
+    from experiments.stats import Spread  # by name: a script puts the repo root on sys.path first
+
     keys = list(dict.fromkeys((r["task"], r["study"], str(r["setting"])) for r in rows))
     metrics = [k for k in rows[0] if k.startswith(("in_dist", "out_dist"))]
     table = []
@@ -231,15 +234,17 @@ def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         group = [r for r in rows if (r["task"], r["study"], str(r["setting"])) == (task, study, setting)]
         entry: dict[str, Any] = {"task": task, "study": study, "setting": setting, "n": len(group)}
         for metric in metrics:
-            values = np.array([r[metric] for r in group], dtype=float)
-            entry[metric] = float(np.nanmean(values))
-            entry[f"{metric}_se"] = float(np.nanstd(values) / np.sqrt(max(len(values), 1)))
+            spread = Spread.of([float(r[metric]) for r in group])
+            entry[metric] = spread.mean
+            entry[f"{metric}_se"] = spread.sd / np.sqrt(spread.n) if spread.n > 1 else float("nan")
+            entry[f"{metric}_ci95"] = [spread.low, spread.high]
         table.append(entry)
     return table
 
 
 def markdown_table(table: list[dict[str, Any]]) -> str:
-    """Mean ± standard error over seeds, one row per (task, study, setting)."""
+    """Mean ± standard error (ddof = 1) over seeds and the 95% t-interval, one row per
+    (task, study, setting)."""
     columns = [("in_dist_accuracy", "acc (ID)"), ("out_dist_accuracy", "acc (OOD)"),
                ("in_dist_oracle_ce", "oracle CE (ID)"), ("out_dist_oracle_ce", "oracle CE (OOD)"),
                ("in_dist_return_pearson", "return r (ID)"),
@@ -247,10 +252,17 @@ def markdown_table(table: list[dict[str, Any]]) -> str:
     lines = ["| task | study | setting | seeds | " + " | ".join(c[1] for c in columns) + " |",
              "| --- | --- | --- | ---: | " + " | ".join("---:" for _ in columns) + " |"]
     for e in table:
-        cells = [f"{e[key]:.3f} ± {e[key + '_se']:.3f}" for key, _ in columns]
+        cells = [_cell(e, key) for key, _ in columns]
         lines.append(f"| {e['task']} | {e['study']} | {e['setting']} | {e['n']} | "
                      + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def _cell(entry: dict[str, Any], key: str) -> str:
+    low, high = entry[f"{key}_ci95"]
+    if not np.isfinite(entry[f"{key}_se"]):
+        return f"{entry[key]:.3f} (n={entry['n']})"
+    return f"{entry[key]:.3f} ± {entry[key + '_se']:.3f} [{low:.3f}, {high:.3f}]"
 
 
 def plot(table: list[dict[str, Any]], config: OrdinalExperimentConfig, path: Path) -> None:
