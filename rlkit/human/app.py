@@ -14,12 +14,13 @@ from rlkit.extras import extra
 
 with extra("human"):
     from fastapi import FastAPI, HTTPException
+    from fastapi.exceptions import RequestValidationError
     from fastapi.responses import FileResponse
     from fastapi.staticfiles import StaticFiles
 
 from rlkit.feedback.scale import OrdinalScale
 from rlkit.human import routes_dashboard, routes_label, routes_m3hf, security
-from rlkit.human.deps import PACKAGE_DIR
+from rlkit.human.deps import PACKAGE_DIR, validation_problem
 from rlkit.human.security import Signer
 from rlkit.human.settings import ServeConfig
 from rlkit.human.store import LabelStore
@@ -51,6 +52,7 @@ def create_app(
     app.state.signer = Signer(secret)
     app.state.media_dir = Path(media_dir) if media_dir else _default_media_dir(config)
     app.state.parser = parser if parser is not None else RuleParser()
+    app.add_exception_handler(RequestValidationError, validation_problem)
     app.include_router(routes_label.router)
     app.include_router(routes_m3hf.router)
     app.include_router(routes_dashboard.router)

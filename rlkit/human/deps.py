@@ -10,7 +10,8 @@ from rlkit.extras import extra
 
 with extra("human"):
     from fastapi import HTTPException, Request
-    from fastapi.responses import HTMLResponse
+    from fastapi.exceptions import RequestValidationError
+    from fastapi.responses import HTMLResponse, JSONResponse
     from fastapi.templating import Jinja2Templates
 
 from pydantic import BaseModel
@@ -36,6 +37,22 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 templates = Jinja2Templates(directory=str(PACKAGE_DIR / "templates"))
 
+
+
+def validation_problem(request: Request, error: Exception) -> JSONResponse:
+    """422 naming each field and what is wrong with it, never echoing the input: a value such as
+    NaN, 1e400 or a lone surrogate cannot be written back as JSON (FastAPI's own handler, which
+    echoes it, failed with HTTP 500 on them)."""
+    issues = error.errors() if isinstance(error, RequestValidationError) else []
+    detail = "; ".join(
+        f"{_field(issue.get('loc', ()))}: {issue.get('msg', 'invalid')}" for issue in issues
+    ) or "invalid request"
+    return JSONResponse({"detail": detail.encode("utf-8", "replace").decode("utf-8")}, status_code=422)
+
+
+def _field(loc: Any) -> str:
+    parts = [str(part) for part in loc if part != "body"] if isinstance(loc, list | tuple) else []
+    return ".".join(parts) or "body"
 
 
 def page(request: Request, name: str, **context: Any) -> HTMLResponse:

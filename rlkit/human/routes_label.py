@@ -63,8 +63,10 @@ class NextOut(BaseModel):
 
 
 class LabelIn(BaseModel):
-    query_id: int = Field(ge=1, le=2**62)
-    value: float | None = Field(None, ge=0.0, le=1.0, description="a level of the scale; null = skip")
+    # Strict: ``true`` is not query 1 and ``"0.5"`` is not a level; NaN / Infinity / 1e400 refused.
+    query_id: int = Field(ge=1, le=2**62, strict=True)
+    value: float | None = Field(None, ge=0.0, le=1.0, strict=True, allow_inf_nan=False,
+                                description="a level of the scale; null = skip")
 
 
 class LabelOut(BaseModel):

@@ -11,19 +11,28 @@ with extra("human"):
     from fastapi import APIRouter, Depends, HTTPException, Request
     from fastapi.responses import HTMLResponse
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from rlkit.human.deps import ERROR_RESPONSES, page, require_annotator, require_csrf
 from rlkit.human.m3hf_source import scene_from_json
 from rlkit.human.records import PhaseClosedError, UnknownQueryError
+from rlkit.m3hf.parser_rule import clean_text
 from rlkit.m3hf.specs import TEMPLATE_PARAMS, RewardSpec, Scene, validate_specs
 
 router = APIRouter(responses=ERROR_RESPONSES)
 MAX_SPECS = 20
 
 
+def _no_nul(text: str) -> str:
+    if "\x00" in text:  # PostgreSQL's text cannot hold it; no person types it
+        raise ValueError("a NUL character is not feedback text")
+    return text
+
+
 class TextIn(BaseModel):
     text: str = Field(min_length=1)
+
+    _text = field_validator("text")(_no_nul)
 
 
 class SpecOut(BaseModel):
@@ -38,9 +47,11 @@ class PreviewOut(BaseModel):
 
 
 class CommitIn(BaseModel):
-    phase: int = Field(ge=0, le=10**6)
+    phase: int = Field(ge=0, le=10**6, strict=True)
     text: str = Field(min_length=1)
     specs: list[dict[str, Any]] = Field(max_length=MAX_SPECS)
+
+    _text = field_validator("text")(_no_nul)
 
 
 class CommitOut(BaseModel):
@@ -98,8 +109,8 @@ def commit(body: CommitIn, request: Request, annotator: str = Depends(require_an
         raise HTTPException(409, f"phase {body.phase} is closed; feedback now goes to phase {phase['phase']}")
     try:
         specs = validate_specs(body.specs, scene)
-    except (ValidationError, ValueError) as error:
-        raise HTTPException(422, f"specs: {error}") from None
+    except (ValidationError, ValueError) as error:  # a key may hold a lone surrogate: cleaned
+        raise HTTPException(422, clean_text(f"specs: {error}")) from None
     try:
         feedback_id = request.app.state.store.add_feedback(
             body.phase, annotator, _check_text(request, body.text),

@@ -97,9 +97,12 @@ def safe_media_path(root: Path, name: str) -> Path | None:
     """The file ``name`` inside ``root``, or None if it is missing or would leave the folder."""
     if not name or "\x00" in name:
         return None
-    root = root.resolve()
-    candidate = (root / name).resolve()
-    if not candidate.is_relative_to(root) or not candidate.is_file():
+    try:  # a name past the file system's limits (ENAMETOOLONG), or one it cannot encode
+        root = root.resolve()
+        candidate = (root / name).resolve()
+        if not candidate.is_relative_to(root) or not candidate.is_file():
+            return None
+    except (OSError, ValueError):
         return None
     return candidate
 
