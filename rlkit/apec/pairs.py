@@ -8,6 +8,7 @@ diagnostics and never used for the label.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -52,7 +53,9 @@ def reference_ot_distance(states: np.ndarray, demo_states: np.ndarray, reg: floa
     cost = 1.0 - (x @ y.T) / norms
     a = np.full(len(x), 1.0 / len(x))
     b = np.full(len(y), 1.0 / len(y))
-    plan = ot.sinkhorn(a, b, cost, reg, numItermax=iterations).astype(np.float32)
+    with warnings.catch_warnings():  # 100 iterations often stop short of convergence, as there
+        warnings.simplefilter("ignore", UserWarning)
+        plan = ot.sinkhorn(a, b, cost, reg, numItermax=iterations).astype(np.float32)
     return float(np.mean(np.sum(plan * cost, axis=1)) * OT_SCALE)
 
 
