@@ -18,7 +18,7 @@ from fastapi.testclient import TestClient
 from rlkit.human import LabelStore
 from rlkit.human.app import create_app
 from rlkit.human.settings import ServeConfig
-from tests.test_human_app import login
+from tests.test_human_app import client_for, login
 from tests.test_human_m3hf import open_phase
 from tests.test_human_store import make_pairs, make_trajectories
 
@@ -50,7 +50,7 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> tuple[TestClient, dict[s
     source, _ = open_phase(run_dir)
     source.store.add_queries(make_pairs(make_trajectories(), 3))
     app = create_app(LabelStore(run_dir), ServeConfig(run_dir=str(run_dir)))
-    client = TestClient(app, raise_server_exceptions=False)
+    client = client_for(app, raise_server_exceptions=False)
     return client, login(client, "ann") | {"Content-Type": "application/json"}
 
 

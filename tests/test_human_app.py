@@ -15,6 +15,11 @@ from tests.test_human_store import make_pairs, make_trajectories
 pytestmark = pytest.mark.server
 
 
+def client_for(app, **settings) -> TestClient:
+    """A client as a browser on this machine sends: Host 127.0.0.1 (the app refuses other names)."""
+    return TestClient(app, base_url="http://127.0.0.1:8765", **settings)
+
+
 def login(client: TestClient, annotator: str) -> dict[str, str]:
     """Start a session the way the page does; returns the headers its POSTs carry."""
     csrf = client.get("/api/session").json()["csrf"]
@@ -37,7 +42,7 @@ def run(tmp_path):
 
 def test_label_submit_skip_undo_and_progress(run):
     store, ids, app = run
-    client = TestClient(app)
+    client = client_for(app)
     headers = login(client, "ann")
     first = client.get("/api/queue/next").json()
     assert first["query"]["id"] == ids[0] and first["query"]["left_media"] == "l0.gif"
@@ -60,7 +65,7 @@ def test_label_submit_skip_undo_and_progress(run):
 
 def test_pages_render_the_scale_as_named_buttons_with_keys(run):
     _, _, app = run
-    client = TestClient(app)
+    client = client_for(app)
     assert 'id="login"' in client.get("/").text  # no annotator yet: the login form
     login(client, "ann")
     html = client.get("/").text
@@ -75,7 +80,7 @@ def test_pages_render_the_scale_as_named_buttons_with_keys(run):
 def test_the_server_follows_a_scale_a_trainer_sets_after_it_started(run, tmp_path):
     """`rlkit serve` started first (five levels); then pref-rl sets ternary on the same store."""
     store, ids, app = run
-    client = TestClient(app)
+    client = client_for(app)
     headers = login(client, "ann")
     LabelStore(tmp_path).set_scale(TERNARY)  # the trainer's own connection to the run's database
     html = client.get("/").text
@@ -96,7 +101,7 @@ def test_the_server_follows_a_scale_a_trainer_sets_after_it_started(run, tmp_pat
 
 def test_posts_need_the_csrf_token_and_a_signed_annotator(run):
     store, ids, app = run
-    client = TestClient(app)
+    client = client_for(app)
     refused = client.post("/api/session", json={"annotator": "ann"})
     assert refused.status_code == 403 and "X-CSRF-Token" in refused.json()["detail"]
     headers = login(client, "ann")
@@ -110,7 +115,7 @@ def test_posts_need_the_csrf_token_and_a_signed_annotator(run):
     forged = client.post("/api/labels", json={"query_id": int(ids[0]), "value": 1.0}, headers=headers)
     assert forged.status_code == 401
     # Another browser's CSRF token does not work with this browser's cookies.
-    other = TestClient(app)
+    other = client_for(app)
     other_headers = login(other, "bob")
     visitor = client.cookies.get("rlkit_visitor")
     other.cookies.delete("rlkit_visitor")
@@ -121,7 +126,7 @@ def test_posts_need_the_csrf_token_and_a_signed_annotator(run):
 
 def test_annotators_cannot_touch_each_others_labels(run):
     store, ids, app = run
-    ann, bob = TestClient(app), TestClient(app)
+    ann, bob = client_for(app), client_for(app)
     ann_headers, bob_headers = login(ann, "ann"), login(bob, "bob")
     ann.post("/api/labels", json={"query_id": int(ids[0]), "value": 1.0}, headers=ann_headers)
     bob.post("/api/labels", json={"query_id": int(ids[0]), "value": 0.0}, headers=bob_headers)
@@ -132,7 +137,7 @@ def test_annotators_cannot_touch_each_others_labels(run):
 
 def test_media_is_served_only_from_the_media_folder(run):
     _, _, app = run
-    client = TestClient(app)
+    client = client_for(app)
     assert client.get("/media/l0.gif").content == b"GIF89a"
     for name in ("../secret.txt", "..%2Fsecret.txt", "%2e%2e/secret.txt", "/etc/passwd", "nope.gif"):
         response = client.get(f"/media/{name}")
@@ -142,7 +147,7 @@ def test_media_is_served_only_from_the_media_folder(run):
 
 def test_limits_on_bodies_and_ids_and_security_headers(run):
     _, _, app = run
-    client = TestClient(app)
+    client = client_for(app)
     headers = login(client, "ann")
     huge = client.post("/api/labels", content=b"x" * 70_000,
                        headers=headers | {"Content-Type": "application/json"})
@@ -162,7 +167,7 @@ def test_a_token_guards_every_request_and_non_loopback_binds_need_one(tmp_path):
     check_bind("0.0.0.0", "t" * 16)
     token = "correct-horse-battery"
     app = create_app(LabelStore(tmp_path), ServeConfig(run_dir=str(tmp_path), token=token))
-    client = TestClient(app)
+    client = client_for(app)
     assert client.get("/api/scale").status_code == 401
     assert client.get("/api/scale", headers={"X-Rlkit-Token": "wrong-token-123456"}).status_code == 401
     assert client.get("/api/scale", headers={"X-Rlkit-Token": token}).status_code == 200
@@ -175,7 +180,7 @@ def test_sessions_survive_a_server_restart(tmp_path):
     """The signing secret is kept in the store, so a restarted server knows its annotators."""
     store = LabelStore(tmp_path)
     (query_id,) = store.add_queries(make_pairs(make_trajectories(), 1))
-    client = TestClient(create_app(store))
+    client = client_for(create_app(store))
     headers = login(client, "ann")
     store.close()
     restarted = LabelStore(tmp_path)
@@ -190,3 +195,56 @@ def test_rlkit_serve_refuses_to_expose_the_app_without_a_token(tmp_path, capsys)
 
     assert main(["serve", "host=0.0.0.0", "--run-dir", str(tmp_path)]) == 2
     assert "host='0.0.0.0' exposes the labelling app" in capsys.readouterr().err
+
+
+def test_a_tokenless_server_answers_only_to_its_own_host_names(tmp_path):
+    """DNS rebinding: a page on evil.example whose name now resolves to 127.0.0.1 sends its own
+    name as Host; the app refuses it, with the security headers, before touching the store."""
+    store = LabelStore(tmp_path)
+    app = create_app(store, ServeConfig(run_dir=str(tmp_path), allowed_hosts=("labels.internal",)))
+    for host in ("evil.example", "evil.example:8765", "127.0.0.1.evil.example", "", "[::2]:8765"):
+        response = TestClient(app, base_url="http://127.0.0.1:8765").get("/api/scale", headers={"Host": host})
+        assert response.status_code == 400, host
+        assert "is not this server" in response.json()["detail"]
+        assert response.headers["X-Frame-Options"] == "DENY" and "script-src" in response.headers[
+            "Content-Security-Policy"]
+    for host in ("127.0.0.1:8765", "localhost:8765", "LOCALHOST", "[::1]:8765", "labels.internal:80"):
+        assert TestClient(app).get("/api/scale", headers={"Host": host}).status_code == 200, host
+    # with a token, the token guards (a rebinding page cannot present it): any name may be used
+    token = "correct-horse-battery"
+    shared = create_app(store, ServeConfig(run_dir=str(tmp_path), host="0.0.0.0", token=token))
+    client = TestClient(shared, base_url="http://labels.example.org")
+    assert client.get("/api/scale").status_code == 401
+    assert client.get("/api/scale", headers={"X-Rlkit-Token": token}).status_code == 200
+
+
+def test_every_error_carries_the_security_headers_and_a_chunked_body_over_the_limit_is_413(run):
+    _, _, app = run
+    client = client_for(app)
+    headers = login(client, "ann") | {"Content-Type": "application/json"}
+
+    def chunks():
+        for _ in range(20):
+            yield b" " * 8_192
+
+    declared = client.post("/api/labels", content=b"x" * 70_000, headers=headers)
+    chunked = client.post("/api/labels", content=chunks(), headers=headers)
+    for response in (declared, chunked):
+        assert response.status_code == 413, response.text
+        assert response.json()["detail"] == "request body over the 65536-byte limit"
+        assert response.headers["X-Content-Type-Options"] == "nosniff"
+        assert "frame-ancestors 'none'" in response.headers["Content-Security-Policy"]
+    for response in (client.get("/media/nope.gif"), client.post("/api/labels", json={}, headers=headers),
+                     client.post("/api/labels", json={"query_id": 1, "value": 1.0})):
+        assert response.status_code in (403, 404, 422)
+        assert response.headers["X-Frame-Options"] == "DENY"
+    token_app = create_app(LabelStore(app.state.store.url), ServeConfig(token="t" * 16))
+    unauthorised = client_for(token_app).get("/api/scale")
+    assert unauthorised.status_code == 401 and unauthorised.headers["X-Frame-Options"] == "DENY"
+
+
+def test_no_docs_page_loads_scripts_from_a_cdn_but_the_schema_is_served(run):
+    _, _, app = run
+    client = client_for(app)
+    assert client.get("/docs").status_code == 404 and client.get("/redoc").status_code == 404
+    assert client.get("/openapi.json").json()["info"]["title"] == "rlkit labelling"

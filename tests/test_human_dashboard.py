@@ -3,13 +3,13 @@
 import re
 
 import pytest
-from fastapi.testclient import TestClient
 
 from rlkit.human import LabelStore
 from rlkit.human.app import create_app
 from rlkit.human.dashboard import DashboardLogger, dashboard_stats, krippendorff_alpha
 from rlkit.human.store import LabelRecord
 from rlkit.logging import Logger
+from tests.test_human_app import client_for
 from tests.test_human_store import make_pairs, make_trajectories
 
 pytestmark = pytest.mark.server
@@ -61,10 +61,10 @@ def test_the_logger_puts_training_curves_on_the_page(store):
         metrics = {"reward/held_out_accuracy": accuracy, "train/loss": 1.0, "eval/return": -100 + step}
         logger.log(metrics, step)
     assert set(store.metric_series()) == {"reward/held_out_accuracy", "eval/return"}
-    html = re.sub(r">\s+<", "><", TestClient(create_app(store)).get("/dashboard").text)
+    html = re.sub(r">\s+<", "><", client_for(create_app(store)).get("/dashboard").text)
     assert "reward/held_out_accuracy — step 2: 0.8" in html and "<polyline points=" in html
     assert "ann · bob</td><td>3</td><td>0.33</td><td>0.67" in html
-    data = TestClient(create_app(store)).get("/api/dashboard").json()
+    data = client_for(create_app(store)).get("/api/dashboard").json()
     assert data["series"]["eval/return"] == [[0, -100.0], [1, -99.0], [2, -98.0]]
     assert data["scale_names"][0] == "B much better"
     assert data["krippendorff_alpha"] == pytest.approx(krippendorff_alpha(store.live_labels()))

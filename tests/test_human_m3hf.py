@@ -3,7 +3,6 @@
 from pathlib import Path
 
 import pytest
-from fastapi.testclient import TestClient
 
 import envs.overcooked as oc
 from envs.overcooked.video import record_episode
@@ -12,7 +11,7 @@ from rlkit.human.app import create_app
 from rlkit.human.m3hf_source import ConfirmedSpecsParser, WebFeedbackSource, scene_from_json, scene_to_json
 from rlkit.human.settings import ServeConfig
 from rlkit.m3hf import FeedbackRequest, FeedbackSource, RuleParser, Scene
-from tests.test_human_app import login
+from tests.test_human_app import client_for, login
 
 pytestmark = pytest.mark.server
 TEXT = "Agent 0 should pick up the tomato. Agent 1 should not stand still."
@@ -36,7 +35,7 @@ def test_scenes_survive_the_trip_through_json():
 def test_preview_correct_and_confirm_reach_the_loop_as_confirmed_specs(tmp_path):
     source, request = open_phase(tmp_path)
     assert isinstance(source, FeedbackSource)
-    client = TestClient(create_app(source.store, ServeConfig(run_dir=str(tmp_path))))
+    client = client_for(create_app(source.store, ServeConfig(run_dir=str(tmp_path))))
     headers = login(client, "ann")
     html = client.get("/m3hf").text
     assert "Phase 3" in html and "the <b>green</b> chef" in html and 'data-media="m3hf_phase_003.gif"' in html
@@ -73,7 +72,7 @@ def test_preview_correct_and_confirm_reach_the_loop_as_confirmed_specs(tmp_path)
 
 def test_bad_feedback_is_refused_with_the_reason(tmp_path):
     source, _ = open_phase(tmp_path)
-    client = TestClient(create_app(source.store, ServeConfig(run_dir=str(tmp_path), max_text_chars=100)))
+    client = client_for(create_app(source.store, ServeConfig(run_dir=str(tmp_path), max_text_chars=100)))
     headers = login(client, "ann")
     bad_entity = {"template": "holding", "agents": [0], "params": {"item": "pizza", "value": 1.0}}
     response = client.post("/api/m3hf/commit", json={"phase": 3, "text": "x", "specs": [bad_entity]},
@@ -87,7 +86,7 @@ def test_bad_feedback_is_refused_with_the_reason(tmp_path):
 
 
 def test_the_page_says_when_no_phase_is_open(tmp_path):
-    client = TestClient(create_app(LabelStore(tmp_path)))
+    client = client_for(create_app(LabelStore(tmp_path)))
     headers = login(client, "ann")
     assert 'id="no-phase"' in client.get("/m3hf").text
     assert client.post("/api/m3hf/preview", json={"text": "hi"}, headers=headers).status_code == 404

@@ -3,13 +3,13 @@ every response matches what the schema declares (status codes, content types, bo
 
 import pytest
 import schemathesis
-from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from rlkit.human import LabelStore
 from rlkit.human.app import create_app
-from tests.test_human_app import login
+from rlkit.human.settings import ServeConfig
+from tests.test_human_app import client_for, login
 from tests.test_human_m3hf import open_phase
 from tests.test_human_store import make_pairs, make_trajectories
 
@@ -19,8 +19,9 @@ pytestmark = pytest.mark.server
 def test_every_operation_honours_the_openapi_schema(tmp_path):
     source, _ = open_phase(tmp_path)
     source.store.add_queries(make_pairs(make_trajectories(), 5))
-    app = create_app(LabelStore(tmp_path))
-    client = TestClient(app)
+    # schemathesis's ASGI client sends Host: testserver, a name the app is told to accept
+    app = create_app(LabelStore(tmp_path), ServeConfig(allowed_hosts=("testserver",)))
+    client = client_for(app)
     headers = login(client, "schemathesis")
     cookies = dict(client.cookies)
     schema = schemathesis.openapi.from_asgi("/openapi.json", app)

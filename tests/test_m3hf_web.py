@@ -9,7 +9,6 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from fastapi.testclient import TestClient
 
 from rlkit.errors import InvalidDataError
 from rlkit.human import LabelStore, m3hf_source
@@ -20,7 +19,7 @@ from rlkit.m3hf.loop import make_source
 from rlkit.m3hf.run_config import M3HFConfig
 from rlkit.marl import MultiAgentPPO
 from rlkit.runners.m3hf import run_m3hf
-from tests.test_human_app import login
+from tests.test_human_app import client_for, login
 from tests.test_m3hf_loop import tiny_config
 
 pytestmark = pytest.mark.server
@@ -36,7 +35,7 @@ def person_at_the_page(run_dir: Path, confirmed: dict[int, list[dict]], stop: th
     """Someone with `rlkit serve --run-dir run_dir` open: for each phase shown, types its text,
     reads the preview, and confirms it; in phase 1 they correct it (onion, and only that spec)."""
     try:
-        client = TestClient(create_app(LabelStore(run_dir), ServeConfig(run_dir=str(run_dir))))
+        client = client_for(create_app(LabelStore(run_dir), ServeConfig(run_dir=str(run_dir))))
         headers = login(client, "ann")
         while not stop.is_set() and len(confirmed) < len(TEXTS):
             page = client.post("/api/m3hf/preview", json={"text": "hello"}, headers=headers)

@@ -45,7 +45,9 @@ def create_app(
     if secret is None:
         secret = security.new_secret()
         store.set_setting("secret", secret)
-    app = FastAPI(title="rlkit labelling", version="1",
+    # No /docs or /redoc: they load scripts from a CDN, which the Content-Security-Policy blocks
+    # (and which a labelling server should not fetch); the schema stays at /openapi.json.
+    app = FastAPI(title="rlkit labelling", version="1", docs_url=None, redoc_url=None,
                   description="Pairwise/ordinal labels and M3HF feedback from people.")
     app.state.store = store
     app.state.config = config
@@ -65,8 +67,11 @@ def create_app(
             raise HTTPException(404, f"no media file {name!r}")
         return FileResponse(path)
 
-    app.add_middleware(security.GuardMiddleware, token=config.token)
+    # The last added runs first: the guard (Host, token, security headers on every answer, a 413
+    # included), then the body limit.
     app.add_middleware(security.BodyLimitMiddleware, max_bytes=config.max_body_bytes)
+    hosts = security.allowed_hosts(config.host, config.token, config.allowed_hosts)
+    app.add_middleware(security.GuardMiddleware, token=config.token, hosts=hosts)
     return app
 
 

@@ -8,6 +8,11 @@
 - The annotator id lives in a signed cookie, so one person cannot act under another's id by
   editing it; the store never lets one annotator change another's labels.
 - Media is served only from the run's media folder (see ``safe_media_path``).
+- Without a token, the ``Host`` header must name this server (127.0.0.1, localhost, [::1], the
+  bound host or ``allowed_hosts``): a page on another origin whose name an attacker re-pointed
+  at 127.0.0.1 (DNS rebinding) is refused, since the browser sends that origin's name.
+- Every response the app sends, its own errors (401, 400, 413) included, carries the security
+  headers below.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from pathlib import Path
 from rlkit.extras import extra
 
 with extra("human"):
+    from starlette.exceptions import HTTPException
     from starlette.requests import Request
     from starlette.responses import JSONResponse, RedirectResponse
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -45,6 +51,26 @@ _HEADER_BYTES = [(k.lower().encode(), v.encode()) for k, v in SECURITY_HEADERS.i
 
 class UnsafeBindError(RlkitError):
     """A non-loopback bind without an access token."""
+
+
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
+
+
+def host_name(header: str) -> str:
+    """The name in a ``Host`` header, port and IPv6 brackets dropped, lower case."""
+    header = header.strip().lower()
+    if header.startswith("["):
+        return header[1:].partition("]")[0]
+    return header.rpartition(":")[0] if header.count(":") == 1 else header
+
+
+def allowed_hosts(host: str, token: str | None, extra_names: tuple[str, ...] = ()) -> frozenset[str] | None:
+    """The names a ``Host`` header may carry, or None (any) when a token guards the app: a
+    rebinding page cannot present the token, and annotators reach a shared server by names the
+    server cannot know."""
+    if token:
+        return None
+    return frozenset({*LOOPBACK_NAMES, host_name(host), *(host_name(name) for name in extra_names)})
 
 
 def check_bind(host: str, token: str | None) -> None:
@@ -113,24 +139,39 @@ class GuardMiddleware:
     Plain ASGI (not ``BaseHTTPMiddleware``): it adds no task hop to each request.
     """
 
-    def __init__(self, app: ASGIApp, token: str | None) -> None:
+    def __init__(self, app: ASGIApp, token: str | None, hosts: frozenset[str] | None = None) -> None:
         self.app = app
         self.token = token
+        self.hosts = hosts
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+
+        async def send_secured(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": list(message.get("headers", [])) + _HEADER_BYTES}
+            await send(message)
+
         request = Request(scope)
+        if self.hosts is not None:
+            given = request.headers.get("host", "")
+            if host_name(given) not in self.hosts:
+                detail = (f"Host {given[:100]!r} is not this server (allowed: {sorted(self.hosts)}); "
+                          "open it as http://127.0.0.1:PORT/, or add the name to allowed_hosts")
+                await JSONResponse({"detail": detail}, status_code=400)(scope, receive, send_secured)
+                return
         if self.token is not None:
             if token_matches(self.token, request.query_params.get("token")):
                 redirect = RedirectResponse(request.url.remove_query_params("token"), status_code=303)
                 redirect.set_cookie(TOKEN_COOKIE, self.token, httponly=True, samesite="strict")
-                await redirect(scope, receive, send)
+                await redirect(scope, receive, send_secured)
                 return
             presented = request.headers.get(TOKEN_HEADER) or request.cookies.get(TOKEN_COOKIE)
             if not token_matches(self.token, presented):
-                await JSONResponse({"detail": "access token required"}, status_code=401)(scope, receive, send)
+                unauthorised = JSONResponse({"detail": "access token required"}, status_code=401)
+                await unauthorised(scope, receive, send_secured)
                 return
         visitor = request.cookies.get(VISITOR_COOKIE)
         new_visitor = visitor is None or len(visitor) != 32
@@ -139,15 +180,12 @@ class GuardMiddleware:
         scope.setdefault("state", {})["visitor"] = visitor
         cookie = f"{VISITOR_COOKIE}={visitor}; HttpOnly; Path=/; SameSite=strict".encode()
 
-        async def send_with_headers(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                headers = list(message.get("headers", [])) + _HEADER_BYTES
-                if new_visitor:
-                    headers.append((b"set-cookie", cookie))
-                message = {**message, "headers": headers}
-            await send(message)
+        async def send_with_cookie(message: Message) -> None:
+            if message["type"] == "http.response.start" and new_visitor:
+                message = {**message, "headers": [*message.get("headers", []), (b"set-cookie", cookie)]}
+            await send_secured(message)
 
-        await self.app(scope, receive, send_with_headers)
+        await self.app(scope, receive, send_with_cookie)
 
 
 class BodyLimitMiddleware:
@@ -166,23 +204,34 @@ class BodyLimitMiddleware:
             await _send_413(send, self.max_bytes)
             return
         seen = 0
+        started = False
 
         async def limited_receive() -> Message:
             nonlocal seen
             message = await receive()
             seen += len(message.get("body", b""))
-            if seen > self.max_bytes:
-                raise BodyTooLargeError
+            if seen > self.max_bytes:  # a chunked body has no length to check up front
+                raise BodyTooLargeError(self.max_bytes)
             return message
 
+        async def watched_send(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
         try:
-            await self.app(scope, limited_receive, send)
+            await self.app(scope, limited_receive, watched_send)
         except BodyTooLargeError:
-            await _send_413(send, self.max_bytes)
+            if not started:
+                await _send_413(send, self.max_bytes)
 
 
-class BodyTooLargeError(Exception):
-    """A streamed body that passed its limit."""
+class BodyTooLargeError(HTTPException):
+    """A streamed body that passed its limit: an HTTP 413 wherever it is raised. (FastAPI turns
+    any other exception raised while it reads a body into a 400.)"""
+
+    def __init__(self, max_bytes: int) -> None:
+        super().__init__(413, f"request body over the {max_bytes}-byte limit")
 
 
 async def _send_413(send: Send, max_bytes: int) -> None:

@@ -13,6 +13,9 @@ class ServeConfig(StrictModel):
     host: str = Field("127.0.0.1", description="bind address; anything but loopback needs a token")
     port: int = Field(8765, ge=0, le=65535)
     token: str | None = Field(None, min_length=16, description="required as header, cookie or ?token=")
+    allowed_hosts: tuple[str, ...] = Field(
+        (), description="Host names accepted besides 127.0.0.1, localhost, [::1] and host (without a token)"
+    )
     scale: str | None = Field(None, description="label scale to set (default: the store's, else five)")
     max_body_bytes: int = Field(64 * 1024, ge=1024, description="requests above this are refused")
     max_text_chars: int = Field(4000, ge=1, description="longest M3HF feedback text accepted")
