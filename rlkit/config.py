@@ -79,12 +79,34 @@ def describe_errors(owner: str, error: ValidationError) -> str:
     return "; ".join(lines)
 
 
+#: Fields holding secrets (``SecretStr``, left out of every dump): refused as ``key=value``
+#: overrides, which shell history, the process list and W&B's run metadata (the command line) keep.
+SECRET_FIELDS = frozenset({"api_key"})
+_SECRET_SOURCES = {"api_key": "the OPENAI_API_KEY environment variable"}
+
+
 def parse_override(text: str) -> tuple[list[str], Any]:
     """``"trainer.lr=3e-4"`` -> (["trainer", "lr"], 0.0003); values are parsed as YAML."""
     key, sep, raw = text.partition("=")
     if not sep or not key.strip():
         raise ConfigError(f"override {text!r} is not of the form key=value")
-    return key.strip().split("."), yaml.safe_load(raw) if raw.strip() else None
+    path = key.strip().split(".")
+    if path[-1] in SECRET_FIELDS:  # the value is not repeated in the message
+        source = _SECRET_SOURCES.get(path[-1], "the environment")
+        raise ConfigError(
+            f"{key.strip()} is a secret and is not taken from the command line (shell history, the "
+            f"process list and the run's W&B metadata would keep it): set {source} instead"
+        )
+    if not raw.strip():
+        return path, None
+    try:
+        return path, yaml.safe_load(raw)
+    except yaml.YAMLError as error:
+        problem = getattr(error, "problem", None) or type(error).__name__
+        hint = key.strip() + '="' + f"'{raw}'" + '"'  # the shell keeps the inner quotes
+        raise ConfigError(
+            f"override {text!r}: the value is not valid YAML ({problem}); as a string: {hint}"
+        ) from None
 
 
 def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:

@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field, SecretStr, ValidationError
 
 from rlkit.config import StrictModel
 from rlkit.errors import InvalidDataError
@@ -64,11 +64,17 @@ def _retryable() -> tuple[type[openai.APIError], ...]:
 
 
 class LLMConfig(StrictModel):
-    """Where the model lives and how patient to be; ``api_key`` None reads ``OPENAI_API_KEY``."""
+    """Where the model lives and how patient to be; ``api_key`` None reads ``OPENAI_API_KEY``.
+
+    The key is a secret: a ``SecretStr`` left out of every dump (``config.yaml``, ``config.json``,
+    W&B, ``--print-config``, M3HF's ``state.json``), so a resolved config never holds it. The
+    ``rlkit`` command refuses it as an override (see ``rlkit.config.SECRET_FIELDS``): give it in
+    ``OPENAI_API_KEY``.
+    """
 
     model: str = "gpt-4o-mini"
     base_url: str | None = None
-    api_key: str | None = Field(None, repr=False)
+    api_key: SecretStr | None = Field(None, exclude=True, repr=False)
     timeout_s: float = Field(30.0, gt=0.0)
     api_retries: int = Field(2, ge=0, le=10)
     backoff_s: float = Field(1.0, ge=0.0)
@@ -78,7 +84,8 @@ class LLMConfig(StrictModel):
     response_format: Literal["json_object", "json_schema", "none"] = "json_object"
 
     def resolved_api_key(self) -> str | None:
-        return self.api_key or os.environ.get("OPENAI_API_KEY") or None
+        given = self.api_key.get_secret_value() if self.api_key is not None else None
+        return given or os.environ.get("OPENAI_API_KEY") or None
 
 
 AttemptOutcome = Literal["ok", "api_error", "invalid_json", "invalid_spec", "empty"]
