@@ -18,6 +18,7 @@ from sqlalchemy import delete, text
 
 from rlkit.data import SegmentPairs, TrajectoryStore, sample_pairs
 from rlkit.errors import FileFormatError, InvalidLabelError
+from rlkit.extras import MissingExtraError
 from rlkit.feedback import FIVE, TERNARY, PreferenceDataset
 from rlkit.human import LabelConflictError, LabelStore, UnknownQueryError
 from rlkit.human.records import PhaseClosedError
@@ -201,7 +202,7 @@ def test_a_trainer_and_a_server_opening_a_new_run_database_at_once_both_get_in(t
 
 def test_a_postgresql_url_without_its_driver_says_what_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "psycopg", None)  # as if psycopg were not installed
-    with pytest.raises(ModuleNotFoundError, match=r"psycopg 3 driver: pip install 'rlkit\[postgresql\]'"):
+    with pytest.raises(MissingExtraError, match=r"psycopg.*PostgreSQL.*pip install 'rlkit\[postgresql\]'"):
         LabelStore("postgresql://labeller@127.0.0.1:1/study")
 
 

@@ -4,7 +4,6 @@ front on both SQLite and PostgreSQL, and key-value settings."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import sqlite3
@@ -14,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from rlkit.extras import extra
+from rlkit.extras import extra, require
 
 with extra("human"):
     from sqlalchemy import (
@@ -157,9 +156,8 @@ def _make_postgres_engine(url: str) -> Engine:
     parsed = make_url(url)
     if parsed.drivername == "postgresql":  # SQLAlchemy's default would be psycopg2; rlkit ships psycopg 3
         parsed = parsed.set(drivername="postgresql+psycopg")
-    if parsed.drivername == "postgresql+psycopg" and importlib.util.find_spec("psycopg") is None:
-        raise ModuleNotFoundError("a label store on PostgreSQL needs the psycopg 3 driver: "
-                                  "pip install 'rlkit[postgresql]'", name="psycopg")
+    if parsed.drivername == "postgresql+psycopg":  # MissingExtraError naming rlkit[postgresql]
+        require("psycopg", "postgresql", "a label store on PostgreSQL (the psycopg 3 driver)")
     engine = create_engine(parsed, pool_pre_ping=True)
 
     @event.listens_for(engine, "begin")
