@@ -116,3 +116,31 @@ def test_demo_writes_table_plot_and_wandb_run(tmp_path, capsys):
     assert (tmp_path / "demo.png").stat().st_size > 10_000
     assert (tmp_path / "reward_model" / "model.safetensors").exists()
     assert list((tmp_path / "wandb").glob("offline-run-*/run-*.wandb"))
+
+
+@pytest.mark.parametrize(
+    ("overrides", "named"),
+    [
+        (["collect", "env.id=NoSuchEnv-v9"], "env.id=NoSuchEnv-v9: Environment `NoSuchEnv` doesn't exist"),
+        (["pref-rl", "env.id=NoSuchEnv-v9"], "env.id=NoSuchEnv-v9"),
+        (["collect", "env.id=Pendulum-v1", "env.kwargs={bogus: 1}"], "env.kwargs={'bogus': 1}: Pendulum-v1"),
+        (["m3hf", "env.layout=Z"], "unknown layout 'Z'"),
+        (["m3hf", "feedback.source=scripted"], "feedback.source=scripted needs feedback.script"),
+        (["serve", "host=[::]"], "override 'host=[::]': the value is not valid YAML"),
+        (["serve", "port={"], "override 'port={': the value is not valid YAML"),
+        (["label", "trajectories=CONFIG_JSON"], "a .json file where a .npz file is expected"),
+        (["label", "trajectories=/nonexistent/t.npz"], "no such file"),
+    ],
+)
+def test_what_the_run_would_refuse_is_refused_before_its_run_directory_exists(
+    tmp_path, capsys, overrides, named
+):
+    (tmp_path / "config.json").write_text("{}")
+    argv = [arg.replace("CONFIG_JSON", str(tmp_path / "config.json")) for arg in overrides]
+    run_dir = tmp_path / "run"
+    assert main([*argv, "--run-dir", str(run_dir), "--logger", "jsonl"]) == 2
+    err = capsys.readouterr().err
+    assert named in err and "Traceback" not in err
+    assert not run_dir.exists()
+    assert main([*argv, "--print-config"]) == 2  # --print-config refuses what the run refuses
+    assert named in capsys.readouterr().err
