@@ -349,7 +349,7 @@ def _run_pref_rl(config: configs.PrefRLConfig, args: argparse.Namespace) -> int:
         summary = {"true_return": {"mean": mean, "std": std}, "labels": len(result.dataset),
                    "rounds": [vars(r) for r in result.rounds]}
         atomic_write_json(run_dir / "summary.json", summary)
-        logger.log({"eval/true_return": mean}, step=config.agent.total_timesteps)
+        logger.log({"eval/true_return": mean}, step=result.agent.num_timesteps)  # after the last round
     finally:
         logger.close()
     print(json.dumps({"true_return": summary["true_return"], "labels": summary["labels"],

@@ -10,13 +10,21 @@ from rlkit._lazy import lazy_exports
 if TYPE_CHECKING:
     from rlkit.logging.base import Logger, MultiLogger, scalar_metrics, video_file
     from rlkit.logging.factory import BACKENDS, make_logger
-    from rlkit.logging.local import ConsoleLogger, JsonlLogger, TensorBoardLogger
+    from rlkit.logging.local import (
+        METRICS_FILE,
+        ConsoleLogger,
+        JsonlLogger,
+        TensorBoardLogger,
+        metrics_size,
+        rewind_metrics,
+    )
     from rlkit.logging.progress import progress
     from rlkit.logging.sb3 import Sb3LogBridge, attach_to_sb3
     from rlkit.logging.wandb_logger import WandbLogger, resolve_wandb_mode
 
 __all__ = [
     "BACKENDS",
+    "METRICS_FILE",
     "ConsoleLogger",
     "JsonlLogger",
     "Logger",
@@ -26,8 +34,10 @@ __all__ = [
     "WandbLogger",
     "attach_to_sb3",
     "make_logger",
+    "metrics_size",
     "progress",
     "resolve_wandb_mode",
+    "rewind_metrics",
     "scalar_metrics",
     "video_file",
 ]
@@ -35,7 +45,8 @@ __all__ = [
 __getattr__, __dir__ = lazy_exports(__name__, {
     "rlkit.logging.base": ["Logger", "MultiLogger", "scalar_metrics", "video_file"],
     "rlkit.logging.factory": ["BACKENDS", "make_logger"],
-    "rlkit.logging.local": ["ConsoleLogger", "JsonlLogger", "TensorBoardLogger"],
+    "rlkit.logging.local": ["METRICS_FILE", "ConsoleLogger", "JsonlLogger", "TensorBoardLogger",
+                            "metrics_size", "rewind_metrics"],
     "rlkit.logging.progress": ["progress"],
     "rlkit.logging.sb3": ["Sb3LogBridge", "attach_to_sb3"],
     "rlkit.logging.wandb_logger": ["WandbLogger", "resolve_wandb_mode"],

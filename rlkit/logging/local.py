@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,51 @@ from rlkit.logging.base import Frames, PathLike, scalar_metrics, video_file
 from rlkit.persistence import atomic_write_json
 
 RESERVED_KEYS = ("step", "wall_time")
+METRICS_FILE = "metrics.jsonl"
+
+
+def metrics_size(run_dir: PathLike) -> int | None:
+    """How many bytes ``run_dir``'s ``metrics.jsonl`` holds now (None when there is none): a resume
+    point keeps it, so a resumed run can drop what was logged after it (``rewind_metrics``)."""
+    path = Path(run_dir) / METRICS_FILE
+    return path.stat().st_size if path.is_file() else None
+
+
+def rewind_metrics(run_dir: PathLike, *, size: int | None = None, after_step: int | None = None) -> int:
+    """Drop the rows of ``run_dir``'s ``metrics.jsonl`` logged after a resume point, so a resumed
+    run logs them once: every byte past ``size`` (``metrics_size`` at the point), or every row from
+    the first whose step is past ``after_step`` (or that is torn). Returns the rows dropped.
+
+    One ``truncate`` of the file in place: a crash leaves it whole or cut, never half-rewritten,
+    and a ``JsonlLogger`` already open on it appends after the cut (its file is opened to append).
+    """
+    path = Path(run_dir) / METRICS_FILE
+    if not path.is_file():
+        return 0
+    data = path.read_bytes()
+    cut = len(data)
+    if size is not None:
+        cut = min(cut, size)
+    if after_step is not None:
+        offset = 0
+        for line in data[:cut].splitlines(keepends=True):
+            if not line.endswith(b"\n") or _row_step(line) > after_step:
+                cut = offset
+                break
+            offset += len(line)
+    if cut >= len(data):
+        return 0
+    dropped = data[cut:].count(b"\n") + (not data.endswith(b"\n"))
+    os.truncate(path, cut)
+    return dropped
+
+
+def _row_step(line: bytes) -> float:
+    try:
+        step = json.loads(line)["step"]
+    except (ValueError, KeyError, TypeError):
+        return math.inf  # not a row JsonlLogger wrote whole: dropped with what follows
+    return step if isinstance(step, int | float) else math.inf
 
 
 class JsonlLogger:
@@ -30,7 +76,7 @@ class JsonlLogger:
     def __init__(self, run_dir: PathLike) -> None:
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        self.path = self.run_dir / "metrics.jsonl"
+        self.path = self.run_dir / METRICS_FILE
         self.media_index = self.run_dir / "media.jsonl"
         self._file = open(self.path, "a", encoding="utf-8")  # closed in close()
 

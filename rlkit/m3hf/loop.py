@@ -32,6 +32,7 @@ from envs.overcooked.vector import OvercookedVecEnv
 from envs.overcooked.video import record_episode
 from rlkit.errors import ConfigError, FileFormatError, InvalidDataError
 from rlkit.logging import Logger
+from rlkit.logging.local import rewind_metrics
 from rlkit.m3hf.parser_llm import LLMParser, make_parser
 from rlkit.m3hf.parser_rule import RuleParser
 from rlkit.m3hf.run_config import M3HFConfig
@@ -136,7 +137,10 @@ class M3HFRun:
         else:
             trainer = load_checkpoint(self._checkpoint(state["completed"]), self.rows, self.logger)
             pools = _load_pools(self._pools(state["completed"]))
-            log.info("resuming %s after generation %d", self.run_dir, state["completed"])
+            # the killed generation's rows are logged again as it is trained again
+            dropped = rewind_metrics(self.run_dir, after_step=state["history"][-1]["env_steps"])
+            log.info("resuming %s after generation %d (%d metric rows after it dropped)",
+                     self.run_dir, state["completed"], dropped)
         for phase in range(state["completed"] + 1, self.config.phases + 1):
             trainer = self._rolled_back(trainer, state)
             feedback = self._ask(trainer, phase, state)
@@ -204,12 +208,12 @@ class M3HFRun:
         state["completed"] = generation
         with atomic_open(self.run_dir / "generations.jsonl", "w") as handle:
             handle.writelines(json.dumps(r) + "\n" for r in state["history"])
+        if self.logger is not None:  # before state.json: a run killed in between logs it again, once
+            scalars = {key: float(value) for key, value in row.items() if isinstance(value, int | float)}
+            self.logger.log({f"m3hf/{key}": value for key, value in scalars.items()}, trainer.num_timesteps)
         # last: the generation is now complete; its pools and checkpoint are covered by checksums
         write_header(self.run_dir / STATE_FILE, STATE_KIND, state,
                      covers=[self._pools(generation), self._checkpoint(generation) / "meta.json"])
-        if self.logger is not None:
-            scalars = {key: float(value) for key, value in row.items() if isinstance(value, int | float)}
-            self.logger.log({f"m3hf/{key}": value for key, value in scalars.items()}, trainer.num_timesteps)
         log.info("generation %d: original return %.2f", generation, row["original_return"])
 
     def _ask(self, trainer: MultiAgentPPO, phase: int, state: dict[str, Any]) -> list[Feedback]:
@@ -279,15 +283,19 @@ class M3HFRun:
         if not rows_ok or state["completed"] < 0 or len(state["history"]) != state["completed"] + 1:
             raise FileFormatError(f"{path}: completed={state['completed']} with "
                                   f"{len(state['history'])} generations of history")
-        # more phases may be added to a finished run; anything else would mix two experiments
-        now = self.config.model_dump(mode="json", exclude={"llm": {"api_key"}})
-        changed = sorted(k for k in now if k != "phases" and now[k] != state["config"].get(k))
-        if changed:
-            raise InvalidDataError(
-                f"{self.run_dir} was run with other settings for {changed}; resume with the same "
-                "config (only 'phases' may grow) or use a new run directory"
-            )
+        _check_settings(self.run_dir, self.config, state["config"])
         return state
+
+
+def _check_settings(run_dir: Path, config: M3HFConfig, saved: dict[str, Any]) -> None:
+    # more phases may be added to a finished run; anything else would mix two experiments
+    now = config.model_dump(mode="json", exclude={"llm": {"api_key"}})
+    changed = sorted(k for k in now if k != "phases" and now[k] != saved.get(k))
+    if changed:
+        raise InvalidDataError(
+            f"{run_dir} was run with other settings for {changed}; resume with the same "
+            "config (only 'phases' may grow) or use a new run directory"
+        )
 
 
 def _load_pools(path: Path) -> TeamPools:

@@ -90,6 +90,11 @@ class PreferenceRL:
         self.rng = np.random.default_rng(config.seed)
         torch.manual_seed(config.seed)
         self.venv = make_venv(config.env)
+        budget, n_envs = config.agent.total_timesteps, self.venv.num_envs
+        if budget % n_envs:
+            raise ConfigError(f"agent.total_timesteps={budget} is not a whole number of steps of the "
+                              f"env.n_envs={n_envs} envs (each step takes one per env): use a multiple "
+                              f"of {n_envs}, e.g. {budget - budget % n_envs or n_envs}")
         scale = OrdinalScale.get(config.teacher.scale)
         self.dataset = point.dataset if point is not None else PreferenceDataset(TrajectoryStore(), scale)
         self.store = self.dataset.store
@@ -119,8 +124,7 @@ class PreferenceRL:
         if isinstance(self.reward_fn, NormalizedReward) and point.reward.norm is not None:
             self.reward_fn.norm = point.reward.norm
         point.restore_agent(self.agent)
-        self.rng.bit_generator.state = point.state["numpy_rng"]
-        torch.set_rng_state(point.tensors["torch_rng"])
+        point.restore_rngs(self.rng)  # a bad state is refused naming its file
         teacher = point.state["teacher"]
         if self.teacher is None and teacher["kind"] == "simulated":
             self.teacher = SimulatedTeacher(TeacherConfig(**teacher["config"]), self.rng)
@@ -128,6 +132,10 @@ class PreferenceRL:
             self.teacher.restore_state(teacher["state"])
         self.result.rounds = [QueryRound(**record) for record in point.state["rounds"]]
         self.result.episodes = EpisodeLog(**point.state["episodes"])
+        if self.run_dir is not None:  # what the killed run logged after the point is logged again
+            dropped = point.rewind_metrics(self.run_dir)
+            if dropped:
+                log.info("dropped %d metric rows logged after step %d", dropped, point.timestep)
         log.info("resuming %s at step %d: its round of %d pairs is asked again", self.run_dir,
                  point.timestep, point.state["pending_pairs"])
 
@@ -221,7 +229,8 @@ class PreferenceRL:
         asker.last = self.agent.num_timesteps
         remaining = self.config.agent.total_timesteps - self.agent.num_timesteps
         if remaining > 0:
-            callbacks = [EpisodeLogCallback(self.result.episodes, self.logger), asker]
+            budget = _StopAtBudget(self.config.agent.total_timesteps)
+            callbacks = [EpisodeLogCallback(self.result.episodes, self.logger), asker, budget]
             self.agent.learn(remaining, callback=callbacks, reset_num_timesteps=point is None)
         return self.result
 
@@ -243,3 +252,17 @@ class _QueryCallback(BaseCallback):
                 self.loop.query_and_refit(self.loop.config.query.pairs_per_round)
         return True
 
+
+
+class _StopAtBudget(BaseCallback):
+    """Ends training at exactly ``budget`` env steps. PPO collects whole rollouts, so without it a
+    budget that is not a whole number of them (or a run resumed mid-rollout, whose rollouts start
+    at its resume point) ran on to the next rollout's end, with more query rounds and labels; the
+    rollout the budget ends inside is collected (and recorded) but not trained on."""
+
+    def __init__(self, budget: int) -> None:
+        super().__init__()
+        self.budget = budget
+
+    def _on_step(self) -> bool:
+        return self.num_timesteps < self.budget

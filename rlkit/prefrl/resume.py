@@ -27,6 +27,7 @@ from stable_baselines3.common.save_util import recursive_getattr, recursive_seta
 
 from rlkit.errors import FileFormatError, InvalidDataError
 from rlkit.feedback import PreferenceDataset
+from rlkit.logging.local import metrics_size, rewind_metrics
 from rlkit.persistence import atomic_dir, atomic_write_bytes, read_header, tag, write_header
 from rlkit.persistence.formats import payload_files
 from rlkit.persistence.replay import REPLAY_FILE, load_replay, save_replay
@@ -66,6 +67,14 @@ class ResumePoint:
     @property
     def timestep(self) -> int:
         return int(self.state["timestep"])
+
+    def rewind_metrics(self, run_dir: Path) -> int:
+        """Drop the rows ``run_dir``'s ``metrics.jsonl`` got after this point was saved (the killed
+        run's rows of the round asked again and of the steps trained again); returns how many."""
+        size = self.state.get("metrics_bytes")
+        if size is None:  # a point written before sizes were kept: rows past its step go
+            return rewind_metrics(run_dir, after_step=self.timestep)
+        return rewind_metrics(run_dir, size=size)
 
     def restore_rngs(self, rng: np.random.Generator) -> None:
         """The loop's numpy Generator and torch's global CPU RNG as they were at the save."""
@@ -117,6 +126,7 @@ def _write(loop: PreferenceRL, folder: Path, pending_pairs: int) -> None:
         "agent_episodes": agent._episode_num,
         "pending_pairs": pending_pairs,
         "numpy_rng": numpy_rng_state(loop.rng),
+        "metrics_bytes": None if loop.run_dir is None else metrics_size(loop.run_dir),
         "teacher": loop.teacher_state(),
         "rounds": [dataclasses.asdict(r) for r in loop.result.rounds],
         "episodes": dataclasses.asdict(loop.result.episodes),
@@ -134,14 +144,7 @@ def load(directory: Path, config_json: dict[str, Any]) -> ResumePoint | None:
     if not exists(directory):
         return None
     state = read_header(directory / STATE_FILE, KIND, _FIELDS, verify=False)
-    changed = [".".join(key) for key in _differences(state["config"], config_json)
-               if key not in FREE_TO_CHANGE]
-    if changed:
-        raise InvalidDataError(
-            f"{directory.parent} holds a pref-rl run started with other settings for {changed}; "
-            f"resume with the same config (only {sorted('.'.join(key) for key in FREE_TO_CHANGE)} "
-            "may change) or use a new run directory"
-        )
+    _check_settings(directory, state["config"], config_json)
     read_header(directory / STATE_FILE, KIND)  # now every payload file against its SHA-256
     tensors_path = directory / "tensors.pt"
     try:
@@ -153,9 +156,22 @@ def load(directory: Path, config_json: dict[str, Any]) -> ResumePoint | None:
     if missing:
         raise FileFormatError(f"{tensors_path}: missing {sorted(missing)}")
     check_torch_rng_state(tensors["torch_rng"], tensors_path)
+    size = state.get("metrics_bytes")
+    if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size < 0):
+        raise FileFormatError(f"{directory / STATE_FILE}: metrics_bytes={size!r} is not a byte count")
     restore_numpy_rng(np.random.default_rng(), state["numpy_rng"], directory / STATE_FILE)  # a check
     return ResumePoint(directory, state, PreferenceDataset.load(directory / "preferences"),
                        load_reward_model(directory / "reward"), tensors)
+
+
+def _check_settings(directory: Path, saved: dict[str, Any], config_json: dict[str, Any]) -> None:
+    changed = [".".join(key) for key in _differences(saved, config_json) if key not in FREE_TO_CHANGE]
+    if changed:
+        raise InvalidDataError(
+            f"{directory.parent} holds a pref-rl run started with other settings for {changed}; "
+            f"resume with the same config (only {sorted('.'.join(key) for key in FREE_TO_CHANGE)} "
+            "may change) or use a new run directory"
+        )
 
 
 def _differences(saved: Any, given: Any, prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
