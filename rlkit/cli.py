@@ -81,6 +81,11 @@ def build_parser() -> argparse.ArgumentParser:
                              help="config overrides, dotted for nested fields (trainer.lr=3e-4)")
         command.add_argument("--config", type=Path, help="a YAML file of this command's config")
         command.add_argument("--run-dir", help="where outputs go (default: runs/<command>-<time>)")
+        if name != "serve":
+            command.add_argument("--overwrite", action="store_true",
+                                 help="run into a --run-dir that holds an earlier run, deleting its "
+                                      "contents first (without it that is refused, unless this "
+                                      "command resumes the run there: pref-rl, m3hf, apec, demos)")
         command.add_argument("--logger", default="jsonl,console,wandb",
                              help="comma-separated backends: jsonl, console, wandb, tensorboard")
         command.add_argument("--torch-threads", type=int, default=1,
@@ -204,11 +209,30 @@ def _session(command: str, config: BaseModel, args: argparse.Namespace) -> tuple
     from rlkit.logging import make_logger
     from rlkit.runners.rundir import make_run_dir
 
-    run_dir = make_run_dir(command, args.run_dir, config)
+    run_dir = make_run_dir(command, args.run_dir, config, overwrite=args.overwrite,
+                           resumes=_resume_check(command, config))
     backends = tuple(b.strip() for b in args.logger.split(",") if b.strip())
     logger = make_logger(run_dir, backends=backends, project="rlkit",
                          config=config.model_dump(mode="json") | {"command": command})
     return run_dir, logger
+
+
+def _resume_check(command: str, config: Any) -> Callable[[Path], bool] | None:
+    """How ``command`` tells that a used run directory holds the run it goes on from (None: it
+    never resumes, so a used directory is refused)."""
+    if command == "pref-rl":
+        from rlkit.prefrl import resume
+
+        return lambda path: resume.check(path / resume.RESUME_DIR, config.model_dump(mode="json"))
+    if command == "m3hf":
+        from rlkit.m3hf.loop import resumable
+
+        return lambda path: resumable(path, config)
+    if command in ("apec", "demos"):  # their stages are skipped when their outputs are there
+        from rlkit.runners.rundir import same_config
+
+        return same_config(config)
+    return None
 
 
 def _run_demo(config: configs.DemoConfig, args: argparse.Namespace) -> int:

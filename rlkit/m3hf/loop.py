@@ -287,6 +287,17 @@ class M3HFRun:
         return state
 
 
+def resumable(run_dir: str | Path, config: M3HFConfig) -> bool:
+    """Whether ``run_dir`` holds an M3HF run that ``config`` goes on from (before the directory
+    is used again); a run with other settings is refused, naming them."""
+    path = Path(run_dir) / STATE_FILE
+    if not path.is_file():
+        return False
+    saved = read_header(path, STATE_KIND, _STATE_FIELDS, verify=False)["config"]
+    _check_settings(Path(run_dir), config, saved)
+    return True
+
+
 def _check_settings(run_dir: Path, config: M3HFConfig, saved: dict[str, Any]) -> None:
     # more phases may be added to a finished run; anything else would mix two experiments
     now = config.model_dump(mode="json", exclude={"llm": {"api_key"}})

@@ -164,6 +164,16 @@ def load(directory: Path, config_json: dict[str, Any]) -> ResumePoint | None:
                        load_reward_model(directory / "reward"), tensors)
 
 
+def check(directory: Path, config_json: dict[str, Any]) -> bool:
+    """Whether ``directory`` holds a resume point of a run with these settings (before a run
+    directory is used again); one started with other settings is refused, naming them."""
+    if not exists(directory):
+        return False
+    state = read_header(directory / STATE_FILE, KIND, _FIELDS, verify=False)
+    _check_settings(directory, state["config"], config_json)
+    return True
+
+
 def _check_settings(directory: Path, saved: dict[str, Any], config_json: dict[str, Any]) -> None:
     changed = [".".join(key) for key in _differences(saved, config_json) if key not in FREE_TO_CHANGE]
     if changed:

@@ -1,17 +1,38 @@
-"""Run directories: one per command invocation, holding config, metrics, models and plots."""
+"""Run directories: one per command invocation, holding config, metrics, models and plots.
+
+A directory that holds a ``config.yaml`` (the first file every run writes) holds a run. Running a
+command into it again is refused before anything is written, so an earlier run's files are never
+overwritten nor its metrics appended to, unless it is the same run going on (``resumes``: pref-rl,
+m3hf, apec and demos resume from their directories, and their own check decides whether this is
+the same run), or ``overwrite`` is given: then the directory's contents are removed first.
+"""
 
 from __future__ import annotations
 
+import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import yaml
 from pydantic import BaseModel
 
 from rlkit.config import save_config
+from rlkit.errors import ConfigError
+
+CONFIG_FILE = "config.yaml"
+Resumes = Callable[[Path], bool]
 
 
-def make_run_dir(command: str, run_dir: str | None, config: BaseModel) -> Path:
-    """``runs/<command>-<time>`` unless given; writes the resolved ``config.yaml`` first."""
+def make_run_dir(command: str, run_dir: str | None, config: BaseModel, *, overwrite: bool = False,
+                 resumes: Resumes | None = None) -> Path:
+    """``runs/<command>-<time>`` unless given; writes the resolved ``config.yaml`` first.
+
+    A given directory that holds a run already is refused (``ConfigError``) unless ``resumes(path)``
+    says this run goes on from it (it may raise to refuse a run with other settings), or
+    ``overwrite``, which empties it first.
+    """
     if run_dir is None:
         stamp = time.strftime("%Y%m%d-%H%M%S")
         path = Path("runs") / f"{command}-{stamp}"
@@ -21,6 +42,60 @@ def make_run_dir(command: str, run_dir: str | None, config: BaseModel) -> Path:
             path = Path("runs") / f"{command}-{stamp}-{suffix}"
     else:
         path = Path(run_dir)
+        if path.exists() and not path.is_dir():
+            raise ConfigError(f"--run-dir {path}: a file, not a directory")
+        if (path / CONFIG_FILE).is_file():
+            if overwrite:
+                empty_run_dir(path)
+            elif resumes is None or not resumes(path):
+                raise ConfigError(_used_message(command, path, resumes is not None))
     path.mkdir(parents=True, exist_ok=True)
-    save_config(config, path / "config.yaml")
+    save_config(config, path / CONFIG_FILE)
     return path
+
+
+def empty_run_dir(path: Path) -> None:
+    """Remove everything in the run directory ``path`` (only one holding a run's ``config.yaml``)."""
+    if not (path / CONFIG_FILE).is_file():
+        raise ConfigError(f"{path} holds no {CONFIG_FILE}: not a run directory, so it is not emptied")
+    for child in path.iterdir():
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child)
+        else:
+            child.unlink()
+
+
+def same_config(config: BaseModel) -> Resumes:
+    """A resume check for commands that go on from their outputs (apec, demos): the directory's
+    ``config.yaml`` must be this config; other settings are refused by name."""
+
+    def check(path: Path) -> bool:
+        try:
+            saved = yaml.safe_load((path / CONFIG_FILE).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
+            raise ConfigError(f"{path / CONFIG_FILE}: unreadable ({error}); use a new --run-dir "
+                              "or --overwrite") from None
+        now = config.model_dump(mode="json")
+        changed = sorted(_differences(saved, now))
+        if changed:
+            raise ConfigError(f"{path} holds a run with other settings for {changed}: resume it with "
+                              "the same config, or use a new --run-dir, or --overwrite")
+        return True
+
+    return check
+
+
+def _differences(saved: Any, now: Any, prefix: str = "") -> list[str]:
+    if isinstance(saved, dict) and isinstance(now, dict):
+        return [name for key in set(saved) | set(now)
+                for name in _differences(saved.get(key), now.get(key), f"{prefix}{key}.")]
+    return [] if saved == now else [prefix.rstrip(".") or "<config>"]
+
+
+def _used_message(command: str, path: Path, resumable: bool) -> str:
+    names = sorted(child.name for child in path.iterdir())
+    shown = ", ".join(names[:6]) + (", ..." if len(names) > 6 else "")
+    why = (f" and no point of an `rlkit {command}` run to resume from" if resumable else "")
+    return (f"--run-dir {path} holds an earlier run ({shown}){why}: running into it would overwrite "
+            "its files and append to its metrics. Use a new --run-dir, or --overwrite to delete its "
+            "contents first")
