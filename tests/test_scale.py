@@ -3,13 +3,17 @@ aggregate recomputed from the trials' own files, and a driver killed in the midd
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +21,17 @@ from scipy import stats
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ["trainer.max_epochs=3", "model.hidden=[16]"]
+
+
+@contextlib.contextmanager
+def scratch_dir() -> Iterator[Path]:
+    """A private temporary folder: pytest's own (tmp_path) is pruned when three newer pytest
+    sessions start, which other people's runs on a shared machine do within a slow test."""
+    folder = Path(tempfile.mkdtemp(prefix="rlkit-test-scale-"))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def make_dataset(tmp: Path) -> str:
@@ -43,6 +58,12 @@ def rlkit(*argv: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
 
 def status(sweep_dir: Path, trial: str) -> dict:
     return json.loads((sweep_dir / "units" / f"{trial}.json").read_text())
+
+
+def finished_file(sweep_dir: Path, trial: str) -> bool:
+    """The driver wrote the trial's status, or (ray) the trial wrote its own."""
+    units = sweep_dir / "units"
+    return (units / f"{trial}.json").is_file() or (units / f"{trial}.trial.json").is_file()
 
 
 def check_aggregate_against_trials(sweep_dir: Path) -> None:
@@ -84,7 +105,7 @@ def kill_driver_midway(sweep_dir: Path, argv: list[str], first: list[str], then:
     deadline = time.monotonic() + limit
     try:
         while time.monotonic() < deadline:
-            finished = all((sweep_dir / "units" / f"{t}.json").is_file() for t in first)
+            finished = all(finished_file(sweep_dir, t) for t in first)
             if finished and (sweep_dir / "trials" / then / "stdout.1.log").is_file():
                 break
             assert driver.poll() is None, driver.stderr.read().decode() if driver.stderr else ""
@@ -94,7 +115,7 @@ def kill_driver_midway(sweep_dir: Path, argv: list[str], first: list[str], then:
     finally:
         driver.send_signal(signal.SIGKILL)
         driver.wait()
-    assert not (sweep_dir / "units" / f"{then}.json").exists(), "killed too late to test resume"
+    assert not finished_file(sweep_dir, then), "killed too late to test resume"
     # the trials die with their worker (the kernel's PDEATHSIG; on Ray once the raylet has
     # noticed the driver is gone and ended its job's workers, which takes a few seconds)
     deadline = time.monotonic() + 30
@@ -128,9 +149,16 @@ from rlkit.scale.sweep import parse_grid, parse_resources  # noqa: E402
 from rlkit.scale.units import Backend, Unit, run_units, stages  # noqa: E402
 
 
+@pytest.fixture
+def scratch() -> Iterator[Path]:
+    with scratch_dir() as folder:
+        yield folder
+
+
 @pytest.fixture(scope="module")
-def dataset(tmp_path_factory: pytest.TempPathFactory) -> str:
-    return make_dataset(tmp_path_factory.mktemp("data"))
+def dataset() -> Iterator[str]:
+    with scratch_dir() as folder:
+        yield make_dataset(folder)
 
 
 def test_grid_and_resources_are_parsed_and_bad_ones_named():
@@ -178,29 +206,29 @@ def toy_unit(unit: Unit, report) -> dict:
     return {"value": unit.payload["value"] * 2, "pid": os.getpid()}
 
 
-def test_local_units_run_in_their_own_processes_in_stages_and_resume(tmp_path):
-    units = [Unit("a", {"dir": str(tmp_path), "value": 1}),
-             Unit("b", {"dir": str(tmp_path), "value": 2, "fail": True}),
-             Unit("c", {"dir": str(tmp_path), "value": 3}, after=("a",)),
-             Unit("d", {"dir": str(tmp_path), "value": 4}, after=("b",))]
-    results = run_units(units, toy_unit, tmp_path / "root", Backend("local", workers=2))
+def test_local_units_run_in_their_own_processes_in_stages_and_resume(scratch):
+    units = [Unit("a", {"dir": str(scratch), "value": 1}),
+             Unit("b", {"dir": str(scratch), "value": 2, "fail": True}),
+             Unit("c", {"dir": str(scratch), "value": 3}, after=("a",)),
+             Unit("d", {"dir": str(scratch), "value": 4}, after=("b",))]
+    results = run_units(units, toy_unit, scratch / "root", Backend("local", workers=2))
     assert {k: r.status for k, r in results.items()} == {
         "a": "done", "b": "failed", "c": "done", "d": "failed"}
     assert results["a"].result["value"] == 2 and results["c"].result["value"] == 6
     assert "told to fail" in results["b"].error
-    assert "b did not finish" in results["d"].error and not (tmp_path / "d.runs").exists()
+    assert "b did not finish" in results["d"].error and not (scratch / "d.runs").exists()
     pids = {results["a"].result["pid"], results["c"].result["pid"], os.getpid()}
     assert len(pids) == 3  # a fresh process per unit, none of them this one
     # resume: the finished units are not run again; the failed one is (and its dependant)
-    again = run_units(units, toy_unit, tmp_path / "root", Backend("local", workers=2), resume=True)
+    again = run_units(units, toy_unit, scratch / "root", Backend("local", workers=2), resume=True)
     assert again["a"].skipped and again["c"].skipped and again["a"].result["value"] == 2
-    assert (tmp_path / "a.runs").read_text() == "x" and (tmp_path / "b.runs").read_text() == "xx"
+    assert (scratch / "a.runs").read_text() == "x" and (scratch / "b.runs").read_text() == "xx"
 
 
-def test_local_sweep_of_four_trials_aggregates_their_summaries(tmp_path, dataset, capsys):
+def test_local_sweep_of_four_trials_aggregates_their_summaries(scratch, dataset, capsys):
     from rlkit.cli import main
 
-    sweep_dir = tmp_path / "sweep"
+    sweep_dir = scratch / "sweep"
     code = main(sweep_argv(sweep_dir, f"dataset={dataset}", *TINY, "--grid",
                            "trainer.lr=1e-3,1e-2", "--seeds", "2", "--workers", "2"))
     assert code == 0
@@ -217,11 +245,11 @@ def test_local_sweep_of_four_trials_aggregates_their_summaries(tmp_path, dataset
     assert row["metrics"]["held_out/accuracy"]["n"] == 2
 
 
-def test_a_failing_trial_is_reported_and_the_others_finish(tmp_path, dataset, capsys):
+def test_a_failing_trial_is_reported_and_the_others_finish(scratch, dataset, capsys):
     from rlkit.cli import main
 
-    sweep_dir = tmp_path / "sweep"
-    code = main(sweep_argv(sweep_dir, *TINY, "--grid", f"dataset={dataset},{tmp_path}/missing",
+    sweep_dir = scratch / "sweep"
+    code = main(sweep_argv(sweep_dir, *TINY, "--grid", f"dataset={dataset},{scratch}/missing",
                            "--seeds", "1", "--workers", "2"))
     assert code == 1  # not every trial finished
     assert status(sweep_dir, "p000-s0")["status"] == "done"
@@ -231,14 +259,14 @@ def test_a_failing_trial_is_reported_and_the_others_finish(tmp_path, dataset, ca
     check_aggregate_against_trials(sweep_dir)
 
 
-def test_sweep_refuses_bad_input_before_any_trial(tmp_path, dataset, capsys):
+def test_sweep_refuses_bad_input_before_any_trial(scratch, dataset, capsys):
     from rlkit.cli import main
 
-    assert main(sweep_argv(tmp_path / "s", f"dataset={dataset}", "--grid", "trainer.lr=1e-3,-1")) == 2
-    assert "lr" in capsys.readouterr().err and not (tmp_path / "s" / "trials").exists()
-    assert main(sweep_argv(tmp_path / "s2", "--grid", "trainer.epochs=1,2")) == 2
+    assert main(sweep_argv(scratch / "s", f"dataset={dataset}", "--grid", "trainer.lr=1e-3,-1")) == 2
+    assert "lr" in capsys.readouterr().err and not (scratch / "s" / "trials").exists()
+    assert main(sweep_argv(scratch / "s2", "--grid", "trainer.epochs=1,2")) == 2
     assert "epochs" in capsys.readouterr().err
-    assert main(["sweep", "nope", "--grid", "a=1,2", "--run-dir", str(tmp_path / "s3")]) == 2
+    assert main(["sweep", "nope", "--grid", "a=1,2", "--run-dir", str(scratch / "s3")]) == 2
     assert "unknown command 'nope'" in capsys.readouterr().err
 
 
@@ -246,8 +274,8 @@ LONG = ["trainer.patience=null", "model.hidden=[16]"]
 
 
 @pytest.mark.slow
-def test_local_sweep_resumes_after_its_driver_is_killed(tmp_path, dataset):
-    sweep_dir = tmp_path / "sweep"
+def test_local_sweep_resumes_after_its_driver_is_killed(scratch, dataset):
+    sweep_dir = scratch / "sweep"
     argv = sweep_argv(sweep_dir, f"dataset={dataset}", *LONG, "--grid",
                       "trainer.max_epochs=2,3,600,601", "--workers", "2")
     kill_driver_midway(sweep_dir, argv, first=["p000-s0", "p001-s0"], then="p002-s0")
@@ -269,10 +297,10 @@ ORDINAL_TINY = ["seeds=[0,1]", 'tasks=[{"id":"Pendulum-v1","checkpoint_steps":[2
 
 
 @pytest.mark.slow
-def test_ordinal_experiment_runs_its_units_in_stages_and_resumes(tmp_path, capsys):
+def test_ordinal_experiment_runs_its_units_in_stages_and_resumes(scratch, capsys):
     from experiments.ordinal_feedback import main
 
-    out = tmp_path / "ordinal"
+    out = scratch / "ordinal"
     assert main([f"out_dir={out}", *ORDINAL_TINY, "--workers", "2"]) == 0
     ppo = status(out, "ppo-0-Pendulum-v1")
     fits = [status(out, f"fit-0-Pendulum-v1-s{seed}") for seed in (0, 1)]
@@ -310,14 +338,14 @@ def apec_tiny(out: Path) -> list[str]:
 
 
 @pytest.mark.slow
-def test_apec_experiment_trains_one_demonstrator_per_task_then_the_seeds(tmp_path, monkeypatch):
+def test_apec_experiment_trains_one_demonstrator_per_task_then_the_seeds(scratch, monkeypatch):
     from experiments.apec import main
 
-    site = tmp_path / "site"  # the unit processes register the tiny test env on start-up
+    site = scratch / "site"  # the unit processes register the tiny test env on start-up
     site.mkdir()
     (site / "sitecustomize.py").write_text("import tests.tiny_envs  # noqa: F401\n")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(site), str(ROOT)]))
-    out = tmp_path / "apec"
+    out = scratch / "apec"
     assert main([*apec_tiny(out), "--workers", "2"]) == 0
     demos = status(out, "demos-0-rlkit-test_Point-v0")
     seeds = [status(out, f"apec-0-rlkit-test_Point-v0-s{seed}") for seed in (0, 1)]
@@ -332,7 +360,7 @@ def test_apec_experiment_trains_one_demonstrator_per_task_then_the_seeds(tmp_pat
     assert (out / "table.md").is_file() and (out / "apec_rlkit-test_Point-v0.png").is_file()
 
 
-def test_the_ray_backend_without_ray_names_the_extra(tmp_path, dataset, monkeypatch, capsys):
+def test_the_ray_backend_without_ray_names_the_extra(scratch, dataset, monkeypatch, capsys):
     from rlkit.cli import main
     from rlkit.extras import MissingExtraError
     from rlkit.scale.ray_backend import import_ray
@@ -341,11 +369,11 @@ def test_the_ray_backend_without_ray_names_the_extra(tmp_path, dataset, monkeypa
     monkeypatch.setitem(sys.modules, "ray.tune", None)
     with pytest.raises(MissingExtraError, match=r"pip install 'rlkit\[ray\]'"):
         import_ray()
-    code = main(sweep_argv(tmp_path / "s", f"dataset={dataset}", *TINY, "--grid",
+    code = main(sweep_argv(scratch / "s", f"dataset={dataset}", *TINY, "--grid",
                            "trainer.lr=1e-3,1e-2", "--backend", "ray"))
     err = capsys.readouterr().err
     assert code == 2 and "rlkit[ray]" in err and "Traceback" not in err
-    assert not (tmp_path / "s").exists()  # refused before anything was written
+    assert not (scratch / "s").exists()  # refused before anything was written
 
 
 def test_the_sweep_command_starts_without_loading_ray_or_torch():

@@ -56,7 +56,9 @@ def _trainable(config: dict[str, Any], fn: UnitFn, units: dict[str, Unit], root:
         tune.report(dict(metrics))
 
     result = execute(fn, unit, report)
-    write_status(Path(root), result)  # on shared storage: known even if the driver dies now
+    # on shared storage, known even if the driver dies now; a file of its own, since a trial
+    # ASHA stopped may still get here after the driver has written "stopped"
+    write_status(Path(root), result, by_trial=True)
     tune.report({**last, STATUS: result.status, RESULT: json.dumps(result.result),
                  ERROR: result.error or ""})
 

@@ -125,12 +125,16 @@ def stages(units: Sequence[Unit]) -> list[list[Unit]]:
     return out
 
 
-def status_path(root: Path, unit_id: str) -> Path:
-    return Path(root) / "units" / f"{unit_id}.json"
+def status_path(root: Path, unit_id: str, by_trial: bool = False) -> Path:
+    """``units/<id>.json``, written by the driver; ``units/<id>.trial.json`` by a Ray trial itself
+    (so a unit finished while its driver died is known; the driver's file wins over it)."""
+    return Path(root) / "units" / (f"{unit_id}.trial.json" if by_trial else f"{unit_id}.json")
 
 
 def read_status(root: Path, unit_id: str) -> UnitResult | None:
     path = status_path(root, unit_id)
+    if not path.is_file():
+        path = status_path(root, unit_id, by_trial=True)
     if not path.is_file():
         return None
     data = json.loads(path.read_text())
@@ -138,10 +142,10 @@ def read_status(root: Path, unit_id: str) -> UnitResult | None:
                       float(data.get("seconds", 0.0)))
 
 
-def write_status(root: Path, result: UnitResult) -> None:
+def write_status(root: Path, result: UnitResult, by_trial: bool = False) -> None:
     from rlkit.persistence import atomic_write_json
 
-    atomic_write_json(status_path(root, result.id), result.to_json())
+    atomic_write_json(status_path(root, result.id, by_trial), result.to_json())
 
 
 def execute(fn: UnitFn, unit: Unit, report: Callable[[dict[str, float]], None]) -> UnitResult:
@@ -194,6 +198,8 @@ def run_units(
                 if previous is not None and previous.status in FINISHED:
                     previous.skipped = True
                     results[unit.id] = previous
+                    if not status_path(root, unit.id).is_file():  # known from the trial's own file
+                        write_status(root, previous)
                 elif blocked:
                     results[unit.id] = UnitResult(
                         unit.id, "failed", error=f"not run: {', '.join(blocked)} did not finish")
