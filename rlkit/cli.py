@@ -158,6 +158,13 @@ def check_before_run(command: str, config: BaseModel) -> None:
         _check_m3hf(config)
     elif env is not None and hasattr(env, "id") and hasattr(env, "kwargs"):
         _check_gym_env(env.id, dict(env.kwargs))
+    for i, source in enumerate(getattr(config, "policies", None) or ()):
+        if getattr(source, "kind", None) == "sb3" and source.path and not source.trust_pickle:
+            from rlkit.factories.configs import untrusted_zip
+
+            refusal = untrusted_zip(f"policies[{i}]", source.path)
+            if refusal is not None:
+                raise ConfigError(refusal)
     inputs = {"trajectories": ".npz", "model": None}  # a dataset is a path stem (.npz + .json)
     for field, suffix in inputs.items():
         value = getattr(config, field, None)

@@ -6,7 +6,7 @@ import stable_baselines3.common.save_util as sb3_save_util
 from stable_baselines3 import PPO, SAC
 from stable_baselines3.common.env_util import make_vec_env
 
-from rlkit.errors import FileFormatError
+from rlkit.errors import ConfigError, FileFormatError
 from rlkit.factories.builders import ALGORITHMS, load_policy
 from rlkit.persistence.agents import load_agent, save_agent
 
@@ -61,7 +61,11 @@ def test_rollout_sources_load_rlkit_agents_safely_and_other_zips_through_sb3(tmp
     agent, venv = trained(PPO, "CartPole-v1")
     obs = venv.reset()
     agent.save(tmp_path / "foreign.zip")  # someone else's SB3 file: SB3's loader, pickles and all
-    foreign = load_policy("ppo", tmp_path / "foreign.zip")
+    with monkeypatch.context() as patch:
+        patch.setattr(sb3_save_util.cloudpickle, "loads", None)  # would fail if called
+        with pytest.raises(ConfigError, match=r"policy.path=.*foreign.zip: .*policy.trust_pickle=true"):
+            load_policy("ppo", tmp_path / "foreign.zip")  # only by explicit opt-in
+    foreign = load_policy("ppo", tmp_path / "foreign.zip", trust_pickle=True)
     save_agent(agent, tmp_path / "ours")
     monkeypatch.setattr(sb3_save_util.cloudpickle, "loads", None)  # would fail if called
     ours = load_policy("ppo", tmp_path / "ours.zip")

@@ -144,3 +144,14 @@ def test_what_the_run_would_refuse_is_refused_before_its_run_directory_exists(
     assert not run_dir.exists()
     assert main([*argv, "--print-config"]) == 2  # --print-config refuses what the run refuses
     assert named in capsys.readouterr().err
+
+
+def test_a_third_party_sb3_zip_is_refused_before_its_run_dir_unless_trusted(tmp_path, capsys):
+    """Issue 16, item 11: a zip without rlkit's .json is only unpickled by explicit opt-in."""
+    (tmp_path / "foreign.zip").write_bytes(b"PK\x05\x06" + bytes(18))  # never opened
+    run_dir = tmp_path / "run"
+    policy = f"policies=[{{kind: sb3, path: {tmp_path / 'foreign.zip'}}}]"
+    assert main(["collect", "env.id=Pendulum-v1", policy, "--run-dir", str(run_dir)]) == 2
+    error = capsys.readouterr().err
+    assert "policies[0].path=" in error and "policies[0].trust_pickle=true" in error
+    assert "Traceback" not in error and not run_dir.exists()

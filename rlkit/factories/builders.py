@@ -22,6 +22,7 @@ from rlkit.factories.configs import (
     EnvConfig,
     LabelConfig,
     RewardModelConfig,
+    untrusted_zip,
 )
 from rlkit.feedback import (
     OrdinalScale,
@@ -39,11 +40,16 @@ def make_venv(env: EnvConfig, seed_offset: int = 0) -> VecEnv:
                         env_kwargs=dict(env.kwargs))
 
 
-def load_policy(algo: str, path: str | os.PathLike[str]) -> BaseAlgorithm:
-    """An agent rlkit saved (its ``.json`` beside the zip: nothing unpickled), or any other SB3
-    zip through SB3's own loader (which unpickles some fields: open only files you trust)."""
-    if Path(path).with_suffix(".json").is_file():
+def load_policy(algo: str, path: str | os.PathLike[str], trust_pickle: bool = False,
+                field: str = "policy") -> BaseAlgorithm:
+    """An agent rlkit saved (its ``.json`` beside the zip: nothing unpickled), or, only with
+    ``trust_pickle``, any other SB3 zip through SB3's own loader (it unpickles some fields, and a
+    pickle can run any code); without it such a zip is refused naming ``field``'s opt-in."""
+    refusal = untrusted_zip(field, path)
+    if refusal is None:
         return load_agent(ALGORITHMS, path)
+    if not trust_pickle:
+        raise ConfigError(refusal)
     return ALGORITHMS[algo].load(Path(path), device="cpu")
 
 
@@ -57,7 +63,7 @@ def collect_store(config: CollectConfig, rng: np.random.Generator) -> Trajectory
             if source.kind == "sb3":
                 if source.path is None:
                     raise ConfigError(f"policies[{i}]: an sb3 policy needs a path")
-                policy = load_policy(source.algo, source.path)
+                policy = load_policy(source.algo, source.path, source.trust_pickle, f"policies[{i}]")
             store.extend(collect_trajectories(
                 venv, policy, rng, n_steps=source.n_steps, max_length=config.max_length,
                 deterministic=source.deterministic, seed=config.seed + i,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -21,14 +22,27 @@ class EnvConfig(StrictModel):
 
 class PolicySource(StrictModel):
     """Where rollouts come from: ``random`` or a saved SB3 model (``algo`` + ``path``). An agent
-    rlkit saved loads without unpickling; any other SB3 zip goes through SB3's loader, which
-    unpickles some fields (open only files you trust)."""
+    rlkit saved (its ``.json`` beside the zip) loads without unpickling; any other SB3 zip goes
+    through SB3's loader, which unpickles some fields, and so only with ``trust_pickle: true``
+    (a pickle can run any code: open only files you trust)."""
 
     kind: Literal["random", "sb3"] = "random"
     algo: Literal["ppo", "sac", "a2c", "td3"] = "ppo"
     path: str | None = None
     n_steps: int = Field(10_000, ge=1)
     deterministic: bool = False
+    trust_pickle: bool = Field(False, description="load an SB3 zip rlkit did not save (it unpickles)")
+
+
+def untrusted_zip(field: str, path: str | Path) -> str | None:
+    """Why ``path`` is refused as ``field`` without ``trust_pickle`` (None: rlkit saved it, so it
+    loads without unpickling)."""
+    spec = Path(path).with_suffix(".json")
+    if spec.is_file():
+        return None
+    return (f"{field}.path={path}: an SB3 zip without rlkit's {spec.name} beside it, which only "
+            "SB3's loader reads, by unpickling (a pickle can run any code): if you trust the file, "
+            f"set {field}.trust_pickle=true")
 
 
 class CollectConfig(StrictModel):
