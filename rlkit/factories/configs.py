@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Literal
 
@@ -34,7 +35,7 @@ class PolicySource(StrictModel):
     trust_pickle: bool = Field(False, description="load an SB3 zip rlkit did not save (it unpickles)")
 
 
-def untrusted_zip(field: str, path: str | Path) -> str | None:
+def untrusted_zip(field: str, path: str | os.PathLike[str]) -> str | None:
     """Why ``path`` is refused as ``field`` without ``trust_pickle`` (None: rlkit saved it, so it
     loads without unpickling)."""
     spec = Path(path).with_suffix(".json")
