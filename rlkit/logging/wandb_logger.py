@@ -55,7 +55,8 @@ class WandbLogger:
         import wandb  # slow to import; only runs that use it pay
 
         self._wandb = wandb
-        self.run_dir = Path(run_dir)
+        # absolute: a W&B service shared with another process resolves a relative dir in its own cwd
+        self.run_dir = Path(run_dir).resolve()
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.run = wandb.init(
             project=project,
