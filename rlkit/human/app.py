@@ -20,6 +20,7 @@ with extra("human"):
 
 from rlkit.feedback.scale import OrdinalScale
 from rlkit.human import routes_dashboard, routes_label, routes_m3hf, security
+from rlkit.human.annotators import annotator_tokens
 from rlkit.human.deps import PACKAGE_DIR, validation_problem
 from rlkit.human.security import Signer
 from rlkit.human.settings import ServeConfig
@@ -52,6 +53,7 @@ def create_app(
     app.state.store = store
     app.state.config = config
     app.state.signer = Signer(secret)
+    app.state.annotator_tokens = annotator_tokens(config)  # None: annotators are self-asserted
     app.state.media_dir = Path(media_dir) if media_dir else _default_media_dir(config)
     app.state.parser = parser if parser is not None else RuleParser()
     app.add_exception_handler(RequestValidationError, validation_problem)

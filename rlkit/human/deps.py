@@ -17,6 +17,7 @@ with extra("human"):
 from pydantic import BaseModel
 
 from rlkit.human import security
+from rlkit.human.annotators import session_key
 from rlkit.human.security import Signer
 
 PACKAGE_DIR = Path(__file__).parent
@@ -30,7 +31,8 @@ class Problem(BaseModel):
 
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     code: {"model": Problem, "description": what} for code, what in (
-        (401, "no access token or no annotator session"), (403, "missing or wrong CSRF token"),
+        (401, "no access token or no annotator session"),
+        (403, "missing or wrong CSRF token, or annotator token"),
         (404, "no such pair, phase or file"), (409, "already labelled, or the phase closed"),
         (413, "request body too large"), (422, "invalid input (named in the detail)"),
     )
@@ -61,13 +63,16 @@ def page(request: Request, name: str, **context: Any) -> HTMLResponse:
     return templates.TemplateResponse(request, name, {
         "annotator": current_annotator(request),
         "csrf": signer.csrf_token(request.state.visitor),
+        "tokens_required": request.app.state.annotator_tokens is not None,
         **context,
     })
 
 
 def current_annotator(request: Request) -> str | None:
     signer: Signer = request.app.state.signer
-    return signer.annotator_from_cookie(request.cookies.get(security.ANNOTATOR_COOKIE))
+    tokens = request.app.state.annotator_tokens
+    return signer.annotator_from_cookie(request.cookies.get(security.ANNOTATOR_COOKIE),
+                                        lambda annotator: session_key(tokens, annotator))
 
 
 def require_csrf(request: Request) -> None:

@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 
 from rlkit.errors import InvalidLabelError
 from rlkit.human import security
+from rlkit.human.annotators import session_key, token_ok
 from rlkit.human.deps import ERROR_RESPONSES, current_annotator, page, require_annotator, require_csrf
 from rlkit.human.store import (
     ANNOTATOR_PATTERN,
@@ -30,6 +31,8 @@ router = APIRouter(responses=ERROR_RESPONSES)
 
 class SessionIn(BaseModel):
     annotator: str = Field(pattern=ANNOTATOR_PATTERN, description="letters, digits, _.@- (up to 64)")
+    token: str | None = Field(None, max_length=256,
+                              description="the annotator's own token, when the server has them")
 
 
 class SessionOut(BaseModel):
@@ -123,7 +126,11 @@ def start_session(body: SessionIn, request: Request, response: Response) -> Sess
     """Label as ``annotator`` from now on (a signed cookie; the id cannot be edited in the browser)."""
     annotator = body.annotator  # SessionIn's pattern is the store's ANNOTATOR_PATTERN
     signer = request.app.state.signer
-    response.set_cookie(security.ANNOTATOR_COOKIE, signer.annotator_cookie(annotator),
+    tokens = request.app.state.annotator_tokens
+    if tokens is not None and not token_ok(tokens, annotator, body.token):
+        raise HTTPException(403, f"a session as {annotator} needs {annotator}'s own token")
+    key = session_key(tokens, annotator) or ""
+    response.set_cookie(security.ANNOTATOR_COOKIE, signer.annotator_cookie(annotator, key),
                         httponly=True, samesite="strict", max_age=30 * 24 * 3600)
     return SessionOut(annotator=annotator, csrf=signer.csrf_token(request.state.visitor))
 

@@ -21,6 +21,7 @@ import hashlib
 import hmac
 import ipaddress
 import secrets
+from collections.abc import Callable
 from pathlib import Path
 
 from rlkit.extras import extra
@@ -100,15 +101,28 @@ class Signer:
     def verify(self, purpose: str, value: str, signature: str) -> bool:
         return hmac.compare_digest(self.sign(purpose, value), signature)
 
-    def annotator_cookie(self, annotator: str) -> str:
-        return f"{self.sign('annotator', annotator)}.{annotator}"
+    def annotator_cookie(self, annotator: str, key: str = "") -> str:
+        """The signed session cookie of ``annotator``, bound to ``key`` (their token's digest
+        when the server has per-annotator tokens)."""
+        return f"{self.sign('annotator', _bound(annotator, key))}.{annotator}"
 
-    def annotator_from_cookie(self, cookie: str | None) -> str | None:
+    def annotator_from_cookie(self, cookie: str | None,
+                              key_of: Callable[[str], str | None] | None = None) -> str | None:
+        """The annotator a cookie was signed for (and, with ``key_of``, bound to their key now)."""
         signature, _, annotator = (cookie or "").partition(".")
-        return annotator if annotator and self.verify("annotator", annotator, signature) else None
+        if not annotator:
+            return None
+        key = "" if key_of is None else key_of(annotator)
+        if key is None:
+            return None
+        return annotator if self.verify("annotator", _bound(annotator, key), signature) else None
 
     def csrf_token(self, visitor: str) -> str:
         return self.sign("csrf", visitor)
+
+
+def _bound(annotator: str, key: str) -> str:
+    return f"{annotator}\x00{key}" if key else annotator
 
 
 def new_secret() -> str:

@@ -16,6 +16,13 @@ class ServeConfig(StrictModel):
     allowed_hosts: tuple[str, ...] = Field(
         (), description="Host names accepted besides 127.0.0.1, localhost, [::1] and host (without a token)"
     )
+    annotator_tokens: str | None = Field(
+        None, description="file of 'annotator token' lines: a session as X then needs X's token"
+    )
+    issue_tokens: tuple[str, ...] = Field(
+        (), description="annotator ids to issue tokens for (into annotator_tokens, default "
+                        "<run_dir>/annotator_tokens.txt); ids already there keep theirs"
+    )
     scale: str | None = Field(None, description="label scale to set (default: the store's, else five)")
     max_body_bytes: int = Field(64 * 1024, ge=1024, description="requests above this are refused")
     max_text_chars: int = Field(4000, ge=1, description="longest M3HF feedback text accepted")

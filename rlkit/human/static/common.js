@@ -35,7 +35,10 @@ if (login) {
   login.addEventListener("submit", async (event) => {
     event.preventDefault();
     try {
-      await api("/api/session", {annotator: document.getElementById("annotator").value});
+      const token = document.getElementById("annotator-token");
+      const body = {annotator: document.getElementById("annotator").value};
+      if (token) body.token = token.value;
+      await api("/api/session", body);
       location.reload();
     } catch (error) {
       document.getElementById("login-error").textContent = error.message;
