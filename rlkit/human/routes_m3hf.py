@@ -13,6 +13,7 @@ with extra("human"):
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
+from rlkit.errors import InvalidDataError
 from rlkit.human.deps import ERROR_RESPONSES, page, require_annotator, require_csrf
 from rlkit.human.m3hf_source import scene_from_json
 from rlkit.human.records import PhaseClosedError, UnknownQueryError
@@ -25,7 +26,7 @@ MAX_SPECS = 20
 
 def _no_nul(text: str) -> str:
     if "\x00" in text:  # PostgreSQL's text cannot hold it; no person types it
-        raise ValueError("a NUL character is not feedback text")
+        raise InvalidDataError("a NUL character is not feedback text")
     return text
 
 

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import Field, SecretStr, ValidationError
 
 from rlkit.config import StrictModel
-from rlkit.errors import InvalidDataError
+from rlkit.errors import InvalidDataError, WrongTypeError
 from rlkit.m3hf.parser_rule import RuleParser, clean_text
 from rlkit.m3hf.prompt import ParsedFeedback, build_messages, repair_message, response_schema
 from rlkit.m3hf.specs import FeedbackParser, RewardSpec, Scene
@@ -246,17 +246,17 @@ class InvalidAnswer(InvalidDataError):
 
 
 def _content(response: ChatCompletion) -> str | None:
-    """The answer's text; ``TypeError`` for a reply whose envelope or content is not what the API
-    says (the SDK builds its models without validating them)."""
+    """The answer's text; ``WrongTypeError`` (a ``TypeError``) for a reply whose envelope or
+    content is not what the API says (the SDK builds its models without validating them)."""
     choices = response.choices
     if not choices:
         return None
     if not isinstance(choices, list):
-        raise TypeError(f"choices is a {type(choices).__name__}, not a list")
+        raise WrongTypeError(f"choices is a {type(choices).__name__}, not a list")
     message = getattr(choices[0], "message", None)
     content = getattr(message, "content", None)
     if content is not None and not isinstance(content, str):
-        raise TypeError(f"message.content is a {type(content).__name__}, not text")
+        raise WrongTypeError(f"message.content is a {type(content).__name__}, not text")
     return content
 
 
