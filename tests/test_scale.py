@@ -98,7 +98,7 @@ def check_aggregate_against_trials(sweep_dir: Path) -> None:
 def kill_driver_midway(sweep_dir: Path, argv: list[str], first: list[str], then: str,
                        limit: float = 200) -> None:
     """Start ``rlkit sweep`` in a subprocess; SIGKILL it once the trials ``first`` have finished
-    and trial ``then`` has started; check no trial process of the sweep is left running."""
+    and trial ``then`` has written its config; check no trial process of the sweep is left running."""
     env = {**os.environ, "WANDB_MODE": "offline", "PYTHONPATH": str(ROOT)}
     driver = subprocess.Popen([sys.executable, "-m", "rlkit.cli", *argv], env=env, cwd=ROOT,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -106,7 +106,7 @@ def kill_driver_midway(sweep_dir: Path, argv: list[str], first: list[str], then:
     try:
         while time.monotonic() < deadline:
             finished = all(finished_file(sweep_dir, t) for t in first)
-            if finished and (sweep_dir / "trials" / then / "stdout.1.log").is_file():
+            if finished and (sweep_dir / "trials" / then / "config.yaml").is_file():  # begun
                 break
             assert driver.poll() is None, driver.stderr.read().decode() if driver.stderr else ""
             time.sleep(0.2)
@@ -283,8 +283,8 @@ def test_local_sweep_resumes_after_its_driver_is_killed(scratch, dataset):
     assert result.returncode == 0, result.stderr
     assert "p000-s0: done earlier (skipped)" in result.stderr
     for trial in ("p000-s0", "p001-s0"):  # finished: not run again
-        assert not (sweep_dir / "trials" / trial / "stdout.2.log").exists()
-    assert (sweep_dir / "trials" / "p002-s0" / "stdout.2.log").exists()  # killed: run again
+        assert not (sweep_dir / "logs" / trial / "stdout.2.log").exists()
+    assert (sweep_dir / "logs" / "p002-s0" / "stdout.2.log").exists()  # killed: run again
     assert all(status(sweep_dir, f"p00{i}-s0")["status"] == "done" for i in range(4))
     check_aggregate_against_trials(sweep_dir)
 

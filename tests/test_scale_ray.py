@@ -49,8 +49,8 @@ def test_ray_sweep_resumes_after_its_driver_is_killed(scratch, dataset):
     assert result.returncode == 0, result.stderr
     assert "p000-s0: done earlier (skipped)" in result.stderr
     for trial in ("p000-s0", "p001-s0"):
-        assert not (sweep_dir / "trials" / trial / "stdout.2.log").exists()
-    assert (sweep_dir / "trials" / "p002-s0" / "stdout.2.log").exists()
+        assert not (sweep_dir / "logs" / trial / "stdout.2.log").exists()
+    assert (sweep_dir / "logs" / "p002-s0" / "stdout.2.log").exists()
     assert all(status(sweep_dir, f"p00{i}-s0")["status"] == "done" for i in range(4))
     check_aggregate_against_trials(sweep_dir)
 

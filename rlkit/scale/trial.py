@@ -24,6 +24,8 @@ from rlkit.scale.units import Unit, UnitError
 
 POLL_S = 0.25
 SUMMARY_FILES = ("summary.json", "metrics.json")
+# commands that go on from their run directory; any other is rerun from scratch (--overwrite)
+RESUMING = ("pref-rl", "m3hf", "apec", "demos")
 
 
 def _die_with_parent() -> None:
@@ -32,13 +34,16 @@ def _die_with_parent() -> None:
     die_with_parent()
 
 
-def trial_argv(payload: Mapping[str, Any]) -> list[str]:
-    """The ``rlkit`` command line of a trial (without the interpreter)."""
+def trial_argv(payload: Mapping[str, Any], rerun: bool = False) -> list[str]:
+    """The ``rlkit`` command line of a trial (without the interpreter). ``rerun``: its run
+    directory holds a killed attempt; a command that does not resume starts it afresh."""
     argv = [payload["command"], *payload.get("overrides", []), "--run-dir", payload["run_dir"],
             "--logger", payload.get("logger", "jsonl,wandb"),
             "--torch-threads", str(payload.get("torch_threads", 1))]
     if payload.get("config"):
         argv += ["--config", payload["config"]]
+    if rerun and payload["command"] not in RESUMING:
+        argv.append("--overwrite")
     return argv
 
 
@@ -47,18 +52,21 @@ def run_trial(unit: Unit, report: Callable[[dict[str, float]], None]) -> dict[st
     torch_threads, env); returns ``{"metrics": flat summary numbers, "run_dir": ...}``."""
     payload = unit.payload
     run_dir = Path(payload["run_dir"])
-    run_dir.mkdir(parents=True, exist_ok=True)
+    log_dir = Path(payload.get("log_dir") or run_dir.parent.parent / "logs" / unit.id)
+    rerun = (run_dir / "config.yaml").is_file()  # an earlier attempt got as far as starting
+    log_dir.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "WANDB_MODE": os.environ.get("WANDB_MODE", "offline"),
            **payload.get("env", {})}
     env.setdefault("PYTHONUNBUFFERED", "1")
     metrics_file = run_dir / "metrics.jsonl"
-    offset = metrics_file.stat().st_size if metrics_file.exists() else 0  # resumed: only new lines
-    attempt = _next_attempt(run_dir)
-    stdout_path, stderr_path = run_dir / f"stdout.{attempt}.log", run_dir / f"stderr.{attempt}.log"
+    fresh = not rerun or payload["command"] not in RESUMING  # (--overwrite empties the dir)
+    offset = 0 if fresh or not metrics_file.exists() else metrics_file.stat().st_size
+    attempt = _next_attempt(log_dir)
+    stdout_path, stderr_path = log_dir / f"stdout.{attempt}.log", log_dir / f"stderr.{attempt}.log"
     latest: dict[str, float] = {}
     with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
         process = subprocess.Popen(
-            [sys.executable, "-m", "rlkit.cli", *trial_argv(payload)], stdout=out, stderr=err,
+            [sys.executable, "-m", "rlkit.cli", *trial_argv(payload, rerun)], stdout=out, stderr=err,
             env=env, cwd=payload.get("cwd") or None, preexec_fn=_die_with_parent,
         )
         try:
@@ -76,11 +84,12 @@ def run_trial(unit: Unit, report: Callable[[dict[str, float]], None]) -> dict[st
         raise UnitError(f"rlkit {payload['command']} exited with code {code}: "
                         f"{_last_line(stderr_path)} (log: {stderr_path})")
     summary = read_summary(run_dir, stdout_path)
-    return {"metrics": flatten(summary), "run_dir": str(run_dir), "attempt": attempt}
+    return {"metrics": flatten(summary), "run_dir": str(run_dir), "attempt": attempt,
+            "logs": str(log_dir)}
 
 
-def _next_attempt(run_dir: Path) -> int:
-    return 1 + sum(1 for _ in run_dir.glob("stdout.*.log"))
+def _next_attempt(log_dir: Path) -> int:
+    return 1 + sum(1 for _ in log_dir.glob("stdout.*.log"))
 
 
 def _forward(path: Path, offset: int, latest: dict[str, float],
@@ -89,6 +98,7 @@ def _forward(path: Path, offset: int, latest: dict[str, float],
     seen so far, so a scheduler always finds its metric); returns the new offset."""
     if not path.exists():
         return offset
+    offset = min(offset, path.stat().st_size)  # a resumed run cut its file back: go on from there
     with open(path, "rb") as handle:
         handle.seek(offset)
         data = handle.read()
