@@ -27,8 +27,9 @@ with extra("human"):
         select,
         update,
     )
+    from sqlalchemy import exc as sqlalchemy_exc
 
-from rlkit.errors import InvalidLabelError, StateError
+from rlkit.errors import FileFormatError, InvalidLabelError, StateError
 from rlkit.human import schema
 
 DB_NAME = "labels.sqlite"
@@ -57,9 +58,25 @@ class Database:
 
     def __init__(self, location: str | os.PathLike[str], *, synchronous: str = "NORMAL") -> None:
         self.url = database_url(location)
-        self.engine = _make_engine(self.url, synchronous)
-        with self._write() as connection:
-            schema.migrate(connection)
+        if not self.url.startswith("sqlite"):
+            self.engine = _make_engine(self.url, synchronous)
+            with self._write() as connection:
+                schema.migrate(connection)
+            return
+        path = make_url(self.url).database or ":memory:"
+        try:  # a damaged file is named and left as it is; nothing is written to it
+            if path != ":memory:" and Path(path).is_file():
+                _check_sqlite_file(path)
+            self.engine = _make_engine(self.url, synchronous)
+            with self._write() as connection:
+                schema.migrate(connection)
+        except (sqlite3.DatabaseError, sqlalchemy_exc.DatabaseError) as error:
+            if "locked" in str(error):
+                raise
+            raise FileFormatError(
+                f"{path}: not a readable rlkit label store ({error}); the file is left as it is: "
+                "restore it from a copy, or use a new run directory"
+            ) from None
 
     def close(self) -> None:
         self.engine.dispose()
@@ -124,6 +141,18 @@ def _make_engine(url: str, synchronous: str) -> Engine:
         connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
 
     return engine
+
+
+def _check_sqlite_file(path: str) -> None:
+    """SQLite's own consistency check of the file's pages and indexes (fast at a label store's
+    size), so a truncated or bit-flipped database is refused when it is opened, not in a request."""
+    connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
+    try:
+        problems = [row[0] for row in connection.execute("PRAGMA quick_check").fetchall()]
+    finally:
+        connection.close()
+    if problems != ["ok"]:
+        raise sqlite3.DatabaseError("; ".join(str(p) for p in problems[:3]))
 
 
 def _switch_to_wal(path: str) -> None:
