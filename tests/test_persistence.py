@@ -20,6 +20,7 @@ from rlkit.data import Trajectory, TrajectoryStore, sample_pairs
 from rlkit.errors import FileFormatError
 from rlkit.feedback import PreferenceDataset
 from rlkit.persistence import FORMATS, atomic_dir, read_header, tag, write_header
+from rlkit.persistence.arrays import load_npz
 from rlkit.persistence.formats import SELF_CHECKSUM, check_tag
 from rlkit.persistence.replay import load_replay, save_replay
 from rlkit.persistence.rng import (
@@ -395,3 +396,13 @@ def test_a_checkpoint_written_before_checksums_is_still_read(tmp_path):
     meta.write_text(json.dumps(header))  # the current version without its checksums is refused
     with pytest.raises(FileFormatError, match="meta.json: missing field 'sha256'"):
         load()
+
+
+@pytest.mark.parametrize(("content", "says"), [(b'{"trajectories": []}', "JSON or text"),
+                                               (b"\x93NUMPY\x01\x00", "not a zip archive")])
+def test_a_file_that_is_not_an_npz_is_named_as_such_not_as_a_pickle(tmp_path, content, says):
+    path = tmp_path / "store.npz"
+    path.write_bytes(content)
+    with pytest.raises(FileFormatError, match=f"^{path}: not an .npz file \\({says};") as caught:
+        load_npz(path)
+    assert "pickle" not in str(caught.value)

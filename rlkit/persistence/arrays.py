@@ -23,9 +23,15 @@ def load_npz(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
     """Read every array of an ``.npz`` without pickle, turning any damage into a FileFormatError."""
     try:
         raw = Path(path).read_bytes()
+        if not raw.startswith((b"PK\x03\x04", b"PK\x05\x06")):  # numpy would talk of pickles
+            kind = "JSON or text" if raw.lstrip()[:1] in (b"{", b"[") else "not a zip archive"
+            raise FileFormatError(f"{path}: not an .npz file ({kind}; an .npz is a zip archive of "
+                                  f".npy arrays), it starts with {raw[:16]!r}")
         with np.load(io.BytesIO(raw), allow_pickle=False) as npz:
             return {name: npz[name] for name in npz.files}
     except FileNotFoundError:
         raise FileFormatError(f"{path}: no such file") from None
+    except FileFormatError:
+        raise
     except Exception as error:  # zipfile, zlib and numpy each raise their own kinds
         raise FileFormatError(f"{path}: damaged or not an .npz file ({error})") from None
