@@ -134,8 +134,9 @@ def main() -> None:
         "cpu_shares": {"sequential": shares(marks[0], marks[1]), "local": shares(marks[1], marks[2]),
                        "ray": shares(marks[2], marks[3])},
         "note": "the cores are shared with other work (other people's tests and a niced background "
-                "run); when 'busy' is near 1 in the sequential phase, no core was left for a "
-                "second trial and no backend can reach 2x",
+                "run, which kept about cpu_shares.niced of the machine despite its nice level); "
+                "when two trials at once obtain about one core (cores_obtained_local), no backend "
+                "can reach 2x",
     }))
 
 
