@@ -8,7 +8,7 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 DESCRIPTION = """\
 Run COMMAND once per grid point and seed, each trial an ordinary run directory
@@ -65,7 +65,7 @@ def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def backend_from_args(args: argparse.Namespace, metric: str | None = None,
-                      mode: str | None = None) -> Any:
+                      mode: Literal["max", "min"] | None = None) -> Any:
     """The ``rlkit.scale.units.Backend`` the arguments of ``add_backend_arguments`` describe."""
     from rlkit.scale.sweep import parse_resources
     from rlkit.scale.units import Backend

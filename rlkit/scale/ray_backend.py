@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from rlkit.errors import ConfigError
+from rlkit.errors import ConfigError, StateError
 from rlkit.scale.units import Backend, Unit, UnitFn, UnitResult, execute, write_status
 
 STATUS = "rlkit_status"  # the last report of a finished trial carries its result under these keys
@@ -115,6 +115,8 @@ class RayRunner:
         seen = set()
         for index in range(len(grid)):
             entry = grid[index]
+            if entry.config is None:
+                raise StateError(f"a Tune result of stage {stage} holds no config")
             unit_id = entry.config["unit"]
             seen.add(unit_id)
             metrics = entry.metrics or {}
