@@ -1,7 +1,8 @@
 """Does feedback of mixed quality help IPPO, and how much does bad feedback cost? (M3HF, ICML 2025)
 
 One command (from the repository root):
-    python -m experiments.m3hf [--config FILE] [key=value ...] [--report-only] [--workers N]
+    python -m experiments.m3hf [--config FILE] [key=value ...] [--report-only]
+                               [--backend local|ray] [--workers N] [--address ADDR] [--resume]
 
 Overcooked map A, lettuce-tomato salad, 3 agents, macro actions; every arm gets the same env-step
 budget, (phases + 1) x generation_steps, and its seeds. Main arms: IPPO on the env reward; M3HF
@@ -9,20 +10,22 @@ with scripted good feedback; M3HF with a simulated teacher whose texts are half 
 wrong; M3HF with only wrong feedback. Ablation arms change the run config (``run:``) of an arm:
 rollback, weight rule, shaping scale. Generation 0 is the same training in every arm of a seed
 (no feedback yet), so the arms part only at phase 1. Each run is an ``rlkit m3hf`` run directory
-(resumable: rerun to continue). Writes the resolved config, ``metrics.jsonl`` / ``metrics.csv``
-(one row per arm, seed and generation), ``m3hf.png`` / ``m3hf_ablations.png`` (ORIGINAL return
-against env steps, 95% t-intervals), ``summary.json`` and ``table.md`` (final return, area under
-the curve, env steps to a threshold return, paired differences against IPPO).
+(resumable: rerun to continue); each (arm, seed) is a unit of ``rlkit.scale`` (a process of its
+own, or a Ray Tune trial), and ``--resume`` also skips the units already finished. Writes the
+resolved config, ``metrics.jsonl`` / ``metrics.csv`` (one row per arm, seed and generation),
+``m3hf.png`` / ``m3hf_ablations.png`` (ORIGINAL return against env steps, 95% t-intervals),
+``summary.json`` and ``table.md`` (final return, area under the curve, env steps to a threshold
+return, paired differences against IPPO).
 """
 
 from __future__ import annotations
 
 import csv
+import importlib
 import json
 import math
 import os
 import sys
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Literal
 
@@ -32,6 +35,8 @@ from experiments.stats import Spread
 from rlkit.config import StrictModel, experiment_parser, load_config, save_config
 from rlkit.m3hf.run_config import FeedbackSettings, M3HFConfig
 from rlkit.persistence import atomic_open, atomic_write_json
+from rlkit.scale.command import add_backend_arguments, backend_from_args
+from rlkit.scale.units import Backend, Unit, UnitResult, run_units
 
 ARM_LABELS = {
     "ippo": "IPPO (env reward)",
@@ -93,8 +98,37 @@ def jobs(config: M3HFExperimentConfig, out: Path) -> list[tuple[str, int, Path]]
             if config.arms[arm].group == group and seed in arm_seeds(config, arm)]
 
 
+def units(config: M3HFExperimentConfig, out: Path) -> list[Unit]:
+    """One unit per (arm, seed), in ``jobs`` order; none depends on another."""
+    base = {"config": config.model_dump(mode="json"), "out": str(out.absolute())}
+    return [Unit(f"{arm}-s{seed}", base | {"arm": arm, "seed": seed}) for arm, seed, _ in jobs(config, out)]
+
+
+def run_unit(unit: Unit, report: Any) -> dict[str, Any]:
+    """One (arm, seed) in its own process: the ``rlkit m3hf`` run directory, started or resumed."""
+    config = M3HFExperimentConfig.model_validate(unit.payload["config"])
+    arm, seed = unit.payload["arm"], int(unit.payload["seed"])
+    run_dir = Path(unit.payload["out"]) / arm / f"seed{seed}"
+    return {"summary": run_one(config, arm, seed, run_dir)}
+
+
+def run_all(config: M3HFExperimentConfig, out: Path, backend: Backend, resume: bool = False) -> None:
+    fn = importlib.import_module("experiments.m3hf").run_unit  # by name, not a pickled copy
+    results = run_units(units(config, out), fn, out, backend, resume=resume, name="m3hf",
+                        on_result=_echo)
+    for key, result in results.items():
+        if result.status != "done":
+            print(f"unit {key} failed: {result.error}", file=sys.stderr)
+
+
+def _echo(result: UnitResult) -> None:
+    state = "done earlier" if result.skipped else result.status
+    summary = (result.result or {}).get("summary", "")
+    print(f"unit {result.id}: {state} ({result.seconds:.0f} s) {summary}".rstrip(), flush=True)
+
+
 def run_one(config: M3HFExperimentConfig, arm: str, seed: int, run_dir: Path) -> str:
-    """One arm and seed (in a worker process: one torch thread, quiet)."""
+    """One arm and seed (one torch thread, quiet)."""
     import torch
 
     from rlkit.runners.m3hf import run_m3hf
@@ -257,24 +291,18 @@ def write_metrics(rows: list[dict[str, Any]], out: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = experiment_parser(__doc__, Path(__file__).parent / "configs/m3hf.yaml",
                                "rebuild metrics, table and plot from the finished runs; no training")
-    parser.add_argument("--workers", type=int, default=1,
-                        help="runs in parallel (one process and one torch thread each)")
+    add_backend_arguments(parser)
+    parser.add_argument("--resume", action="store_true",
+                        help="skip the units already finished in out_dir (unfinished runs resume)")
     args = parser.parse_args(argv)
+    backend = backend_from_args(args)
     config = load_config(M3HFExperimentConfig, args.config, args.overrides)
     out = Path(config.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     save_config(config, out / "config.yaml")
     if not args.report_only:
         os.environ.setdefault("OMP_NUM_THREADS", "1")
-        units = jobs(config, out)
-        if args.workers <= 1:
-            for arm, seed, run_dir in units:
-                print(run_one(config, arm, seed, run_dir), flush=True)
-        else:
-            with ProcessPoolExecutor(max_workers=args.workers) as pool:
-                futures = [pool.submit(run_one, config, arm, seed, run_dir) for arm, seed, run_dir in units]
-                for future in futures:
-                    print(future.result(), flush=True)
+        run_all(config, out, backend, resume=args.resume)
     rows = collect_rows(config, out)
     if not rows:
         print(f"no finished runs under {out}", file=sys.stderr)
