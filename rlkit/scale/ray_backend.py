@@ -102,10 +102,11 @@ class RayRunner:
         tuner = tune.Tuner(
             trainable,
             param_space={"unit": tune.grid_search([u.id for u in units])},
+            # reuse_actors saves a worker start per trial; not with ASHA: a trial it stops leaves
+            # its actor to the next trial, whose command was seen to fail
             tune_config=tune.TuneConfig(metric=backend.metric, mode=backend.mode,
-                                        scheduler=scheduler, num_samples=1),
-            # (reuse_actors=True would save a worker start per trial, but a trial stopped by
-            # ASHA then leaves its actor to the next trial: its command was seen to fail)
+                                        scheduler=scheduler, num_samples=1,
+                                        reuse_actors=scheduler is None),
             run_config=tune.RunConfig(
                 name=f"{self.name}-stage{stage}-{time.strftime('%Y%m%d-%H%M%S')}",
                 storage_path=storage if "://" in storage else str(Path(storage).absolute()),
