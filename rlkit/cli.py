@@ -103,18 +103,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _fields_help(schema: type[BaseModel], prefix: str = "") -> str:
+def _fields_help(schema: type[BaseModel], prefix: str = "", value: BaseModel | None = None) -> str:
+    """Every field with the default the command really uses: the values of ``schema()``, so a
+    section whose default differs from its class's (pref-rl's 3-member ensemble) shows its own."""
     from pydantic import BaseModel
 
+    value = schema() if value is None else value
     lines = []
     for name, info in schema.model_fields.items():
-        annotation = info.annotation
-        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-            lines.append(_fields_help(annotation, f"{prefix}{name}."))
+        default = getattr(value, name)
+        if isinstance(default, BaseModel):
+            lines.append(_fields_help(type(default), f"{prefix}{name}.", default))
         else:
-            default = info.default if info.default is not None else "null"
+            shown = "null" if default is None else default
             note = f"  ({info.description})" if info.description else ""
-            lines.append(f"  {prefix}{name} = {default}{note}")
+            lines.append(f"  {prefix}{name} = {shown}{note}")
     return "\n".join(line for line in lines if line)
 
 

@@ -141,8 +141,9 @@ def load_config(
     try:
         return schema.model_validate(data)
     except ValidationError as error:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or '(top)'}: {e['msg']}" for e in error.errors()
+        problems = "; ".join(  # a check across fields has no location: its message names them
+            (f"{'.'.join(str(p) for p in e['loc'])}: " if e["loc"] else "")
+            + str(e["msg"]).removeprefix("Value error, ") for e in error.errors()
         )
         raise ConfigError(f"invalid {schema.__name__}: {problems}") from None
 

@@ -158,3 +158,16 @@ def test_a_third_party_sb3_zip_is_refused_before_its_run_dir_unless_trusted(tmp_
     error = capsys.readouterr().err
     assert "policies[0].path=" in error and "policies[0].trust_pickle=true" in error
     assert "Traceback" not in error and not run_dir.exists()
+
+
+def test_pref_rl_help_shows_the_defaults_it_uses_and_refuses_a_selector_its_model_cannot_serve(
+    capsys, tmp_path
+):
+    with pytest.raises(SystemExit):
+        main(["pref-rl", "--help"])
+    out = capsys.readouterr().out
+    assert re.search(r"^  model\.ensemble_size = 3$", out, re.M)  # the class default is 1
+    assert re.search(r"^  trainer\.max_epochs = 30$", out, re.M)  # the class default is 100
+    code = main(["pref-rl", "model.ensemble_size=1", "--run-dir", str(tmp_path / "run")])
+    assert code == 2 and not (tmp_path / "run").exists()
+    assert "query.selector=disagreement needs model.ensemble_size >= 2 (got 1)" in capsys.readouterr().err

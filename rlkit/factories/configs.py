@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from rlkit.config import StrictModel
-from rlkit.errors import InvalidLabelError
+from rlkit.errors import ConfigError, InvalidLabelError
 from rlkit.feedback.teachers import TeacherConfig
 from rlkit.reward.config import TrainerConfig
 
@@ -173,3 +173,14 @@ class PrefRLConfig(StrictModel):
     model: RewardModelConfig = RewardModelConfig(ensemble_size=3)
     trainer: TrainerConfig = TrainerConfig(max_epochs=30)
     seed: int = 0
+
+    @model_validator(mode="after")
+    def _selector_fits_the_model(self) -> PrefRLConfig:
+        """Refused up front, not at the first query round after minutes of training."""
+        if self.query.selector == "disagreement" and self.model.ensemble_size < 2:
+            raise ConfigError(
+                f"query.selector=disagreement needs model.ensemble_size >= 2 (got "
+                f"{self.model.ensemble_size}): the members' disagreement picks the pairs; use "
+                "query.selector=uniform or entropy with one member"
+            )
+        return self
