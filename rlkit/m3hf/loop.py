@@ -128,7 +128,7 @@ class M3HFRun:
             pools = TeamPools.empty(self.venv.n_agents, rule)
             state = {
                 "format": STATE_FORMAT,
-                "config": self.config.model_dump(mode="json", exclude={"llm": {"api_key"}}),
+                "config": self.config.model_dump(mode="json"),  # the API key never dumps
                 "completed": -1,
                 "history": [],
                 "best": None,
@@ -300,7 +300,7 @@ def resumable(run_dir: str | Path, config: M3HFConfig) -> bool:
 
 def _check_settings(run_dir: Path, config: M3HFConfig, saved: dict[str, Any]) -> None:
     # more phases may be added to a finished run; anything else would mix two experiments
-    now = config.model_dump(mode="json", exclude={"llm": {"api_key"}})
+    now = config.model_dump(mode="json")
     changed = sorted(k for k in now if k != "phases" and now[k] != saved.get(k))
     if changed:
         raise InvalidDataError(

@@ -25,6 +25,17 @@ CONFIG_FILE = "config.yaml"
 Resumes = Callable[[Path], bool]
 
 
+def stamped_dir(name: str, root: str | Path = "runs") -> Path:
+    """A new ``<root>/<name>-<time>`` (``-2``, ``-3``... when one started in the same second)."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    path = Path(root) / f"{name}-{stamp}"
+    suffix = 1
+    while path.exists():
+        suffix += 1
+        path = Path(root) / f"{name}-{stamp}-{suffix}"
+    return path
+
+
 def make_run_dir(command: str, run_dir: str | None, config: BaseModel, *, overwrite: bool = False,
                  resumes: Resumes | None = None) -> Path:
     """``runs/<command>-<time>`` unless given; writes the resolved ``config.yaml`` first.
@@ -34,12 +45,7 @@ def make_run_dir(command: str, run_dir: str | None, config: BaseModel, *, overwr
     ``overwrite``, which empties it first.
     """
     if run_dir is None:
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        path = Path("runs") / f"{command}-{stamp}"
-        suffix = 1
-        while path.exists():
-            suffix += 1
-            path = Path("runs") / f"{command}-{stamp}-{suffix}"
+        path = stamped_dir(command)
     else:
         path = Path(run_dir)
         if path.exists() and not path.is_dir():

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -122,13 +121,9 @@ def sweep_units(spec: SweepSpec, sweep_dir: Path, group: str, torch_threads: int
 
 
 def default_sweep_dir(command: str) -> Path:
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    path = Path("runs") / f"sweep-{command}-{stamp}"
-    suffix = 1
-    while path.exists():
-        suffix += 1
-        path = Path("runs") / f"sweep-{command}-{stamp}-{suffix}"
-    return path
+    from rlkit.runners.rundir import stamped_dir
+
+    return stamped_dir(f"sweep-{command}")
 
 
 def prepare_sweep_dir(spec: SweepSpec, sweep_dir: Path, resume: bool) -> None:
