@@ -134,6 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         import torch
 
         from rlkit.config import load_config
+        from rlkit.runners.checks import check_before_run
 
         torch.set_num_threads(max(1, args.torch_threads))
         config = load_config(schema, args.config, args.overrides)
@@ -147,72 +148,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RlkitError as error:
         print(f"rlkit {args.command}: error: {error}", file=sys.stderr)
         return 2
-
-
-def check_before_run(command: str, config: BaseModel) -> None:
-    """Refuse, by name, what the run would refuse later (after creating its run directory, or
-    after minutes of training): an unknown env id, env kwargs it does not take, an Overcooked
-    layout that does not exist, a scripted feedback source without a script, an input file that
-    is missing or of the wrong kind."""
-    from rlkit.errors import ConfigError
-
-    env = getattr(config, "env", None)
-    if command == "m3hf":
-        _check_m3hf(config)
-    elif env is not None and hasattr(env, "id") and hasattr(env, "kwargs"):
-        _check_gym_env(env.id, dict(env.kwargs))
-    for i, source in enumerate(getattr(config, "policies", None) or ()):
-        if getattr(source, "kind", None) == "sb3" and source.path and not source.trust_pickle:
-            from rlkit.factories.configs import untrusted_zip
-
-            refusal = untrusted_zip(f"policies[{i}]", source.path)
-            if refusal is not None:
-                raise ConfigError(refusal)
-    inputs = {"trajectories": ".npz", "model": None}  # a dataset is a path stem (.npz + .json)
-    for field, suffix in inputs.items():
-        value = getattr(config, field, None)
-        if not isinstance(value, str):
-            continue
-        path = Path(value)
-        if not path.exists():
-            raise ConfigError(f"{field}={value}: no such file or directory")
-        if suffix is not None and path.suffix != suffix:
-            raise ConfigError(f"{field}={value}: a {path.suffix or 'suffix-less'} file where a {suffix} "
-                              f"file is expected (the TrajectoryStore `rlkit collect` writes)")
-
-
-def _check_gym_env(env_id: str, kwargs: dict[str, Any]) -> None:
-    import gymnasium
-
-    import envs  # noqa: F401 - registers rlkit's own ids
-    from rlkit.errors import ConfigError
-
-    try:
-        gymnasium.spec(env_id)
-    except gymnasium.error.Error as error:
-        raise ConfigError(f"env.id={env_id}: {error}") from None
-    try:
-        gymnasium.make(env_id, **kwargs).close()
-    except TypeError as error:  # an unexpected keyword argument
-        raise ConfigError(f"env.kwargs={kwargs}: {env_id} does not take them ({error})") from None
-
-
-def _check_m3hf(config: BaseModel) -> None:
-    from envs.overcooked.parallel import OvercookedParallelEnv
-    from rlkit.errors import ConfigError
-    from rlkit.m3hf.run_config import M3HFConfig
-
-    assert isinstance(config, M3HFConfig)
-    try:
-        OvercookedParallelEnv(**config.env.model_dump()).close()
-    except (TypeError, ValueError) as error:  # an RlkitError names its field already
-        raise ConfigError(f"env: {error}") from None
-    feedback = config.feedback
-    if feedback.source == "scripted" and feedback.script is None and not feedback.texts:
-        raise ConfigError("feedback.source=scripted needs feedback.script=<YAML of texts per phase> or "
-                          "feedback.texts; without them the run would train with no feedback at all")
-    if feedback.script is not None and not Path(feedback.script).is_file():
-        raise ConfigError(f"feedback.script={feedback.script}: no such file")
 
 
 def _session(command: str, config: BaseModel, args: argparse.Namespace) -> tuple[Path, Any]:
