@@ -17,11 +17,13 @@ from rlkit.errors import RlkitError, UnknownKeyError
 
 #: extra -> the top-level modules it brings (its packages' import names, not their pip names).
 EXTRAS: dict[str, tuple[str, ...]] = {
-    "human": ("fastapi", "starlette", "uvicorn", "sqlalchemy", "jinja2", "httpx"),
+    "human": ("fastapi", "starlette", "uvicorn", "sqlalchemy", "jinja2", "httpx", "itsdangerous"),
     "apec": ("ot",),
     "tensorboard": ("tensorboard",),
     "postgresql": ("psycopg",),
     "ray": ("ray",),
+    "zoo": ("rl_zoo3",),
+    "docs": ("mkdocs", "material", "mkdocstrings"),
 }
 
 

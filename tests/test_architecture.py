@@ -21,6 +21,7 @@ SOURCES = ("rlkit", "envs")
 ROWS: list[tuple[str, ...]] = [
     ("rlkit.errors", "rlkit._lazy"),  # error types; the lazy-export helper every __init__ uses
     ("rlkit.extras",),  # names the extra to install when an optional import is missing
+    ("rlkit.devices",),  # device names in configs and the torch.device they mean
     ("rlkit.persistence",),
     ("rlkit.config",),
     ("rlkit.logging",),

@@ -1,0 +1,54 @@
+"""Where networks run: the ``device`` field of every config that builds one.
+
+A config holds the name (``auto``, ``cpu``, ``cuda`` or ``cuda:N``; ``Device`` checks it without
+importing torch); ``resolve_device`` turns it into a ``torch.device`` when the network is built.
+``auto`` is the first CUDA device when torch sees one, else the CPU.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Annotated
+
+from pydantic import AfterValidator
+
+from rlkit.errors import ConfigError
+
+if TYPE_CHECKING:
+    import torch
+
+_NAME = re.compile(r"^(auto|cpu|cuda(:\d+)?)$")
+DEVICE_CHOICES = "auto, cpu, cuda or cuda:N"
+
+
+def check_device_name(name: str) -> str:
+    """``name`` if it is a device rlkit knows how to place networks on, else a ``ConfigError``."""
+    if not _NAME.match(name):
+        raise ConfigError(f"device {name!r} is not one of {DEVICE_CHOICES}")
+    return name
+
+
+#: A config field's type: a device name, checked when the config is loaded.
+Device = Annotated[str, AfterValidator(check_device_name)]
+
+
+def resolve_device(name: str | torch.device) -> torch.device:
+    """The ``torch.device`` a config's ``name`` means; ``cuda`` asked for on a machine without CUDA
+    (or an index past its GPUs) is a ``ConfigError`` naming what torch sees."""
+    import torch
+
+    if isinstance(name, torch.device):
+        return name
+    check_device_name(name)
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = torch.device(name)
+    if device.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0:
+            raise ConfigError(f"device {name!r}: torch sees no CUDA device here (a CPU build of "
+                              "torch, or no GPU); use device=auto or device=cpu")
+        if device.index is not None and device.index >= count:
+            raise ConfigError(f"device {name!r}: torch sees {count} CUDA device(s), "
+                              f"cuda:0 to cuda:{count - 1}")
+    return device
