@@ -6,21 +6,40 @@ import math
 from typing import Any
 
 import numpy as np
+from stable_baselines3.common.running_mean_std import RunningMeanStd
 
 from rlkit.errors import InvalidDataError
 from rlkit.types import RewardFn
 
+STATE_KEYS = ("count", "mean", "var", "eps")
+
 
 class RunningNorm:
-    """Scalar running mean and variance (population), merged batch by batch (Chan et al.'s
-    parallel Welford update), so updating with a batch equals updating with its values one by one.
+    """Scalar running mean and (population) variance on SB3's ``RunningMeanStd``, which merges
+    batch by batch (Chan et al.'s parallel update), so a batch counts as its values one by one.
+
+    Two things are added: NaN or inf rewards are refused instead of poisoning the statistics, and
+    the count starts at 0 (SB3's default starts at 1e-4 with mean 0 and variance 1, a prior that
+    shifts the statistics by ~1e-7), so the first batch sets the exact sample mean and variance.
+    ``eps`` is added to the variance when normalising. Until the first update the statistics are
+    mean 0 and variance 1: ``normalize`` is the identity.
     """
 
     def __init__(self, eps: float = 1e-8) -> None:
-        self.count = 0
-        self.mean = 0.0
-        self.var = 1.0  # until the first update, so normalize is the identity
+        self.stats = RunningMeanStd(epsilon=0.0, shape=())
         self.eps = eps
+
+    @property
+    def count(self) -> int:
+        return int(self.stats.count)
+
+    @property
+    def mean(self) -> float:
+        return float(self.stats.mean)
+
+    @property
+    def var(self) -> float:
+        return float(self.stats.var)
 
     @property
     def std(self) -> float:
@@ -32,14 +51,7 @@ class RunningNorm:
             return
         if not np.isfinite(x).all():
             raise InvalidDataError("RunningNorm.update got NaN or inf rewards")
-        n, batch_mean = x.size, float(x.mean())
-        batch_m2 = float(((x - batch_mean) ** 2).sum())
-        old_m2 = self.var * self.count if self.count else 0.0
-        total = self.count + n
-        shift = batch_mean - self.mean
-        self.mean += shift * n / total
-        self.var = (old_m2 + batch_m2 + shift**2 * self.count * n / total) / total
-        self.count = total
+        self.stats.update(x)
 
     def normalize(self, x: np.ndarray) -> np.ndarray:
         """(x - mean) / sqrt(var + eps), float32."""
@@ -50,15 +62,17 @@ class RunningNorm:
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> RunningNorm:
-        missing = {"count", "mean", "var", "eps"} - set(state)
+        missing = set(STATE_KEYS) - set(state)
         if missing:
             raise InvalidDataError(f"normaliser state lacks {sorted(missing)}")
-        values = {key: float(state[key]) for key in ("count", "mean", "var", "eps")}
+        values = {key: float(state[key]) for key in STATE_KEYS}
         bad = [key for key, value in values.items() if not math.isfinite(value)]
         if bad or values["count"] < 0 or values["var"] < 0 or values["eps"] < 0:
             raise InvalidDataError(f"normaliser state out of range: {values}")
         norm = cls(eps=values["eps"])
-        norm.count, norm.mean, norm.var = int(values["count"]), values["mean"], values["var"]
+        norm.stats.count = float(int(values["count"]))
+        norm.stats.mean = np.asarray(values["mean"], np.float64)
+        norm.stats.var = np.asarray(values["var"], np.float64)
         return norm
 
 
