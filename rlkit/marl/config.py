@@ -7,10 +7,17 @@ from typing import Literal
 from pydantic import Field
 
 from rlkit.config import StrictModel
+from rlkit.devices import Device
 
 
 class MarlConfig(StrictModel):
-    """PPO settings shared by every policy; ``batch_size`` counts samples of one policy."""
+    """PPO settings shared by every policy; ``batch_size`` counts samples of one policy.
+
+    ``device`` is ``cpu`` unless asked: the policies are small MLPs stepped once per env step, where
+    a GPU's per-call cost and the copy of every step's actions back to the env outweigh its speed
+    (SB3 says the same of its PPO with an MLP policy). It is written to a saved config only when
+    set, so configs and run states saved before it existed read, and resume, as before.
+    """
 
     sharing: Literal["independent", "shared"] = Field(
         "independent",
@@ -28,3 +35,5 @@ class MarlConfig(StrictModel):
     max_grad_norm: float = Field(0.5, gt=0)
     net_arch: tuple[int, ...] = (64, 64)
     seed: int = 0
+    device: Device = Field("cpu", exclude_if="cpu".__eq__,
+                           description="where the policies run: auto (CUDA when present), cpu, cuda, cuda:N")

@@ -10,6 +10,11 @@ IPPO's plain MLP policies run stacked, one batched matmul per layer for all agen
 SB3 samples actions from torch's global RNG and shuffles minibatches with numpy's; the trainer
 keeps private copies of both states and swaps them in around its own work, so a run is fixed by
 its seed whatever else uses those generators, and a checkpoint can restore them exactly.
+
+The policies live on ``config.device``. A rollout step sends the observations there once and
+brings the actions back once (the env needs them); IPPO's stacked actions are sampled on the CPU
+from the logits that come back, so its private CPU RNG fixes them on any device. One shared
+policy on CUDA samples with torch's CUDA generator, which is not private and not checkpointed.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.logger import configure
 from stable_baselines3.common.policies import ActorCriticPolicy
 
+from rlkit.devices import resolve_device
 from rlkit.errors import ConfigError, InvalidDataError, StateError
 from rlkit.logging import Logger
 from rlkit.marl.config import MarlConfig
@@ -42,6 +48,7 @@ class MultiAgentPPO:
         self.env = env
         self.config = config or MarlConfig()
         self.logger = logger
+        self.device = resolve_device(self.config.device)
         self.num_timesteps = 0  # env steps of all games (one step of a game moves all its agents)
         n_agents, num_games = env.n_agents, env.num_games
         shared = self.config.sharing == "shared"
@@ -76,7 +83,7 @@ class MultiAgentPPO:
             batch_size=cfg.batch_size, n_epochs=cfg.n_epochs, gamma=cfg.gamma, gae_lambda=cfg.gae_lambda,
             clip_range=cfg.clip_range, ent_coef=cfg.ent_coef, vf_coef=cfg.vf_coef,
             max_grad_norm=cfg.max_grad_norm, policy_kwargs={"net_arch": list(cfg.net_arch)},
-            device="cpu", _init_setup_model=False,
+            device=self.device, _init_setup_model=False,
         )  # fmt: skip
         model.observation_space, model.action_space, model.n_envs = obs_space, self.env.action_space, n_envs
         model._setup_model()  # what PPO(env=...) would do, from spaces instead of an env
@@ -120,26 +127,26 @@ class MultiAgentPPO:
         values, log_probs = [], []
         with torch.no_grad():
             for model, rows in zip(self.models, self.groups, strict=True):
-                tensor = torch.as_tensor(obs[rows])
+                tensor = torch.as_tensor(obs[rows], device=self.device)
                 if deterministic:
                     act = model.policy._predict(tensor, deterministic=True)
                 else:
                     act, value, log_prob = model.policy(tensor)
                     values.append(value)
                     log_probs.append(log_prob)
-                actions[rows] = act.numpy()
+                actions[rows] = act.cpu().numpy()
         return actions, values, log_probs
 
     def _act_stacked(self, obs: np.ndarray) -> tuple[np.ndarray, list[torch.Tensor], list[torch.Tensor]]:
         """``_act`` for IPPO in one pass: agents on the leading axis, (n_agents, games, obs)."""
         assert self._stacked is not None
         n_agents = self.env.n_agents
-        by_agent = torch.as_tensor(obs.reshape(-1, n_agents, obs.shape[1]).swapaxes(0, 1))
+        by_agent = torch.as_tensor(obs.reshape(-1, n_agents, obs.shape[1]).swapaxes(0, 1), device=self.device)
         logits, values = self._stacked(by_agent)
-        distribution = torch.distributions.Categorical(logits=logits)
+        distribution = torch.distributions.Categorical(logits=logits.cpu())  # the private CPU RNG
         actions = distribution.sample()
         log_probs = distribution.log_prob(actions)
-        return actions.T.reshape(-1).numpy(), list(values), list(log_probs)
+        return actions.T.reshape(-1).numpy(), list(values.cpu()), list(log_probs)
 
     def predict(self, obs: np.ndarray, deterministic: bool = False) -> np.ndarray:
         """Actions for rows laid out like the env's (``num_games * n_agents`` of them)."""
@@ -189,7 +196,7 @@ class MultiAgentPPO:
             obs, starts = self._policy_obs(step.obs), step.dones
         with torch.no_grad():
             for model, rows in zip(self.models, self.groups, strict=True):
-                last_values = model.policy.predict_values(torch.as_tensor(obs[rows]))
+                last_values = model.policy.predict_values(torch.as_tensor(obs[rows], device=self.device))
                 model.rollout_buffer.compute_returns_and_advantage(last_values, starts[rows])
         return obs, starts
 
@@ -202,8 +209,9 @@ class MultiAgentPPO:
                 idx = np.flatnonzero(truncated[rows])
                 if len(idx):
                     group = terminal[rows][idx]
-                    value = model.policy.predict_values(torch.as_tensor(group)).numpy().ravel()
-                    extra[np.arange(len(truncated))[rows][idx]] = self.config.gamma * value
+                    value = model.policy.predict_values(torch.as_tensor(group, device=self.device))
+                    extra[np.arange(len(truncated))[rows][idx]] = (
+                        self.config.gamma * value.cpu().numpy().ravel())
         return extra
 
     def _track_episodes(

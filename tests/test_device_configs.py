@@ -1,0 +1,68 @@
+"""The ``device`` field of the configs that build networks (issue 17, GPUs), on this CPU machine:
+each accepts the names of ``rlkit.devices`` and refuses others, ``cpu`` puts the networks on the
+CPU, ``cuda`` without CUDA is the ``ConfigError`` of ``resolve_device`` when the networks are built,
+and a config saved before the field existed still resumes."""
+
+import json
+
+import pytest
+import torch
+
+from rlkit.errors import ConfigError
+from rlkit.m3hf.loop import resumable
+from rlkit.m3hf.run_config import M3HFConfig
+from rlkit.marl import MarlConfig, MultiAgentPPO
+from rlkit.runners.m3hf import run_m3hf
+from tests.test_m3hf_loop import tiny_config
+from tests.test_marl import cue_rows
+
+no_cuda = pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
+
+# MarlConfig's fields before it had a device: what every saved M3HF run state holds
+MARL_FIELDS_BEFORE = {"sharing", "n_steps", "batch_size", "n_epochs", "learning_rate", "gamma", "gae_lambda",
+                      "clip_range", "ent_coef", "vf_coef", "max_grad_norm", "net_arch", "seed"}
+
+
+def devices_of(module: torch.nn.Module) -> set[torch.device]:
+    return {p.device for p in module.parameters()}
+
+
+@pytest.mark.parametrize("name", ["auto", "cpu", "cuda", "cuda:1"])
+def test_marl_config_takes_a_device(name):
+    assert MarlConfig(device=name).device == name
+    assert M3HFConfig.model_validate({"marl": {"device": name}}).marl.device == name
+
+
+def test_marl_config_refuses_a_bad_device():
+    with pytest.raises(ConfigError, match="MarlConfig.device: device 'gpu' is not one of"):
+        MarlConfig(device="gpu")
+
+
+def test_marl_on_cpu_puts_every_policy_on_the_cpu():
+    trainer = MultiAgentPPO(cue_rows(2), MarlConfig(n_steps=8, batch_size=16, device="cpu"))
+    assert trainer.device == torch.device("cpu")
+    assert set().union(*(devices_of(p) for p in trainer.policies)) == {torch.device("cpu")}
+
+
+@no_cuda
+def test_marl_on_cuda_without_cuda_is_a_config_error_when_built():
+    config = MarlConfig(device="cuda")  # a config may name CUDA; building on it is what fails
+    with pytest.raises(ConfigError, match="device 'cuda': torch sees no CUDA device"):
+        MultiAgentPPO(cue_rows(2), config)
+
+
+def test_the_default_marl_device_is_left_out_of_a_saved_config():
+    assert set(MarlConfig().model_dump(mode="json")) == MARL_FIELDS_BEFORE
+    assert MarlConfig(device="cuda").model_dump(mode="json")["device"] == "cuda"
+
+
+def test_an_m3hf_run_saved_before_the_device_field_resumes(tmp_path):
+    config = tiny_config(video="none", phases=0)
+    run_m3hf(config, tmp_path)
+    saved = json.loads((tmp_path / "state.json").read_text())["config"]
+    assert set(saved["marl"]) == MARL_FIELDS_BEFORE  # as a run state written before the field
+    more = config.replace(phases=1)
+    assert resumable(tmp_path, more)
+    assert resumable(tmp_path, more.replace(marl=more.marl.replace(device="cpu")))  # said, same
+    state = run_m3hf(more, tmp_path)
+    assert state["completed"] == 1
