@@ -1,5 +1,8 @@
 """The web app over HTTP (in process): the label queue API, its pages, and its defences."""
 
+import hashlib
+
+import itsdangerous
 import numpy as np
 import pytest
 from fastapi.testclient import TestClient
@@ -8,7 +11,7 @@ from rlkit.errors import InvalidLabelError
 from rlkit.feedback import FIVE, TERNARY
 from rlkit.human import LabelStore
 from rlkit.human.app import create_app
-from rlkit.human.security import UnsafeBindError, check_bind
+from rlkit.human.security import Signer, UnsafeBindError, check_bind
 from rlkit.human.settings import ServeConfig
 from tests.test_human_store import make_pairs, make_trajectories
 
@@ -108,10 +111,12 @@ def test_posts_need_the_csrf_token_and_a_signed_annotator(run):
     wrong = client.post("/api/labels", json={"query_id": int(ids[0]), "value": 1.0},
                         headers={"X-CSRF-Token": "0" * 64})
     assert wrong.status_code == 403
-    # An edited annotator cookie (claiming to be bob) is not a session.
+    # An edited annotator cookie (ann's signature under bob's name) is not a session.
     cookie = client.cookies.get("rlkit_annotator")
+    name, signature = cookie.rsplit(".", 1)
+    assert name == "ann"
     client.cookies.delete("rlkit_annotator")
-    client.cookies.set("rlkit_annotator", cookie.rsplit(".", 1)[0] + ".bob")
+    client.cookies.set("rlkit_annotator", f"bob.{signature}")
     forged = client.post("/api/labels", json={"query_id": int(ids[0]), "value": 1.0}, headers=headers)
     assert forged.status_code == 401
     # Another browser's CSRF token does not work with this browser's cookies.
@@ -122,6 +127,22 @@ def test_posts_need_the_csrf_token_and_a_signed_annotator(run):
     other.cookies.set("rlkit_visitor", visitor)
     assert other.post("/api/labels/undo", json={}, headers=other_headers).status_code == 403
     assert store.live_labels() == []
+
+
+def test_signatures_are_itsdangerous_bound_to_secret_purpose_and_key():
+    signer = Signer("s" * 64)
+    cookie = signer.annotator_cookie("ann.x@y", key="k1")  # ids may hold the separator
+    assert signer.annotator_from_cookie(cookie, lambda annotator: "k1") == "ann.x@y"
+    assert signer.annotator_from_cookie(cookie, lambda annotator: "k2") is None  # token changed
+    assert signer.annotator_from_cookie(cookie, lambda annotator: None) is None  # unknown annotator
+    assert Signer("t" * 64).annotator_from_cookie(cookie, lambda annotator: "k1") is None
+    visitor = "v" * 32
+    token = signer.csrf_token(visitor)
+    assert signer.verify("csrf", visitor, token) and not signer.verify("csrf", "w" * 32, token)
+    assert not signer.verify("csrf", visitor, "not base64 !")
+    assert signer.annotator_from_cookie(f"{visitor}.{token}") is None  # a CSRF token is no session
+    plain = itsdangerous.Signer("s" * 64, salt="rlkit.csrf", digest_method=hashlib.sha256)
+    assert plain.verify_signature(visitor, token)
 
 
 def test_annotators_cannot_touch_each_others_labels(run):

@@ -3,10 +3,11 @@
 - Binding anything but loopback without a token is refused before the server starts.
 - With a token, every request must carry it (``X-Rlkit-Token`` header or ``rlkit_token`` cookie;
   ``?token=`` once sets the cookie).
-- State-changing requests are JSON POSTs carrying ``X-CSRF-Token``: an HMAC of the visitor's
+- State-changing requests are JSON POSTs carrying ``X-CSRF-Token``: a signature of the visitor's
   SameSite=Strict session cookie that only a same-origin page can read.
 - The annotator id lives in a signed cookie, so one person cannot act under another's id by
-  editing it; the store never lets one annotator change another's labels.
+  editing it; the store never lets one annotator change another's labels. Signatures are
+  itsdangerous's (HMAC-SHA256, constant-time checks), not hand-rolled.
 - Media is served only from the run's media folder (see ``safe_media_path``).
 - Without a token, the ``Host`` header must name this server (127.0.0.1, localhost, [::1], the
   bound host or ``allowed_hosts``): a page on another origin whose name an attacker re-pointed
@@ -27,6 +28,7 @@ from pathlib import Path
 from rlkit.extras import extra
 
 with extra("human"):
+    import itsdangerous
     from starlette.exceptions import HTTPException
     from starlette.requests import Request
     from starlette.responses import JSONResponse, RedirectResponse
@@ -90,39 +92,48 @@ def check_bind(host: str, token: str | None) -> None:
 
 
 class Signer:
-    """HMAC-SHA256 signatures with the run's secret (kept in the store, so restarts keep sessions)."""
+    """Signatures with the run's secret (kept in the store, so restarts keep sessions), made by
+    itsdangerous: HMAC-SHA256 under a key derived from the secret and the signature's purpose, so
+    a CSRF token can never pass as a session cookie or the other way round."""
 
     def __init__(self, secret: str) -> None:
-        self._key = secret.encode()
+        self._secret = secret
+
+    def _signer(self, purpose: str) -> itsdangerous.Signer:
+        return itsdangerous.Signer(self._secret, salt=f"rlkit.{purpose}", digest_method=hashlib.sha256)
 
     def sign(self, purpose: str, value: str) -> str:
-        return hmac.new(self._key, f"{purpose}\x00{value}".encode(), hashlib.sha256).hexdigest()
+        return self._signer(purpose).get_signature(value).decode()
 
     def verify(self, purpose: str, value: str, signature: str) -> bool:
-        return hmac.compare_digest(self.sign(purpose, value), signature)
+        return self._signer(purpose).verify_signature(value, signature)
 
     def annotator_cookie(self, annotator: str, key: str = "") -> str:
-        """The signed session cookie of ``annotator``, bound to ``key`` (their token's digest
-        when the server has per-annotator tokens)."""
-        return f"{self.sign('annotator', _bound(annotator, key))}.{annotator}"
+        """The signed session cookie of ``annotator`` (``annotator.signature``), bound to ``key``
+        (their token's digest when the server has per-annotator tokens)."""
+        return self._signer(_session_purpose(key)).sign(annotator).decode()
 
     def annotator_from_cookie(self, cookie: str | None,
                               key_of: Callable[[str], str | None] | None = None) -> str | None:
         """The annotator a cookie was signed for (and, with ``key_of``, bound to their key now)."""
-        signature, _, annotator = (cookie or "").partition(".")
+        annotator = (cookie or "").rpartition(".")[0]
         if not annotator:
             return None
         key = "" if key_of is None else key_of(annotator)
         if key is None:
             return None
-        return annotator if self.verify("annotator", _bound(annotator, key), signature) else None
+        try:
+            self._signer(_session_purpose(key)).unsign(cookie or "")
+        except itsdangerous.BadSignature:
+            return None
+        return annotator
 
     def csrf_token(self, visitor: str) -> str:
         return self.sign("csrf", visitor)
 
 
-def _bound(annotator: str, key: str) -> str:
-    return f"{annotator}\x00{key}" if key else annotator
+def _session_purpose(key: str) -> str:
+    return f"annotator\x00{key}" if key else "annotator"
 
 
 def new_secret() -> str:
