@@ -1,4 +1,5 @@
-"""Logging backends, the SB3 bridge and the progress helper."""
+"""Logging backends, the SB3 bridge, W&B groups and artifacts, and TensorBoard videos.
+(The progress display: tests/test_progress.py.)"""
 
 from __future__ import annotations
 
@@ -30,7 +31,6 @@ from rlkit.logging import (
     TensorBoardLogger,
     attach_to_sb3,
     make_logger,
-    progress,
     resolve_wandb_mode,
 )
 
@@ -92,6 +92,17 @@ def test_console_logger_prints_one_compact_line(tmp_path: Path) -> None:
     assert out.getvalue().strip() == "step     2048  train/loss=0.1235  episodes=7"
 
 
+def test_console_logger_summarises_the_config_in_one_short_line(tmp_path: Path) -> None:
+    out = io.StringIO()
+    config = {"command": "pref-rl", "env": {"id": "Hopper-v5", "n_envs": 4, "kwargs": {}},
+              "agent": {"algo": "sac", "total_timesteps": 1000, "kwargs": {"gamma": 0.9}},
+              "trainer": {"lr": 0.001, "loss": "ordinal"}, "seed": 3}
+    ConsoleLogger(Console(file=out, width=300), run_dir=tmp_path).log_config(config)
+    assert out.getvalue().strip() == (
+        "rlkit pref-rl  env.id=Hopper-v5  agent.algo=sac  agent.total_timesteps=1000  seed=3  "
+        f"(full config: {tmp_path / 'config.yaml'})")
+
+
 def test_tensorboard_logger_writes_scalars_images_and_config(tmp_path: Path) -> None:
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -108,6 +119,32 @@ def test_tensorboard_logger_writes_scalars_images_and_config(tmp_path: Path) -> 
     assert [(e.step, e.value) for e in events.Scalars("loss")] == [(1, 1.5), (2, 0.5)]
     assert events.Images("plot")[0].width == 5
     assert "config/text_summary" in events.Tags()["tensors"]
+
+
+@pytest.mark.parametrize("given", ["frames", "mp4"])
+def test_tensorboard_shows_a_video_as_an_animated_image_not_a_path(tmp_path: Path, given: str) -> None:
+    """M3HF's rollout videos reach TensorBoard as video (a GIF in its image panel, as add_video
+    writes), whether logged as frames or as the MP4 file the loop recorded."""
+    import imageio.v3 as iio
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    frames = moving_frames(6)
+    video: Any = frames
+    if given == "mp4":
+        video = tmp_path / "phase_001.mp4"
+        iio.imwrite(video, np.repeat(np.repeat(frames, 2, axis=1), 2, axis=2), fps=5)
+    logger = TensorBoardLogger(tmp_path)
+    logger.log_video("m3hf/rollout", video, step=7, fps=5)
+    logger.close()
+    events = EventAccumulator(str(tmp_path / "tensorboard"), size_guidance={"images": 0})
+    events.Reload()
+    assert events.Tags()["tensors"] == []  # no "video: <path>" text any more
+    (image,) = events.Images("m3hf/rollout")
+    assert image.step == 7 and image.encoded_image_string.startswith(b"GIF8")
+    decoded = iio.imread(image.encoded_image_string, index=None, extension=".gif")
+    assert len(decoded) == 6 and (image.width, image.height) == decoded.shape[2:0:-1]
+    if given == "frames":
+        assert (decoded[..., :3] == frames).all()
 
 
 def test_multi_logger_fans_out_and_writes_frames_to_one_file(tmp_path: Path) -> None:
@@ -186,11 +223,18 @@ def test_wandb_offline_run_lives_under_the_run_dir(
     monkeypatch.setenv("WANDB_SILENT", "true")
     image_path = tmp_path / "plot.png"
     Image.fromarray(np.zeros((4, 4, 3), dtype=np.uint8)).save(image_path)
-    logger = make_logger(tmp_path, backends=("jsonl", "wandb"), config={"lr": 0.001})
+    model_dir = tmp_path / "reward_model"
+    model_dir.mkdir()
+    (model_dir / "model.json").write_text("{}")
+    logger = make_logger(tmp_path, backends=("jsonl", "wandb"), config={"lr": 0.001},
+                         group="sweep-7", job_type="pref-rl")
     logger.log({"loss": 0.25}, step=100)
     logger.log({"loss": 0.125}, step=50)  # a second step counter going backwards is kept too
     logger.log_image("plot", image_path, step=100)
     logger.log_video("rollout", moving_frames(), step=100, fps=4)
+    logger.log_artifact("reward model/run 1", "model", [model_dir, image_path])
+    with pytest.raises(InvalidDataError, match="does not exist"):
+        logger.log_artifact("gone", "dataset", [tmp_path / "nothing.npz"])
     logger.close()
 
     (run_file,) = glob.glob(str(tmp_path / "wandb" / "offline-run-*" / "run-*.wandb"))
@@ -207,6 +251,11 @@ def test_wandb_offline_run_lives_under_the_run_dir(
     assert [(h["loss"], h["step"]) for h in history if "loss" in h] == [(0.25, 100), (0.125, 50)]
     (run,) = [r.run for r in records if r.WhichOneof("record_type") == "run"]
     assert {item.key: json.loads(item.value_json) for item in run.config.update}["lr"] == 0.001
+    assert (run.run_group, run.job_type) == ("sweep-7", "pref-rl")
+    (artifact,) = [r.artifact for r in records if r.WhichOneof("record_type") == "artifact"]
+    assert (artifact.name, artifact.type) == ("reward_model_run_1", "model")
+    assert sorted(entry.path for entry in artifact.manifest.contents) == [
+        "plot.png", "reward_model/model.json"]
 
 
 def test_resolve_wandb_mode_never_goes_online_without_a_key() -> None:
@@ -246,18 +295,3 @@ def test_attach_to_sb3_keeps_sb3_outputs_and_adds_the_bridge() -> None:
 
     quiet = PPO("MlpPolicy", "CartPole-v1", seed=0, verbose=0)
     assert [type(f) for f in attach_to_sb3(quiet, collect).output_formats] == [Sb3LogBridge]
-
-
-def test_progress_draws_only_on_a_terminal_outside_ci(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("CI", raising=False)
-    piped, terminal = io.StringIO(), io.StringIO()
-    assert list(progress([1, 2, 3], "quiet", console=Console(file=piped))) == [1, 2, 3]
-    assert piped.getvalue() == ""
-    drawn = progress(3, "drawn", console=Console(file=terminal, force_terminal=True))
-    assert list(drawn) == [0, 1, 2]
-    assert "drawn" in terminal.getvalue()
-
-    monkeypatch.setenv("CI", "true")
-    in_ci = io.StringIO()
-    assert list(progress(2, "ci", console=Console(file=in_ci, force_terminal=True))) == [0, 1]
-    assert in_ci.getvalue() == ""

@@ -8,7 +8,14 @@ from typing import TYPE_CHECKING
 from rlkit._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from rlkit.logging.base import Logger, MultiLogger, scalar_metrics, video_file
+    from rlkit.logging.base import (
+        ArtifactLogger,
+        Logger,
+        MultiLogger,
+        log_artifacts,
+        scalar_metrics,
+        video_file,
+    )
     from rlkit.logging.factory import BACKENDS, make_logger
     from rlkit.logging.local import (
         METRICS_FILE,
@@ -18,24 +25,36 @@ if TYPE_CHECKING:
         metrics_size,
         rewind_metrics,
     )
-    from rlkit.logging.progress import progress
+    from rlkit.logging.progress import (
+        ProgressDisplay,
+        ProgressLogger,
+        ProgressTask,
+        Track,
+        progress_of,
+    )
     from rlkit.logging.sb3 import Sb3LogBridge, attach_to_sb3
     from rlkit.logging.wandb_logger import WandbLogger, resolve_wandb_mode
 
 __all__ = [
     "BACKENDS",
+    "ArtifactLogger",
     "METRICS_FILE",
     "ConsoleLogger",
     "JsonlLogger",
     "Logger",
     "MultiLogger",
+    "ProgressDisplay",
+    "ProgressLogger",
+    "ProgressTask",
     "Sb3LogBridge",
     "TensorBoardLogger",
+    "Track",
     "WandbLogger",
     "attach_to_sb3",
+    "log_artifacts",
     "make_logger",
     "metrics_size",
-    "progress",
+    "progress_of",
     "resolve_wandb_mode",
     "rewind_metrics",
     "scalar_metrics",
@@ -43,11 +62,13 @@ __all__ = [
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, {
-    "rlkit.logging.base": ["Logger", "MultiLogger", "scalar_metrics", "video_file"],
+    "rlkit.logging.base": ["ArtifactLogger", "Logger", "MultiLogger", "log_artifacts", "scalar_metrics",
+                           "video_file"],
     "rlkit.logging.factory": ["BACKENDS", "make_logger"],
     "rlkit.logging.local": ["METRICS_FILE", "ConsoleLogger", "JsonlLogger", "TensorBoardLogger",
                             "metrics_size", "rewind_metrics"],
-    "rlkit.logging.progress": ["progress"],
+    "rlkit.logging.progress": ["ProgressDisplay", "ProgressLogger", "ProgressTask", "Track",
+                               "progress_of"],
     "rlkit.logging.sb3": ["Sb3LogBridge", "attach_to_sb3"],
     "rlkit.logging.wandb_logger": ["WandbLogger", "resolve_wandb_mode"],
 })

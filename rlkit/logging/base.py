@@ -34,6 +34,20 @@ class Logger(Protocol):
     def close(self) -> None: ...
 
 
+@runtime_checkable
+class ArtifactLogger(Protocol):
+    """A backend that keeps a run's outputs (a reward model, a dataset) as versioned artifacts."""
+
+    def log_artifact(self, name: str, kind: str, paths: Sequence[PathLike]) -> None: ...
+
+
+def log_artifacts(logger: Logger | None, artifacts: Mapping[str, tuple[str, Sequence[PathLike]]]) -> None:
+    """Each ``{name: (kind, paths)}`` to the backends of ``logger`` that keep artifacts (W&B)."""
+    if isinstance(logger, ArtifactLogger):
+        for name, (kind, paths) in artifacts.items():
+            logger.log_artifact(name, kind, paths)
+
+
 def scalar_metrics(metrics: Mapping[str, Any]) -> dict[str, float | int]:
     """Plain Python numbers from numpy/torch scalars; anything else is a caller bug, named early."""
     return {key: _number(key, value) for key, value in metrics.items()}
@@ -113,6 +127,11 @@ class MultiLogger:
         path = video_file(path_or_frames, self.media_dir, name, step, fps)
         for logger in self.loggers:
             logger.log_video(name, path, step, fps)
+
+    def log_artifact(self, name: str, kind: str, paths: Sequence[PathLike]) -> None:
+        for logger in self.loggers:
+            if isinstance(logger, ArtifactLogger):
+                logger.log_artifact(name, kind, paths)
 
     def close(self) -> None:
         """Close every backend even if one fails, so no file is left unflushed; then re-raise."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
@@ -112,10 +113,16 @@ class JsonlLogger:
 
 
 class ConsoleLogger:
-    """One compact line per ``log`` call, for a person watching the run."""
+    """One compact line per ``log`` call, for a person watching the run; the config as a one-line
+    summary (the run directory's config files hold all of it)."""
 
-    def __init__(self, console: Console | None = None) -> None:
+    # the fields a person checks first, named in the summary when the config has them
+    KEY_FIELDS = ("env.id", "env.layout", "agent.algo", "agent.total_timesteps", "trajectories",
+                  "dataset", "model", "n_pairs", "phases", "generation_steps", "seed")
+
+    def __init__(self, console: Console | None = None, run_dir: PathLike | None = None) -> None:
         self.console = console or Console()
+        self.run_dir = run_dir
 
     def log(self, metrics: dict[str, float], step: int) -> None:
         line = Text(f"step {step:>8}", style="bold")
@@ -125,7 +132,19 @@ class ConsoleLogger:
         self.console.print(line)
 
     def log_config(self, config: dict[str, Any]) -> None:
-        self.console.print(Text("config ", style="bold") + Text(json.dumps(config, default=str)))
+        """``rlkit pref-rl  env.id=Hopper-v5  seed=0  (full config: runs/x/config.yaml)``."""
+        command = config.get("command")
+        line = Text(f"rlkit {command}" if command else "config", style="bold")
+        for key in self.KEY_FIELDS:
+            value: Any = config
+            for part in key.split("."):
+                value = value.get(part) if isinstance(value, dict) else None
+            if value is not None and not isinstance(value, dict | list):
+                line.append(f"  {key}=", style="dim")
+                line.append(str(value))
+        if self.run_dir is not None:
+            line.append(f"  (full config: {Path(self.run_dir) / 'config.yaml'})", style="dim")
+        self.console.print(line)
 
     def log_image(self, name: str, path: PathLike, step: int) -> None:
         self.console.print(Text(f"step {step:>8}  image {name}: {path}"))
@@ -145,10 +164,10 @@ class ConsoleLogger:
 
 
 class TensorBoardLogger:
-    """Scalars, images and the config (as text) in ``run_dir/tensorboard``.
+    """Scalars, images, videos and the config (as text) in ``run_dir/tensorboard``.
 
-    TensorBoard's video panel needs moviepy, which is not a dependency: a video is saved as a GIF
-    and its path is logged as text.
+    A video is an animated GIF in TensorBoard's image panel, which is what ``add_video`` writes;
+    it is encoded here because ``add_video`` needs moviepy's 1.x editor, not a dependency.
     """
 
     def __init__(self, run_dir: PathLike) -> None:
@@ -178,8 +197,25 @@ class TensorBoardLogger:
     def log_video(
         self, name: str, path_or_frames: PathLike | Frames, step: int, fps: int = 30
     ) -> None:
+        from PIL import Image
+        from tensorboard.compat.proto.summary_pb2 import Summary  # type: ignore[import-untyped]
+
         path = video_file(path_or_frames, self.run_dir / "media", name, step, fps)
-        self.writer.add_text(name, f"video: {path}", global_step=step)
+        gif = path.read_bytes() if path.suffix.lower() == ".gif" else _as_gif(path, fps)
+        with Image.open(io.BytesIO(gif)) as image:
+            width, height = image.size
+        picture = Summary.Image(height=height, width=width, colorspace=3, encoded_image_string=gif)
+        # the writer add_video itself writes to (SummaryWriter has no public getter for it)
+        self.writer._get_file_writer().add_summary(
+            Summary(value=[Summary.Value(tag=name, image=picture)]), global_step=step)
 
     def close(self) -> None:
         self.writer.close()
+
+
+def _as_gif(path: Path, fps: int) -> bytes:
+    """An MP4 (or any video imageio reads) re-encoded as GIF bytes."""
+    import imageio.v3 as iio
+
+    frames = iio.imread(path, index=None)
+    return bytes(iio.imwrite("<bytes>", frames, extension=".gif", duration=1000.0 / fps, loop=0))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -51,7 +52,11 @@ class WandbLogger:
         mode: str | None = None,
         name: str | None = None,
         tags: Sequence[str] = (),
+        group: str | None = None,
+        job_type: str | None = None,
     ) -> None:
+        """``group`` gathers related runs (a sweep, an experiment) and ``job_type`` says what each
+        did (the command); unset, wandb reads ``$WANDB_RUN_GROUP`` / ``$WANDB_JOB_TYPE``."""
         import wandb  # slow to import; only runs that use it pay
 
         self._wandb = wandb
@@ -65,6 +70,8 @@ class WandbLogger:
             config=config,
             name=name,
             tags=list(tags) or None,
+            group=group,
+            job_type=job_type,
             reinit="create_new",
         )
         self.run.define_metric(STEP_KEY)
@@ -86,6 +93,19 @@ class WandbLogger:
     ) -> None:
         path = video_file(path_or_frames, self.run_dir / "media", name, step, fps)
         self.run.log({name: self._wandb.Video(str(path)), STEP_KEY: int(step)})
+
+    def log_artifact(self, name: str, kind: str, paths: Sequence[PathLike]) -> None:
+        """``paths`` (files, or folders kept with their name) as one artifact of type ``kind``; a
+        name is made of letters, digits, ``-``, ``_`` and ``.`` (others become ``_``)."""
+        artifact = self._wandb.Artifact(re.sub(r"[^A-Za-z0-9_.-]", "_", name), type=kind)
+        for path in map(Path, paths):
+            if path.is_dir():
+                artifact.add_dir(str(path), name=path.name)
+            elif path.is_file():
+                artifact.add_file(str(path))
+            else:
+                raise InvalidDataError(f"artifact {name!r}: {str(path)!r} does not exist")
+        self.run.log_artifact(artifact)
 
     def close(self) -> None:
         self.run.finish()
