@@ -13,6 +13,7 @@ from pettingzoo.test import api_test, parallel_api_test, parallel_seed_test, ren
 from pettingzoo.test.state_test import state_test
 
 import envs.overcooked as oc
+from rlkit.errors import WrongTypeError
 
 CASES = [(layout, macro) for layout in oc.LAYOUTS for macro in (True, False)]
 
@@ -89,8 +90,12 @@ def test_registered_ids_build_the_named_game() -> None:
     aec = oc.make_aec("rlkit/Overcooked-A-tomato-v0")
     aec.reset()
     assert aec.agent_selection == "agent_0"
-    with pytest.raises(TypeError, match="envs.overcooked.make"):
+    # The ids are PettingZoo games: gymnasium.make refuses with an rlkit error naming the call.
+    with pytest.raises(WrongTypeError, match=r"multi-agent PettingZoo environment, not a gymnasium"
+                       r"\.Env.*envs\.overcooked\.make\('rlkit/Overcooked-A-lettuce-tomato-v0'\)"):
         gymnasium.make("rlkit/Overcooked-A-lettuce-tomato-v0")
+    with pytest.raises(WrongTypeError, match=r"make\('rlkit/Overcooked-A-tomato-v0', n_agents=2\)"):
+        gymnasium.make("rlkit/Overcooked-A-tomato-v0", n_agents=2)
     with pytest.raises(ValueError, match="unknown Overcooked id"):
         oc.make("rlkit/Overcooked-Z-tomato-v0")
 

@@ -30,10 +30,14 @@ ENV_IDS = tuple(env_id(layout, recipe) for layout in LAYOUTS for recipe in RECIP
 
 
 def _gymnasium_make(**kwargs: Any) -> NoReturn:
+    """The entry point gymnasium calls for an id: refuse, naming the call that builds the game."""
+    settings = dict(kwargs)
+    id = env_id(settings.pop("layout"), settings.pop("recipe"))
+    given = f", {', '.join(f'{k}={v!r}' for k, v in settings.items())}" if settings else ""
     raise WrongTypeError(
-        "Overcooked is a multi-agent PettingZoo environment, not a gymnasium.Env: use "
-        "envs.overcooked.make(id) (parallel), make_aec(id) or make_vec(id, num_games) "
-        f"(settings {kwargs})"
+        f"{id} is a multi-agent PettingZoo environment, not a gymnasium.Env, so gymnasium.make "
+        f"cannot build it: use envs.overcooked.make({id!r}{given}) for the ParallelEnv, "
+        "make_aec(id) for the AEC env or make_vec(id, num_games) for many games at once"
     )
 
 
