@@ -5,14 +5,18 @@ and a config saved before the field existed still resumes."""
 
 import json
 
+import numpy as np
 import pytest
 import torch
 
-from rlkit.errors import ConfigError
+from rlkit.ail import AILConfig, AILTrainer, CheckpointStore, demos_from_policy
+from rlkit.ail.transitions import Transitions, take_rows
+from rlkit.errors import ConfigError, InvalidDataError
 from rlkit.m3hf.loop import resumable
 from rlkit.m3hf.run_config import M3HFConfig
 from rlkit.marl import MarlConfig, MultiAgentPPO
 from rlkit.runners.m3hf import run_m3hf
+from tests.test_ail_trainer import expert, venv
 from tests.test_m3hf_loop import tiny_config
 from tests.test_marl import cue_rows
 
@@ -66,3 +70,45 @@ def test_an_m3hf_run_saved_before_the_device_field_resumes(tmp_path):
     assert resumable(tmp_path, more.replace(marl=more.marl.replace(device="cpu")))  # said, same
     state = run_m3hf(more, tmp_path)
     assert state["completed"] == 1
+
+
+@pytest.fixture(scope="module")
+def demos():
+    return demos_from_policy(venv(), expert, 2, np.random.default_rng(0))
+
+
+def test_ail_config_takes_a_device_and_refuses_a_bad_one():
+    assert AILConfig(rounds=1, steps_per_round=8, device="cuda:0").device == "cuda:0"
+    with pytest.raises(InvalidDataError, match="AILConfig.device: device 'cuda0' is not one of"):
+        AILConfig(rounds=1, steps_per_round=8, device="cuda0")
+
+
+@pytest.mark.parametrize("generator", ["ppo", "sac"])
+def test_ail_on_cpu_puts_discriminator_generator_and_demos_on_the_cpu(demos, generator):
+    trainer = AILTrainer(AILConfig(rounds=1, steps_per_round=8, device="cpu"), venv(), demos, generator)
+    cpu = {torch.device("cpu")}
+    assert devices_of(trainer.discriminator) == cpu
+    assert devices_of(trainer.generator.policy) == cpu and trainer.generator.device == torch.device("cpu")
+    assert {t.device for t in trainer.expert_tensors.values()} == cpu
+
+
+@no_cuda
+def test_ail_on_cuda_without_cuda_is_a_config_error_when_built(demos, tmp_path):
+    with pytest.raises(ConfigError, match="device 'cuda': torch sees no CUDA device"):
+        AILTrainer(AILConfig(rounds=1, steps_per_round=8, device="cuda"), venv(), demos, "ppo")
+    store = CheckpointStore(tmp_path)
+    trainer = AILTrainer(AILConfig(rounds=1, steps_per_round=8), venv(), demos, "ppo", checkpoints=store)
+    trainer.train()
+    with pytest.raises(ConfigError, match="device 'cuda:1': torch sees no CUDA device"):
+        store.load(0, "cuda:1")
+    assert devices_of(store.load(0, "auto").discriminator) == {torch.device("cpu")}
+
+
+def test_a_batch_gathered_on_the_device_is_the_batch_drawn_on_the_host(demos):
+    transitions = Transitions.from_trajectories(demos)
+    rows = transitions.draw(np.random.default_rng(3), 50)
+    on_device = take_rows(transitions.to_torch("cpu"), rows)
+    on_host = transitions.take(rows).to_torch("cpu")
+    assert on_device.keys() == on_host.keys()
+    for name, tensor in on_host.items():
+        assert torch.equal(on_device[name], tensor) and on_device[name].dtype == tensor.dtype

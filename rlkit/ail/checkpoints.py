@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import torch
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
@@ -24,6 +25,7 @@ from stable_baselines3.common.vec_env import VecEnv
 from rlkit.ail.discriminator import Discriminator, DiscriminatorConfig
 from rlkit.ail.generator import GENERATORS, Generator
 from rlkit.ail.resume import save_trainer_state
+from rlkit.devices import resolve_device
 from rlkit.errors import FileFormatError, InvalidDataError
 from rlkit.factories.algorithms import ALGORITHMS
 from rlkit.persistence import atomic_dir, read_header, tag, write_header
@@ -113,10 +115,13 @@ class CheckpointStore:
             raise FileFormatError(f"{path}: no such checkpoint (saved rounds: {self.rounds()})")
         return _read_meta(path, verify=False)
 
-    def load(self, round_index: int, device: str = "cpu", env: VecEnv | None = None) -> Checkpoint:
-        """Rebuild a saved round; a missing or damaged file raises FileFormatError naming it.
+    def load(self, round_index: int, device: str | torch.device = "cpu", env: VecEnv | None = None,
+             ) -> Checkpoint:
+        """Rebuild a saved round on ``device`` (a name of ``rlkit.devices`` or a torch device); a
+        missing or damaged file raises FileFormatError naming it.
 
         ``env`` attaches the generator to an env so that it can go on training."""
+        place = str(resolve_device(device))
         directory = self.path(round_index)
         if not (directory / META_FILE).is_file():
             raise FileFormatError(f"{directory / META_FILE}: no such checkpoint "
@@ -126,14 +131,14 @@ class CheckpointStore:
             config = DiscriminatorConfig.from_dict(meta["discriminator"])
         except (TypeError, ValueError) as error:
             raise FileFormatError(f"{directory / META_FILE}: bad discriminator config ({error})") from None
-        reward = load_reward_model(directory / "reward", device=device).model
-        shaping = (load_reward_model(directory / "shaping", device=device).model
+        reward = load_reward_model(directory / "reward", device=place).model
+        shaping = (load_reward_model(directory / "shaping", device=place).model
                    if config.loss == "airl" else None)
-        generator = load_agent(ALGORITHMS, directory / GENERATOR_NAME, env=env, device=device)
+        generator = load_agent(ALGORITHMS, directory / GENERATOR_NAME, env=env, device=place)
         if not isinstance(generator, OnPolicyAlgorithm | OffPolicyAlgorithm):
             raise FileFormatError(f"{directory / GENERATOR_NAME}: a {type(generator).__name__}, not a "
                                   "PPO/SAC generator")
-        discriminator = Discriminator(config, reward, shaping).to(device)  # type: ignore[arg-type]
+        discriminator = Discriminator(config, reward, shaping).to(place)  # type: ignore[arg-type]
         return Checkpoint(meta["round"], generator, discriminator, meta["diagnostics"])
 
 

@@ -23,8 +23,8 @@ GeneratorFactory = Callable[[VecEnv], Generator]
 GENERATORS = ("ppo", "sac")  # keys of rlkit.factories.ALGORITHMS
 
 
-def make_generator(algo: str, venv: VecEnv, steps_per_round: int, seed: int, device: str = "cpu",
-                   kwargs: Mapping[str, Any] | None = None) -> Generator:
+def make_generator(algo: str, venv: VecEnv, steps_per_round: int, seed: int,
+                   device: str | torch.device = "cpu", kwargs: Mapping[str, Any] | None = None) -> Generator:
     """PPO or SAC with an MLP policy. PPO's rollout defaults to one round of steps, so each
     round is exactly one rollout collected under one (fixed) discriminator."""
     name = algo.lower()

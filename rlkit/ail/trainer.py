@@ -5,6 +5,10 @@ One round = ``steps_per_round`` generator env steps (rewards from the discrimina
 one batched call per rollout, for SAC one per vectorised step), then ``updates_per_round``
 discriminator steps on the last ``agent_buffer`` agent transitions, then (off-policy) the replay
 buffer relabelled, then the round callbacks and, every N rounds, a checkpoint.
+
+The discriminator and the generator live on ``config.device``. The demonstrations are copied there
+once and the agent's transitions once a round; each discriminator step gathers its batch there,
+so only the drawn row indices cross between host and device.
 """
 
 from __future__ import annotations
@@ -32,9 +36,10 @@ from rlkit.ail.generator import (
 )
 from rlkit.ail.losses import gradient_penalty
 from rlkit.ail.resume import restore_trainer_state, trainer_state
-from rlkit.ail.transitions import TransitionBuffer, Transitions
+from rlkit.ail.transitions import TransitionBuffer, Transitions, take_rows
 from rlkit.config import StrictModel
 from rlkit.data import Trajectory
+from rlkit.devices import Device, resolve_device
 from rlkit.errors import InvalidDataError, StateError
 from rlkit.persistence.replay import REPLAY_FILE, load_replay, save_replay
 from rlkit.reward.nets import action_shape
@@ -44,7 +49,12 @@ from rlkit.wrappers.relabel import RolloutRewardRelabeller, per_rollout_reward
 
 class AILConfig(StrictModel):
     """``agent_buffer`` (default: one round of steps) is how many recent agent transitions the
-    discriminator sees; APEC uses the last 1000 of 5000."""
+    discriminator sees; APEC uses the last 1000 of 5000.
+
+    ``device``: where the discriminator and the generator run (``auto``: CUDA when present).
+    ``cpu`` by default: the default discriminator (MLP 64x64) and an MLP PPO generator are too
+    small to gain from a GPU; APEC's settings (``rlkit.apec.config.AILSettings``) ask for ``auto``.
+    """
 
     invalid_error = InvalidDataError
 
@@ -53,7 +63,7 @@ class AILConfig(StrictModel):
     discriminator: DiscriminatorConfig = DiscriminatorConfig()
     agent_buffer: int | None = Field(None, ge=1)
     seed: int = 0
-    device: str = "cpu"
+    device: Device = "cpu"
 
 
 @dataclass(frozen=True)
@@ -95,15 +105,17 @@ class AILTrainer:
     ) -> None:
         check_demos(demos, venv.observation_space, venv.action_space)
         self.config = config
+        self.device = resolve_device(config.device)
         self.rng = np.random.default_rng(config.seed)
         self.torch_rng = torch.Generator().manual_seed(config.seed)
         disc_config = config.discriminator
         self.discriminator = build_discriminator(
             disc_config, venv.observation_space, venv.action_space, seed=config.seed
-        ).to(config.device)
+        ).to(self.device)
         self.optimizer = torch.optim.Adam(self.discriminator.parameters(), lr=disc_config.lr,
                                           weight_decay=disc_config.weight_decay)
         self.expert = Transitions.from_trajectories(demos)
+        self.expert_tensors = self.expert.to_torch(self.device)
         act_shape, n_actions = action_shape(venv.action_space)
         obs_shape = venv.observation_space.shape
         if obs_shape is None:
@@ -124,7 +136,7 @@ class AILTrainer:
                                             observers=[self.agent])
         self.generator: Generator = (
             make_generator(generator, self.venv, config.steps_per_round, config.seed,
-                           config.device, generator_kwargs)
+                           self.device, generator_kwargs)
             if isinstance(generator, str) else generator(self.venv)
         )
         self.checkpoints = checkpoints
@@ -170,7 +182,7 @@ class AILTrainer:
         the records so far. Returns the round resumed from, None when nothing is saved."""
         if self.checkpoints is None or (latest := self.checkpoints.latest()) is None:
             return None
-        checkpoint = self.checkpoints.load(latest, self.config.device, env=self.venv)
+        checkpoint = self.checkpoints.load(latest, self.device, env=self.venv)
         # In place: the env wrapper holds this discriminator's reward method.
         self.discriminator.load_state_dict(checkpoint.discriminator.state_dict())
         restore_trainer_state(self.checkpoints.path(latest), self.optimizer, self.rng, self.torch_rng)
@@ -194,14 +206,15 @@ class AILTrainer:
         """``updates_per_round`` Adam steps on fresh expert/agent batches; mean metrics back."""
         config = self.config.discriminator
         totals: dict[str, float] = {}
+        agent_tensors = agent.to_torch(self.device)
         for _ in range(config.updates_per_round):
-            expert_batch = self.expert.sample(self.rng, config.batch_size)
-            agent_batch = agent.sample(self.rng, config.batch_size)
-            expert_t = expert_batch.to_torch(self.config.device)
-            agent_t = agent_batch.to_torch(self.config.device)
+            expert_rows = self.expert.draw(self.rng, config.batch_size)
+            agent_rows = agent.draw(self.rng, config.batch_size)
+            expert_t = take_rows(self.expert_tensors, expert_rows)
+            agent_t = take_rows(agent_tensors, agent_rows)
             log_pis: tuple[torch.Tensor | None, torch.Tensor | None] = (None, None)
             if config.loss == "airl":
-                log_pis = (self._log_pi(expert_batch), self._log_pi(agent_batch))
+                log_pis = (self._log_pi(self.expert.take(expert_rows)), self._log_pi(agent.take(agent_rows)))
             loss, metrics = self.discriminator.loss(expert_t, agent_t, *log_pis)
             if config.grad_penalty > 0:
                 penalty = gradient_penalty(self.discriminator.score, expert_t, agent_t, self.torch_rng)
@@ -215,7 +228,7 @@ class AILTrainer:
         return totals
 
     def _log_pi(self, batch: Transitions) -> torch.Tensor:
-        return policy_log_prob(self.generator, batch.obs, batch.acts).to(self.config.device)
+        return policy_log_prob(self.generator, batch.obs, batch.acts).to(self.device)
 
     def _reward(self, batch: Transitions) -> np.ndarray:
         return self.discriminator.generator_reward(batch.obs, batch.acts, batch.next_obs, batch.dones)

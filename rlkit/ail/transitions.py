@@ -42,10 +42,16 @@ class Transitions:
             dones=np.concatenate([t.dones for t in trajectories]),
         )
 
-    def sample(self, rng: np.random.Generator, n: int) -> Transitions:
-        """``n`` transitions drawn with replacement (so tiny demo sets still fill a batch)."""
-        index = rng.integers(0, len(self), size=n)
+    def draw(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        """``n`` row indices drawn with replacement (so tiny demo sets still fill a batch)."""
+        return rng.integers(0, len(self), size=n)
+
+    def take(self, index: np.ndarray) -> Transitions:
         return Transitions(self.obs[index], self.acts[index], self.next_obs[index], self.dones[index])
+
+    def sample(self, rng: np.random.Generator, n: int) -> Transitions:
+        """``n`` transitions drawn with replacement."""
+        return self.take(self.draw(rng, n))
 
     def to_torch(self, device: str | torch.device) -> dict[str, torch.Tensor]:
         """Tensors keyed like ``RewardNet.forward``'s arguments; floats become float32."""
@@ -56,6 +62,12 @@ class Transitions:
 
         return {"obs": tensor(self.obs), "acts": tensor(self.acts),
                 "next_obs": tensor(self.next_obs), "dones": tensor(self.dones)}
+
+
+def take_rows(tensors: dict[str, torch.Tensor], index: np.ndarray) -> dict[str, torch.Tensor]:
+    """Rows ``index`` of ``to_torch``'s tensors, gathered where they live (only the index travels)."""
+    rows = torch.as_tensor(index, device=next(iter(tensors.values())).device)
+    return {name: tensor[rows] for name, tensor in tensors.items()}
 
 
 class TransitionBuffer:
