@@ -1,0 +1,164 @@
+"""Pixel control tasks the CPU renders fast: classic scenes drawn with numpy, for tests and for a
+CPU-scale pixel experiment (issue 18).
+
+DMControl from pixels (the APEC paper's cheetah and walker tasks) renders through MuJoCo's
+software EGL here at ~42 ms per 64x64 frame; these scenes are drawn from the simulator's state
+with a few vectorised numpy operations per frame (tens of microseconds; see
+``benchmarks/pixel_envs.py``). Observations are ``uint8`` RGB frames, ``(size, size, 3)``, as
+gymnasium's image convention (SB3 transposes them for its ``CnnPolicy``). One frame shows
+positions, not velocities: stack frames (as DrQ does, three) to see motion.
+
+- ``rlkit/PixelPendulum-v0``: gymnasium's Pendulum-v1 swing-up (its dynamics and reward), drawn as
+  a rod from the pivot; 200 steps.
+- ``rlkit/PixelPointMass-v0``: a point mass pushed by a 2-D force towards a target drawn in the
+  frame (random per episode), reward minus the distance to it; 200 steps.
+
+``info["state"]`` carries the low-dimensional state behind every frame, for diagnostics only (an
+agent learning from pixels must not read it).
+"""
+
+from __future__ import annotations
+
+from typing import Any, SupportsFloat
+
+import gymnasium
+import numpy as np
+from gymnasium import spaces
+from gymnasium.envs.classic_control.pendulum import PendulumEnv
+
+from rlkit.errors import ConfigError
+
+PIXEL_ENV_IDS = ("rlkit/PixelPendulum-v0", "rlkit/PixelPointMass-v0")
+BACKGROUND = np.array([30, 30, 40], dtype=np.uint8)
+
+
+class Canvas:
+    """A square frame over the world square ``[-extent, extent]^2`` (y up), drawn in place."""
+
+    def __init__(self, size: int, extent: float) -> None:
+        if size < 8:
+            raise ConfigError(f"frames need at least 8x8 pixels, got size={size}")
+        centres = (np.arange(size) + 0.5) / size * 2 * extent - extent
+        self.x, self.y = np.meshgrid(centres, centres[::-1])  # row 0 is the top of the world
+        self.size = size
+        self.pixel = 2 * extent / size
+        self.frame = np.empty((size, size, 3), dtype=np.uint8)
+
+    def clear(self) -> None:
+        self.frame[:] = BACKGROUND
+
+    def disc(self, centre: np.ndarray, radius: float, colour: tuple[int, int, int]) -> None:
+        """Fill the pixels within ``radius`` (at least half a pixel) of ``centre``."""
+        radius = max(radius, self.pixel / 2)
+        inside = (self.x - centre[0]) ** 2 + (self.y - centre[1]) ** 2 <= radius**2
+        self.frame[inside] = colour
+
+    def segment(self, start: np.ndarray, end: np.ndarray, width: float,
+                colour: tuple[int, int, int]) -> None:
+        """Fill the pixels within ``width / 2`` of the segment from ``start`` to ``end``."""
+        direction = end - start
+        length2 = float(direction @ direction)
+        t = ((self.x - start[0]) * direction[0] + (self.y - start[1]) * direction[1])
+        t = np.clip(t / length2, 0.0, 1.0) if length2 > 0 else np.zeros_like(self.x)
+        dx = self.x - (start[0] + t * direction[0])
+        dy = self.y - (start[1] + t * direction[1])
+        half = max(width / 2, self.pixel / 2)
+        self.frame[dx * dx + dy * dy <= half * half] = colour
+
+
+def _image_space(size: int) -> spaces.Box:
+    return spaces.Box(0, 255, (size, size, 3), dtype=np.uint8)
+
+
+class PixelPendulum(gymnasium.Env[np.ndarray, np.ndarray]):
+    """Pendulum-v1's dynamics and reward, seen as a frame: the rod (length 1) from the pivot."""
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 20}
+
+    def __init__(self, size: int = 64, render_mode: str | None = None) -> None:
+        self.inner = PendulumEnv()
+        self.canvas = Canvas(size, extent=1.25)
+        self.observation_space = _image_space(size)
+        self.action_space = self.inner.action_space
+        self.render_mode = render_mode
+
+    def _draw(self) -> np.ndarray:
+        theta = float(self.inner.state[0])
+        tip = np.array([np.sin(theta), np.cos(theta)])  # theta = 0 points up
+        canvas = self.canvas
+        canvas.clear()
+        canvas.segment(np.zeros(2), tip, 0.2, (220, 120, 60))
+        canvas.disc(np.zeros(2), 0.08, (200, 200, 200))
+        return canvas.frame.copy()
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
+              ) -> tuple[np.ndarray, dict[str, Any]]:
+        super().reset(seed=seed)
+        self.inner.reset(seed=int(self.np_random.integers(2**31)), options=options)  # one stream
+        return self._draw(), {"state": np.array(self.inner.state, dtype=np.float64)}
+
+    def step(self, action: np.ndarray) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
+        _, reward, terminated, truncated, _ = self.inner.step(action)
+        return self._draw(), reward, terminated, truncated, {
+            "state": np.array(self.inner.state, dtype=np.float64)}
+
+    def render(self) -> np.ndarray:
+        return self._draw()
+
+
+class PixelPointMass(gymnasium.Env[np.ndarray, np.ndarray]):
+    """A damped point mass in the square ``[-1, 1]^2`` pushed by a force in ``[-1, 1]^2``, to a
+    target placed at random each episode. Reward: minus the distance to the target, minus
+    ``0.01 |a|^2``. State: position, velocity, target."""
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 20}
+    dt = 0.05
+    damping = 0.5
+    max_speed = 2.0
+
+    def __init__(self, size: int = 64, render_mode: str | None = None) -> None:
+        self.canvas = Canvas(size, extent=1.1)
+        self.observation_space = _image_space(size)
+        self.action_space = spaces.Box(-1.0, 1.0, (2,), dtype=np.float32)
+        self.render_mode = render_mode
+        self.state = np.zeros(6)
+
+    def _draw(self) -> np.ndarray:
+        canvas = self.canvas
+        canvas.clear()
+        canvas.disc(self.state[4:6], 0.15, (60, 180, 90))
+        canvas.disc(self.state[0:2], 0.1, (230, 200, 70))
+        return canvas.frame.copy()
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
+              ) -> tuple[np.ndarray, dict[str, Any]]:
+        super().reset(seed=seed)
+        position = self.np_random.uniform(-0.8, 0.8, 2)
+        target = self.np_random.uniform(-0.8, 0.8, 2)
+        self.state = np.concatenate([position, np.zeros(2), target])
+        return self._draw(), {"state": self.state.copy()}
+
+    def step(self, action: np.ndarray) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
+        force = np.clip(np.asarray(action, dtype=np.float64).reshape(2), -1.0, 1.0)
+        position, velocity, target = self.state[0:2], self.state[2:4], self.state[4:6]
+        velocity = np.clip(velocity + (force - self.damping * velocity) * self.dt * 4,
+                           -self.max_speed, self.max_speed)
+        position = position + velocity * self.dt
+        hit_wall = np.abs(position) > 1.0
+        position = np.clip(position, -1.0, 1.0)
+        velocity = np.where(hit_wall, 0.0, velocity)
+        self.state = np.concatenate([position, velocity, target])
+        reward = -float(np.linalg.norm(position - target)) - 0.01 * float(force @ force)
+        return self._draw(), reward, False, False, {"state": self.state.copy()}
+
+    def render(self) -> np.ndarray:
+        return self._draw()
+
+
+def register_pixel_envs() -> tuple[str, ...]:
+    """Add the pixel tasks to gymnasium's registry (idempotent); returns their ids."""
+    for env_id in PIXEL_ENV_IDS:
+        if env_id not in gymnasium.registry:
+            gymnasium.register(id=env_id, entry_point=f"envs.pixels:{env_id[6:-3]}",
+                               max_episode_steps=200)
+    return PIXEL_ENV_IDS
