@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from rlkit.data.sim_state import STATE_KEY, recorded_states
 from rlkit.data.store import TrajectoryStore
 from rlkit.data.trajectory import Trajectory
 from rlkit.errors import ConfigError
@@ -16,7 +17,8 @@ class TrajectoryRecorder:
 
     An episode end closes the env's trajectory (terminal only for a true termination). Episodes
     longer than ``max_length`` are cut into non-terminal pieces so segments are available
-    before long episodes finish.
+    before long episodes finish. Simulator states in ``info[STATE_KEY]`` are kept as the
+    trajectories' ``states`` (what rendering a queried segment needs).
     """
 
     def __init__(self, store: TrajectoryStore, n_envs: int, max_length: int = 500) -> None:
@@ -25,6 +27,7 @@ class TrajectoryRecorder:
         self.store = store
         self.max_length = max_length
         self._open: list[list[tuple[np.ndarray, np.ndarray, float]]] = [[] for _ in range(n_envs)]
+        self._states: list[list[np.ndarray | None]] = [[] for _ in range(n_envs)]
 
     def __call__(
         self,
@@ -38,9 +41,11 @@ class TrajectoryRecorder:
     ) -> None:
         for i, steps in enumerate(self._open):
             steps.append((obs[i], acts[i], float(true_rews[i])))
+            self._states[i].append(infos[i].get(STATE_KEY))
             if dones[i] or len(steps) >= self.max_length:
                 self._close(i, next_obs[i], bool(terminal[i]) and bool(dones[i]))
 
     def _close(self, env: int, final_obs: np.ndarray, terminal: bool) -> None:
         steps, self._open[env] = self._open[env], []
-        self.store.append(Trajectory.from_steps(steps, final_obs, terminal))
+        states, self._states[env] = self._states[env], []
+        self.store.append(Trajectory.from_steps(steps, final_obs, terminal, recorded_states(states)))

@@ -10,6 +10,7 @@ from gymnasium import spaces
 from stable_baselines3.common.vec_env import VecEnv
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs
 
+from rlkit.data.sim_state import STATE_KEY, recorded_states
 from rlkit.data.trajectory import Trajectory
 from rlkit.errors import ConfigError, InvalidDataError
 
@@ -72,6 +73,8 @@ def collect_trajectories(
     ``n_steps`` transitions come back; with ``n_episodes`` only finished episodes count.
     ``max_length`` cuts longer episodes into non-terminal pieces, so segments appear early.
     A time-limit truncation is not terminal: its last step is not ``done`` for a reward net.
+    Simulator states in ``info[STATE_KEY]`` (``rlkit.data.sim_state.RecordStates``) are kept as
+    the trajectories' ``states``.
     """
     if (n_steps is None) == (n_episodes is None):
         raise ConfigError("give exactly one of n_steps or n_episodes")
@@ -82,7 +85,14 @@ def collect_trajectories(
         venv.seed(seed)
     obs = array_obs(venv.reset())
     pieces: list[list[tuple[np.ndarray, np.ndarray, float]]] = [[] for _ in range(venv.num_envs)]
+    states: list[list[np.ndarray | None]] = [[] for _ in range(venv.num_envs)]
     done_trajs: list[Trajectory] = []
+
+    def close(env: int, final_obs: np.ndarray, terminal: bool) -> None:
+        done_trajs.append(Trajectory.from_steps(pieces[env], final_obs, terminal,
+                                                recorded_states(states[env])))
+        pieces[env], states[env] = [], []
+
     steps = 0
     while True:
         actions = np.asarray(act(obs))
@@ -92,21 +102,17 @@ def collect_trajectories(
             raise InvalidDataError(f"the environment returned a non-finite reward: {rewards}")
         for i in range(venv.num_envs):
             pieces[i].append((obs[i], actions[i], float(rewards[i])))
+            states[i].append(infos[i].get(STATE_KEY))
             steps += 1
             if dones[i]:
                 final = infos[i].get("terminal_observation", next_obs[i])
-                truncated = bool(infos[i].get("TimeLimit.truncated", False))
-                done_trajs.append(Trajectory.from_steps(pieces[i], final, terminal=not truncated))
-                pieces[i] = []
+                close(i, final, terminal=not infos[i].get("TimeLimit.truncated", False))
             elif max_length is not None and len(pieces[i]) >= max_length:
-                done_trajs.append(Trajectory.from_steps(pieces[i], next_obs[i], terminal=False))
-                pieces[i] = []
+                close(i, next_obs[i], terminal=False)
             if n_steps is not None and steps >= n_steps:
-                last_obs = next_obs
-                done_trajs.extend(
-                    Trajectory.from_steps(p, last_obs[j], terminal=False)
-                    for j, p in enumerate(pieces) if p and not (j == i and dones[i])
-                )
+                for j, piece in enumerate(pieces):
+                    if piece:
+                        close(j, next_obs[j], terminal=False)
                 return done_trajs
         if n_episodes is not None and _n_episodes(done_trajs, max_length) >= n_episodes:
             return done_trajs

@@ -69,6 +69,13 @@ def gather(store: TrajectoryStore, index: np.ndarray) -> SegmentBatch:
     return SegmentBatch(**store.gather_steps(index[:, 0], index[:, 1], index[:, 2]))
 
 
+def segment_states(store: TrajectoryStore, segment: np.ndarray) -> np.ndarray | None:
+    """The simulator states after each of a segment's steps, or None if its trajectory kept none."""
+    traj, start, length = (int(x) for x in segment)
+    states = store[traj].states
+    return None if states is None else states[start : start + length]
+
+
 @dataclass(frozen=True, eq=False)
 class SegmentPairs:
     """N pairs (left, right) of equal-length segments of one store. Costs 48 bytes a pair."""

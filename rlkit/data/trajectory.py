@@ -15,6 +15,8 @@ class Trajectory:
     """``T`` transitions: ``obs`` has ``T + 1`` rows (the last is the final observation),
     ``acts`` and ``rews`` have ``T``. ``terminal`` says the episode ended in a true terminal state
     (not a time limit or a cut), which is when the last step counts as ``done`` for a reward net.
+    ``states`` (optional, ``T`` rows): the simulator state after each step, what rendering a
+    segment as video needs (``rlkit.data.sim_state``).
     """
 
     obs: np.ndarray
@@ -22,6 +24,7 @@ class Trajectory:
     rews: np.ndarray
     terminal: bool = False
     infos: tuple[dict[str, Any], ...] | None = field(default=None, repr=False)
+    states: np.ndarray | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         n = len(self.acts)
@@ -36,24 +39,32 @@ class Trajectory:
             raise InvalidDataError(f"rews must have shape ({n},), got {self.rews.shape}")
         if self.infos is not None and len(self.infos) != n:
             raise InvalidDataError(f"infos must have {n} entries, got {len(self.infos)}")
-        for name in ("obs", "acts", "rews"):
+        if self.states is not None and (self.states.ndim != 2 or len(self.states) != n
+                                        or not np.issubdtype(self.states.dtype, np.floating)):
+            raise InvalidDataError(
+                f"states must be floats of shape ({n}, state size), got {self.states.dtype} "
+                f"{self.states.shape}"
+            )
+        for name in ("obs", "acts", "rews", "states"):
             array = getattr(self, name)
-            if np.issubdtype(array.dtype, np.floating) and not np.isfinite(array).all():
+            if array is not None and np.issubdtype(array.dtype, np.floating) and not np.isfinite(array).all():
                 bad = int(np.flatnonzero(~np.isfinite(array.reshape(len(array), -1)).all(1))[0])
                 raise InvalidDataError(f"{name} holds NaN or inf (first at step {bad})")
 
     @classmethod
     def from_steps(
         cls, steps: list[tuple[np.ndarray, np.ndarray, float]], final_obs: np.ndarray,
-        terminal: bool,
+        terminal: bool, states: list[np.ndarray] | None = None,
     ) -> Trajectory:
-        """Build from per-step ``(obs, action, reward)`` tuples and the observation after them."""
+        """Build from per-step ``(obs, action, reward)`` tuples and the observation after them
+        (and the simulator state after each step, when recorded)."""
         obs = np.stack([s[0] for s in steps] + [np.asarray(final_obs)])
         if np.issubdtype(obs.dtype, np.floating):
             obs = obs.astype(np.float32)
         acts = np.stack([s[1] for s in steps])
         rews = np.asarray([s[2] for s in steps], dtype=np.float32)
-        return cls(obs=obs, acts=acts, rews=rews, terminal=terminal)
+        return cls(obs=obs, acts=acts, rews=rews, terminal=terminal,
+                   states=None if states is None else np.stack(states).astype(np.float64))
 
     def __len__(self) -> int:
         return len(self.acts)

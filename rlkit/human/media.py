@@ -1,36 +1,69 @@
 """Segment videos for people to compare: one short looping WebM per segment, named by its index.
 
-Stored trajectories keep observations, not simulator states, so a MuJoCo segment cannot in
-general be re-rendered afterwards. The default picture is therefore a plot of the segment's
-observations — every dimension a coloured line on the store-wide range, revealed step by step
-behind a cursor — which works for any vector observation; image observations are shown as they
-are. A caller with real renders (frames recorded during collection) passes ``frames=``.
+What a segment looks like, best first:
+
+- a MuJoCo segment whose trajectory kept its simulator states (``Trajectory.states``, recorded by
+  ``rlkit.data.sim_state.RecordStates``) is rendered as the env sees it, by a background worker
+  (``rlkit.human.render.RenderQueue``, ~42 ms a 64x64 frame here), into ``segment_name``;
+- image observations are the video (``segment_name``, written at once);
+- anything else is a plot of the segment's observations — every dimension a coloured line on the
+  store-wide range, revealed step by step behind a cursor — in ``plot_name``. The plot is also
+  what the page shows while a segment's video is still rendering (``shown_media``).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import imageio_ffmpeg
 import numpy as np
 
-from rlkit.data.segments import SegmentPairs, gather
+from rlkit.data.segments import SegmentPairs, gather, segment_states
 from rlkit.data.store import TrajectoryStore
 from rlkit.errors import StateError
 
-FrameFn = Callable[[TrajectoryStore, np.ndarray], np.ndarray]  # (traj, start, length) -> (L, H, W, 3)
+if TYPE_CHECKING:
+    from rlkit.human.render import RenderQueue
+
+# A segment (traj, start, length) of a store -> its simulator states (length, state size), or None.
+StatesFn = Callable[[TrajectoryStore, np.ndarray], np.ndarray | None]
 HEIGHT, WIDTH = 96, 160
 _PALETTE = np.array([[31, 119, 180], [255, 127, 14], [44, 160, 44], [214, 39, 40], [148, 103, 189],
                      [140, 86, 75], [227, 119, 194], [127, 127, 127], [188, 189, 34], [23, 190, 207]],
                     dtype=np.uint8)
 
 
+_PLOT_SUFFIX = ".plot.webm"
+_VIDEO_NAME = r"seg-\d+-\d+-\d+\.webm"
+
+
 def segment_name(segment: np.ndarray) -> str:
+    """The segment's video: rendered frames or its image observations."""
     traj, start, length = (int(x) for x in segment)
     return f"seg-{traj}-{start}-{length}.webm"
+
+
+def plot_name(segment: np.ndarray) -> str:
+    """The plot of the segment's observations (the fallback, and the picture while it renders)."""
+    return segment_name(segment).removesuffix(".webm") + _PLOT_SUFFIX
+
+
+def shown_media(media_dir: Path, name: str) -> tuple[str, bool]:
+    """What the page shows for a query's media ``name`` now, and whether its video is still rendering.
+
+    A written file (or a name that is no segment video: an older run's, a caller's own) is shown
+    as it is. A segment video not written yet (the worker renders it) is stood in for by the
+    segment's plot; ``("", True)`` while not even that is there.
+    """
+    if re.fullmatch(_VIDEO_NAME, name) is None or (media_dir / name).is_file():
+        return name, False
+    plot = name.removesuffix(".webm") + _PLOT_SUFFIX
+    return (plot if (media_dir / plot).is_file() else ""), True
 
 
 def observation_bounds(store: TrajectoryStore) -> tuple[np.ndarray, np.ndarray]:
@@ -80,31 +113,33 @@ def write_webm(frames: np.ndarray, path: Path, fps: float) -> None:
     os.replace(partial, path)
 
 
-def observation_frames(store: TrajectoryStore) -> FrameFn:
-    """A segment's own frames for RGB image observations; otherwise a line plot of its
-    observations, on the per-dimension bounds of the whole ``store``."""
-    low, high = observation_bounds(store)
-
-    def render(store: TrajectoryStore, segment: np.ndarray) -> np.ndarray:
-        obs = gather(store, segment[None]).obs[0]
-        return obs if obs.ndim == 4 and obs.shape[-1] == 3 else plot_frames(obs, low, high)
-
-    return render
-
-
 def render_pairs(
     pairs: SegmentPairs, media_dir: str | os.PathLike[str], *, fps: float = 10.0,
-    frames: FrameFn | None = None,
+    renders: RenderQueue | None = None, states: StatesFn = segment_states,
 ) -> tuple[list[str], list[str]]:
-    """Write one video per distinct segment (kept if already there); returns (left, right) names."""
+    """Media for each distinct segment (files already there are kept); returns (left, right) names.
+
+    Plots and image-observation videos are written here (a few ms each); with ``renders``, each
+    segment with simulator states also goes to the worker, in pair order (the first pair first),
+    and its name is the video's, which the page shows once it is written.
+    """
     media = Path(media_dir)
     media.mkdir(parents=True, exist_ok=True)
-    segments = np.unique(np.concatenate([pairs.left, pairs.right]), axis=0)
-    render = frames if frames is not None else observation_frames(pairs.store)
-    for segment in segments:
-        path = media / segment_name(segment)
-        if path.exists():
-            continue
-        picture = render(pairs.store, segment)
-        write_webm(np.asarray(picture, dtype=np.uint8), path, fps)
-    return [segment_name(s) for s in pairs.left], [segment_name(s) for s in pairs.right]
+    segments = np.concatenate([pairs.left, pairs.right], axis=1).reshape(-1, 3)  # A0, B0, A1, B1...
+    _, first = np.unique(segments, axis=0, return_index=True)
+    low, high = observation_bounds(pairs.store)
+    names: dict[tuple[int, ...], str] = {}
+    for segment in segments[np.sort(first)]:
+        obs = gather(pairs.store, segment[None]).obs[0]
+        image = obs.ndim == 4 and obs.shape[-1] == 3  # image observations: the video itself
+        path = media / (segment_name(segment) if image else plot_name(segment))
+        if not path.exists():
+            write_webm(np.asarray(obs if image else plot_frames(obs, low, high), dtype=np.uint8), path, fps)
+        names[tuple(segment)] = path.name
+        found = None if image or renders is None else states(pairs.store, segment)
+        if renders is not None and found is not None:
+            video = media / segment_name(segment)
+            if not video.exists():
+                renders.submit(video, found)
+            names[tuple(segment)] = video.name
+    return [names[tuple(s)] for s in pairs.left], [names[tuple(s)] for s in pairs.right]

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import math
+from typing import Annotated
 
 from rlkit.extras import extra
 
 with extra("human"):
     from fastapi import APIRouter, Depends, HTTPException, Request, Response
+    from fastapi import Path as PathParam
     from fastapi.responses import HTMLResponse
 
 from pydantic import BaseModel, Field
@@ -16,6 +18,7 @@ from rlkit.errors import InvalidLabelError
 from rlkit.human import security
 from rlkit.human.annotators import session_key, token_ok
 from rlkit.human.deps import ERROR_RESPONSES, current_annotator, page, require_annotator, require_csrf
+from rlkit.human.media import shown_media
 from rlkit.human.store import (
     ANNOTATOR_PATTERN,
     LabelConflictError,
@@ -46,12 +49,18 @@ class ScaleOut(BaseModel):
     names: list[str]
 
 
-class QueryOut(BaseModel):
+class MediaOut(BaseModel):
+    """What to show for a pair now: each segment's video, or its plot while the video renders."""
+
+    left_media: str = Field(description="file under /media/; empty while nothing is written yet")
+    right_media: str
+    rendering: bool = Field(description="a video is still being rendered: ask again shortly")
+
+
+class QueryOut(MediaOut):
     id: int
     left: list[int]
     right: list[int]
-    left_media: str
-    right_media: str
 
 
 class ProgressOut(BaseModel):
@@ -90,9 +99,17 @@ def _store(request: Request) -> LabelStore:
     return request.app.state.store
 
 
-def _query_out(query: Query) -> QueryOut:
+def _media_out(request: Request, query: Query) -> MediaOut:
+    """Checks two files' existence (no rendering happens in a request: see ``rlkit.human.render``)."""
+    media_dir = request.app.state.media_dir
+    (left, left_busy), (right, right_busy) = (shown_media(media_dir, name)
+                                              for name in (query.left_media, query.right_media))
+    return MediaOut(left_media=left, right_media=right, rendering=left_busy or right_busy)
+
+
+def _query_out(request: Request, query: Query) -> QueryOut:
     return QueryOut(id=query.id, left=list(query.left), right=list(query.right),
-                    left_media=query.left_media, right_media=query.right_media)
+                    **_media_out(request, query).model_dump())
 
 
 def _progress_out(progress: Progress) -> ProgressOut:
@@ -145,8 +162,18 @@ def get_scale(request: Request) -> ScaleOut:
 def next_pair(request: Request, annotator: str = Depends(require_annotator)) -> NextOut:
     store = _store(request)
     query = store.next_query(annotator, lease_s=request.app.state.config.lease_s)
-    return NextOut(query=None if query is None else _query_out(query),
+    return NextOut(query=None if query is None else _query_out(request, query),
                    progress=_progress_out(store.progress(annotator)))
+
+
+@router.get("/api/queries/{query_id}/media", response_model=MediaOut,
+            dependencies=[Depends(require_annotator)])
+def query_media(query_id: Annotated[int, PathParam(ge=1, le=2**62)], request: Request) -> MediaOut:
+    """The pair's media now: the page asks again while ``rendering`` and swaps the videos in."""
+    try:
+        return _media_out(request, _store(request).query(query_id))
+    except UnknownQueryError as error:
+        raise HTTPException(404, str(error)) from None
 
 
 @router.post("/api/labels", response_model=LabelOut, dependencies=[Depends(require_csrf)])
@@ -170,5 +197,5 @@ def undo_label(request: Request, annotator: str = Depends(require_annotator)) ->
     undone = store.undo(annotator)
     query = None if undone is None else store.query(undone.query_id)
     return UndoOut(undone=None if undone is None else _label_out(undone),
-                   query=None if query is None else _query_out(query),
+                   query=None if query is None else _query_out(request, query),
                    progress=_progress_out(store.progress(annotator)))

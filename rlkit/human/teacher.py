@@ -1,9 +1,11 @@
 """``HumanTeacher``: the core's ``Teacher`` answered by people through the label store.
 
-``label(pairs)`` renders the segments' videos, writes the pairs to the store as queries, and
-(by default) pauses training until enough of them are answered by ``redundancy`` people each, or
-a timeout passes; the web app and the terminal session read the same store. Pairs asked again
-after a trainer crash keep their ids, so labels given before the crash are found at once.
+``label(pairs)`` writes the segments' media (plots at once; with a ``renderer``, the videos of
+segments with simulator states in a background thread, see ``rlkit.human.render``), writes the
+pairs to the store as queries, and (by default) pauses training until enough of them are answered
+by ``redundancy`` people each, or a timeout passes; the web app and the terminal session read the
+same store. Pairs asked again after a trainer crash keep their ids, so labels given before the
+crash are found at once.
 """
 
 from __future__ import annotations
@@ -17,11 +19,12 @@ from typing import Any
 
 import numpy as np
 
-from rlkit.data.segments import SegmentPairs
+from rlkit.data.segments import SegmentPairs, segment_states
 from rlkit.errors import InvalidLabelError
 from rlkit.factories.configs import HumanTeacherConfig
 from rlkit.feedback.answers import Answers
-from rlkit.human.media import FrameFn, render_pairs
+from rlkit.human.media import StatesFn, render_pairs
+from rlkit.human.render import RenderQueue, StateRenderer
 from rlkit.human.store import LabelStore
 
 
@@ -44,15 +47,19 @@ class HumanTeacher:
         store: LabelStore,
         config: HumanTeacherConfig | None = None,
         media_dir: str | Path | None = None,
-        frames: FrameFn | None = None,
+        renderer: StateRenderer | None = None,
+        states: StatesFn = segment_states,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        """``renderer`` (e.g. ``MujocoRenderer(env_id)``) turns a segment's simulator states, read
+        by ``states`` (default: the trajectory store's), into the frames of its video."""
         self.store = store
         self.config = config or HumanTeacherConfig()
         if self.config.render_media and media_dir is None:
             raise InvalidLabelError("render_media needs media_dir (the folder `rlkit serve` serves)")
         self.media_dir = None if media_dir is None else Path(media_dir)
-        self.frames = frames
+        self.states = states
+        self.renders = None if renderer is None else RenderQueue(renderer, self.config.fps)
         self.clock = clock
         self.batches = 0
         self.last_wait: WaitReport | None = None
@@ -74,7 +81,8 @@ class HumanTeacher:
         """Ask people about the pairs and wait (as configured); every response, a row each."""
         media = None
         if self.config.render_media and self.media_dir is not None:
-            media = render_pairs(pairs, self.media_dir, fps=self.config.fps, frames=self.frames)
+            media = render_pairs(pairs, self.media_dir, fps=self.config.fps, renders=self.renders,
+                                 states=self.states)
         ids = self.store.add_queries(pairs, batch=f"batch-{self.batches}",
                                      redundancy=self.config.redundancy, media=media)
         self.batches += 1

@@ -19,6 +19,7 @@ from rlkit.data.segments import gather, sample_pairs
 from rlkit.data.store import TrajectoryStore
 from rlkit.errors import ConfigError
 from rlkit.feedback.scale import OrdinalScale
+from rlkit.human.media import shown_media
 from rlkit.human.store import LabelConflictError, LabelStore, Query
 
 if TYPE_CHECKING:
@@ -104,10 +105,16 @@ class TerminalSession:
                 table.add_row(f"obs[{dim}]", sparkline(left[:, dim], low, high),
                               sparkline(right[:, dim], low, high))
         if self.media_dir is not None and query.left_media:
-            table.add_row("video", str(self.media_dir / query.left_media),
-                          str(self.media_dir / query.right_media))
+            table.add_row("video", *(_media_cell(self.media_dir, name)
+                                     for name in (query.left_media, query.right_media)))
         self.console.print(table)
         self.console.print(self.legend + "  [bold]s[/] skip  [bold]u[/] undo last  [bold]q[/] quit")
+
+
+def _media_cell(media_dir: Path, name: str) -> str:
+    shown, rendering = shown_media(media_dir, name)
+    path = str(media_dir / shown) if shown else ""
+    return f"{path} (video rendering)".strip() if rendering else path
 
 
 def label_in_terminal(

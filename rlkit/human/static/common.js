@@ -18,9 +18,9 @@ async function api(path, body) {
   return data;
 }
 
-function showMedia(slot, name) {
+function showMedia(slot, name, missing = "(no video)") {
   slot.replaceChildren();
-  if (!name) { slot.textContent = "(no video)"; return null; }
+  if (!name) { slot.textContent = missing; return null; }
   const url = "/media/" + encodeURI(name);
   const video = /\.(webm|mp4)$/i.test(name);
   const element = document.createElement(video ? "video" : "img");

@@ -1,6 +1,6 @@
 // The label queue: show a pair, take a level by click or key, skip, undo; one request at a time.
 "use strict";
-const queue = {current: null, busy: false, poll: null};
+const queue = {current: null, busy: false, poll: null, renderPoll: null};
 const statusLine = document.getElementById("status");
 
 function syncVideos(left, right) {
@@ -25,8 +25,34 @@ function render(data) {
     return;
   }
   if (queue.poll) { clearInterval(queue.poll); queue.poll = null; }
-  syncVideos(showMedia(document.getElementById("left"), data.query.left_media),
-             showMedia(document.getElementById("right"), data.query.right_media));
+  showPair(data.query);
+}
+
+function showPair(query) {
+  // While a video renders, its segment's plot stands in for it (or a note, before the plot exists).
+  const waiting = query.rendering ? "rendering…" : "(no video)";
+  syncVideos(showMedia(document.getElementById("left"), query.left_media, waiting),
+             showMedia(document.getElementById("right"), query.right_media, waiting));
+  document.getElementById("rendering").classList.toggle("hidden", !query.rendering);
+  clearTimeout(queue.renderPoll);
+  if (query.rendering) queue.renderPoll = setTimeout(() => pickUpVideos(query.id), 1000);
+}
+
+async function pickUpVideos(id) {
+  // Ask the server (it only looks for files) until the videos are written, then swap them in.
+  const shown = queue.current;
+  if (!shown || shown.id !== id) return;
+  let media = shown;
+  try { media = await api(`/api/queries/${id}/media`); } catch (error) { /* ask again below */ }
+  if (queue.current !== shown) return;
+  const changed = media.left_media !== shown.left_media || media.right_media !== shown.right_media
+    || media.rendering !== shown.rendering;
+  if (changed) {
+    Object.assign(shown, media);
+    showPair(shown);
+  } else {
+    queue.renderPoll = setTimeout(() => pickUpVideos(id), 1000);
+  }
 }
 
 async function run(action, message) {

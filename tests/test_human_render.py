@@ -1,0 +1,179 @@
+"""People see behaviour: simulator states recorded with each step, the queried segments rendered
+from them by a background worker, and the label API showing the plot until the video is written."""
+
+import os
+import threading
+from pathlib import Path
+
+import gymnasium as gym
+import imageio.v2 as imageio
+import numpy as np
+import pytest
+from stable_baselines3.common.env_util import make_vec_env
+
+from rlkit.data import SegmentPairs, Trajectory, TrajectoryRecorder, TrajectoryStore, collect_trajectories
+from rlkit.data.sim_state import STATE_KEY, RecordStates
+from rlkit.errors import InvalidDataError, WrongTypeError
+from rlkit.human import HumanTeacher, HumanTeacherConfig, LabelStore
+from rlkit.human.app import create_app
+from rlkit.human.media import plot_name, shown_media
+from rlkit.human.render import MujocoRenderer, RenderQueue
+from rlkit.human.settings import ServeConfig
+from tests.test_human_app import client_for, login
+
+os.environ.setdefault("MUJOCO_GL", "egl")  # headless software rendering (see STACK_NOTES)
+ENV = "InvertedPendulum-v5"
+
+
+def pendulum_trajectories(n_steps: int = 60, length: int = 8) -> list[Trajectory]:
+    """Random InvertedPendulum steps with their MuJoCo states, cut into pieces of ``length``."""
+    venv = make_vec_env(ENV, n_envs=2, seed=0, wrapper_class=RecordStates)
+    trajectories = collect_trajectories(venv, None, np.random.default_rng(0), n_steps=n_steps,
+                                        max_length=length)
+    return [t for t in trajectories if len(t) == length]
+
+
+def states_of(trajectories: list[Trajectory]):
+    """Segment states read from the trajectories themselves (what ``segment_states`` reads from a
+    store that keeps them)."""
+    def states(store: TrajectoryStore, segment: np.ndarray) -> np.ndarray | None:
+        traj, start, length = (int(x) for x in segment)
+        found = trajectories[traj].states
+        return None if found is None else found[start:start + length]
+    return states
+
+
+class GatedRenderer(MujocoRenderer):
+    """Renders only once ``gate`` is set: the state a page sees while the worker is busy."""
+
+    def __init__(self, gate: threading.Event) -> None:
+        super().__init__(ENV)
+        self.gate = gate
+
+    def __call__(self, states: np.ndarray) -> np.ndarray:
+        assert self.gate.wait(60)
+        return super().__call__(states)
+
+
+def test_each_recorded_state_restores_the_observation_after_its_step():
+    trajectories = pendulum_trajectories()
+    assert trajectories and all(t.states is not None and t.states.shape == (len(t), 4) for t in trajectories)
+    env = gym.make(ENV).unwrapped
+    env.reset(seed=1)
+    for trajectory in trajectories:
+        for step, state in enumerate(trajectory.states):
+            env.set_state(state[:2], state[2:])
+            np.testing.assert_allclose(env._get_obs(), trajectory.obs[step + 1], atol=1e-5)
+
+
+def test_the_recorder_keeps_states_only_when_every_step_has_one():
+    appended: list[Trajectory] = []
+    recorder = TrajectoryRecorder(type("Store", (), {"append": staticmethod(appended.append)})(), 2,
+                                  max_length=2)
+    obs, acts = np.zeros((2, 3), np.float32), np.zeros((2, 1), np.float32)
+    no_done = np.zeros(2, dtype=bool)
+    infos = [{STATE_KEY: np.full(4, 1.0)}, {}]  # env 1 records no state
+    for step in range(2):
+        recorder(obs, acts, obs + step + 1, np.ones(2), no_done, no_done, infos)
+    recorded, unrecorded = appended
+    np.testing.assert_array_equal(recorded.states, np.ones((2, 4)))
+    assert unrecorded.states is None
+
+
+def test_bad_states_and_envs_without_a_mujoco_state_are_refused():
+    obs, acts, rews = np.zeros((3, 2), np.float32), np.zeros((2, 1), np.float32), np.zeros(2, np.float32)
+    with pytest.raises(InvalidDataError, match=r"states must be floats of shape \(2, state size\)"):
+        Trajectory(obs, acts, rews, states=np.zeros((3, 4)))
+    with pytest.raises(InvalidDataError, match="states holds NaN or inf .first at step 1."):
+        Trajectory(obs, acts, rews, states=np.array([[0.0], [np.nan]]))
+    with pytest.raises(WrongTypeError, match="Pendulum-v1 has no MuJoCo state"):
+        RecordStates(gym.make("Pendulum-v1"))
+    with pytest.raises(InvalidDataError, match="nq \\+ nv = 4 numbers a step, got shape \\(2, 3\\)"):
+        MujocoRenderer(ENV)(np.zeros((2, 3)))
+
+
+def test_the_renderer_draws_each_state_as_the_env_sees_it():
+    trajectory = pendulum_trajectories()[0]
+    renderer = MujocoRenderer(ENV, width=48, height=40)
+    frames = renderer(trajectory.states)
+    renderer.close()
+    assert frames.shape == (len(trajectory), 40, 48, 3) and frames.dtype == np.uint8
+    assert all(frame.std() > 5 for frame in frames)  # a scene, not a blank frame
+    tilted = trajectory.states[-1].copy()
+    tilted[1] += 0.5  # the pole's hinge
+    assert np.abs(MujocoRenderer(ENV, width=48, height=40)(tilted[None])[0].astype(int)
+                  - frames[-1]).sum() > 1000
+
+
+def test_a_failed_render_is_named_and_the_worker_goes_on(tmp_path, caplog):
+    calls = []
+
+    def renderer(states: np.ndarray) -> np.ndarray:
+        calls.append(len(states))
+        if len(calls) == 1:
+            raise RuntimeError("no GL context")
+        return np.full((len(states), 8, 8, 3), 200, np.uint8)
+
+    queue = RenderQueue(renderer)
+    queue.submit(tmp_path / "a.webm", np.zeros((3, 2)))
+    queue.submit(tmp_path / "b.webm", np.zeros((4, 2)))
+    queue.submit(tmp_path / "b.webm", np.zeros((4, 2)))  # asked again before it is done: once
+    assert queue.wait(60) and queue.pending == 0
+    assert queue.failed == ["a.webm"] and "could not render a.webm" in caplog.text
+    assert calls == [3, 4] and len(imageio.mimread(tmp_path / "b.webm")) == 4
+    queue.close()
+    with pytest.raises(InvalidDataError, match="closed"):
+        queue.submit(tmp_path / "c.webm", np.zeros((1, 2)))
+
+
+def test_shown_media_stands_the_plot_in_for_a_video_not_yet_written(tmp_path):
+    segment = np.array([3, 0, 5])
+    assert shown_media(tmp_path, "seg-3-0-5.webm") == ("", True)
+    (tmp_path / plot_name(segment)).write_bytes(b"x")
+    assert shown_media(tmp_path, "seg-3-0-5.webm") == ("seg-3-0-5.plot.webm", True)
+    (tmp_path / "seg-3-0-5.webm").write_bytes(b"x")
+    assert shown_media(tmp_path, "seg-3-0-5.webm") == ("seg-3-0-5.webm", False)
+    assert shown_media(tmp_path, "l0.gif") == ("l0.gif", False)  # not a segment video: as it is
+    assert shown_media(tmp_path, "") == ("", False)
+
+
+def mujoco_pairs(tmp_path: Path, gate: threading.Event) -> tuple[HumanTeacher, SegmentPairs, np.ndarray]:
+    """Two InvertedPendulum pairs asked of people, their videos rendering behind ``gate``."""
+    trajectories = pendulum_trajectories()
+    store = TrajectoryStore()
+    store.extend(trajectories)
+    pairs = SegmentPairs(store, np.array([[0, 0, 6], [2, 1, 6]]), np.array([[1, 2, 6], [0, 0, 6]]))
+    teacher = HumanTeacher(LabelStore(tmp_path), HumanTeacherConfig(wait=False, fps=5),
+                           media_dir=tmp_path / "media", renderer=GatedRenderer(gate),
+                           states=states_of(trajectories))
+    teacher.label(pairs)
+    return teacher, pairs, teacher.store.add_queries(pairs)
+
+
+def test_the_label_api_shows_plots_while_the_worker_renders_then_the_videos(tmp_path):
+    gate = threading.Event()
+    teacher, pairs, ids = mujoco_pairs(tmp_path, gate)
+    client = client_for(create_app(teacher.store, ServeConfig(run_dir=str(tmp_path))))
+    login(client, "ann")
+    first = client.get("/api/queue/next").json()["query"]
+    assert first["id"] == ids[0] and first["rendering"]
+    assert (first["left_media"], first["right_media"]) == ("seg-0-0-6.plot.webm", "seg-1-2-6.plot.webm")
+    assert client.get(f"/media/{first['left_media']}").status_code == 200
+    assert teacher.renders.pending == 3  # seg-0-0-6 is in both pairs: rendered once
+
+    gate.set()
+    assert teacher.renders.wait(120) and not teacher.renders.failed
+    media = client.get(f"/api/queries/{ids[0]}/media").json()
+    assert media == {"left_media": "seg-0-0-6.webm", "right_media": "seg-1-2-6.webm", "rendering": False}
+    frames = imageio.mimread(tmp_path / "media" / "seg-0-0-6.webm")
+    assert len(frames) == 6 and frames[0].shape == (64, 64, 3) and frames[0].std() > 5
+    assert client.get("/api/queries/999/media").status_code == 404
+    assert client.get("/api/queries/0/media").status_code == 422
+    anonymous = client_for(create_app(teacher.store, ServeConfig(run_dir=str(tmp_path))))
+    assert anonymous.get(f"/api/queries/{ids[0]}/media").status_code == 401
+    # asked again (a resumed trainer): the written videos are kept, nothing is rendered again
+    written = (tmp_path / "media" / "seg-0-0-6.webm").stat().st_mtime_ns
+    gate.clear()
+    teacher.label(pairs)
+    assert teacher.renders.pending == 0
+    assert (tmp_path / "media" / "seg-0-0-6.webm").stat().st_mtime_ns == written
