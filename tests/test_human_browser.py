@@ -5,6 +5,7 @@ Screenshots go to ``RLKIT_SCREENSHOTS`` when it is set (that is how ``docs/scree
 import os
 import shutil
 import signal
+import threading
 from itertools import combinations
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from rlkit.human.settings import ServeConfig
 from rlkit.m3hf import RuleParser
 from tests.test_human_m3hf import TEXT as M3HF_TEXT
 from tests.test_human_m3hf import open_phase
+from tests.test_human_render import mujoco_pairs
 from tests.test_human_store import make_trajectories
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
@@ -138,6 +140,57 @@ def test_a_person_labels_20_pairs_by_clicks_and_keys_across_a_server_sigkill(tmp
         server.join()
     labels = {r.query_id: (None if np.isnan(r.value) else r.value) for r in store.live_labels()}
     assert labels == given and sorted(labels) == list(ids)
+
+
+PIXEL_SPREAD = """() => [...document.querySelectorAll('.media video')].map((video) => {
+  const canvas = document.createElement('canvas');
+  canvas.width = video.videoWidth;
+  canvas.height = video.videoHeight;
+  const context = canvas.getContext('2d');
+  context.drawImage(video, 0, 0);
+  const pixels = context.getImageData(0, 0, canvas.width, canvas.height).data;
+  let sum = 0, squares = 0;
+  for (let i = 0; i < pixels.length; i += 4) { sum += pixels[i + 1]; squares += pixels[i + 1] ** 2; }
+  const n = pixels.length / 4;
+  return {width: video.videoWidth, spread: Math.sqrt(squares / n - (sum / n) ** 2)};
+})"""
+PLAYING = ("() => [...document.querySelectorAll('.media video')].every(v => v.readyState >= 2 && !v.paused"
+           " && v.loop && !v.src.endsWith('.plot.webm'))")
+
+
+def test_a_mujoco_pair_shows_its_plots_while_rendering_then_both_videos_play_in_step(tmp_path, browser):
+    port = free_port()
+    server = start_server_process(ServeConfig(run_dir=str(tmp_path), port=port))
+    gate = threading.Event()
+    teacher, _, ids = mujoco_pairs(tmp_path, gate)  # rendering waits for the gate
+    page = browser.new_page(viewport={"width": 1000, "height": 700})
+    try:
+        log_in(page, f"http://127.0.0.1:{port}/", "carol")
+        page.wait_for_function("() => document.body.dataset.queryId")
+        page.wait_for_selector("#rendering", state="visible")
+        sources = page.eval_on_selector_all(".media video", "vs => vs.map(v => v.src.split('/').pop())")
+        assert sources == ["seg-0-0-6.plot.webm", "seg-1-2-6.plot.webm"]
+
+        gate.set()  # the worker renders; the page picks the videos up without a reload
+        page.wait_for_selector("#rendering", state="hidden", timeout=120_000)
+        page.wait_for_function(PLAYING)
+        sources = page.eval_on_selector_all(".media video", "vs => vs.map(v => v.src.split('/').pop())")
+        assert sources == ["seg-0-0-6.webm", "seg-1-2-6.webm"]
+        for video in page.evaluate(PIXEL_SPREAD):  # rendered frames of the scene, not blank ones
+            assert video["width"] == 64 and video["spread"] > 5
+        page.wait_for_timeout(1500)  # a loop and more: B stays on A's clock
+        times = page.eval_on_selector_all(".media video", "vs => vs.map(v => v.currentTime)")
+        assert abs(times[0] - times[1]) < 0.25
+        screenshot(page, tmp_path, "label_queue_mujoco.png")
+
+        pair, _ = label_by(page, "1")
+        assert pair == ids[0] and current_pair(page) == ids[1]
+        page.wait_for_function(PLAYING)  # rendered ahead: the next pair's videos are there at once
+        assert page.is_hidden("#rendering")
+    finally:
+        server.kill()
+        server.join()
+        teacher.renders.close()
 
 
 def test_the_m3hf_page_previews_a_parse_takes_a_correction_and_commits_it(tmp_path, browser):
