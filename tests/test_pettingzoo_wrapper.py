@@ -108,13 +108,19 @@ def test_replaces_named_agent_only_and_reports_true_episode() -> None:
         assert infos["left"]["t"] == t + 1  # the env's own info survives
     assert terminations["left"]
     assert infos["left"]["original_episode"] == {"r": -3.0, "l": 3}
-    assert "original_episode" not in infos["right"]
+    # SB3's episode entry holds the TRUE return; the learned one is reported beside it
+    assert {k: infos["left"]["episode"][k] for k in "rl"} == {"r": -3.0, "l": 3}
+    assert infos["left"]["episode"]["t"] >= 0.0
+    assert infos["left"]["learned_episode_return"] == pytest.approx(sum(expected_left))
+    assert "original_episode" not in infos["right"] and "episode" not in infos["right"]
     assert env.agents == ["right"]
     for _ in range(3):
         _, rewards, _, truncations, infos = env.step({"right": STAY})
         assert set(rewards) == {"right"}
     assert truncations["right"]
     assert infos["right"]["original_episode"] == {"r": -24.0, "l": 6}
+    assert infos["right"]["episode"]["r"] == -24.0  # no reward_fn: nothing learned to report
+    assert "learned_episode_return" not in infos["right"]
     assert env.agents == []
 
     env.reset()  # a new episode starts its returns from zero

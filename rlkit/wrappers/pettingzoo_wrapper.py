@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -29,6 +30,14 @@ class PettingZooRewardWrapper(BaseParallelWrapper[AgentID, ObsType, ActionType])
     The env reward stays in ``info[agent]["original_reward"]``, and when an agent's episode ends
     ``info[agent]["original_episode"] = {"r": ..., "l": ...}`` holds its true return and length.
     Everything else is the wrapped ``ParallelEnv``'s API, unchanged.
+
+    At that episode end ``info[agent]["episode"]`` is also set to SB3's ``{"r", "l", "t"}`` with the
+    TRUE return (unless the env reported one already), and an agent with a ``reward_fn`` gets
+    ``info[agent]["learned_episode_return"]``, as ``RewardVecEnvWrapper`` does. SuperSuit's
+    ``pettingzoo_env_to_vec_env_v1`` + ``concat_vec_envs_v1`` pass infos through, so SB3's
+    ``rollout/ep_rew_mean`` shows each agent's true return with no monitor. Do not add SB3's
+    ``VecMonitor`` on top: it sums the rewards it sees (the learned ones) and overwrites
+    ``"episode"`` with that sum.
     """
 
     def __init__(
@@ -45,7 +54,9 @@ class PettingZooRewardWrapper(BaseParallelWrapper[AgentID, ObsType, ActionType])
         self._in_effect = getattr(env, "actions_in_effect", None)
         self._prev_obs: dict[AgentID, np.ndarray] = {}
         self._returns: dict[AgentID, float] = {}
+        self._learned_returns: dict[AgentID, float] = {}
         self._lengths: dict[AgentID, int] = {}
+        self._t_start = time.time()
 
     def set_reward_fns(self, reward_fns: Mapping[AgentID, RewardFn]) -> None:
         """Swap the per-agent reward models between steps (M3HF reweights its pools each phase)."""
@@ -80,6 +91,7 @@ class PettingZooRewardWrapper(BaseParallelWrapper[AgentID, ObsType, ActionType])
         obs, infos = self.env.reset(seed=seed, options=options)
         self._prev_obs = {agent: np.array(obs[agent]) for agent in self.reward_fns if agent in obs}
         self._returns = dict.fromkeys(self.env.agents, 0.0)
+        self._learned_returns = dict.fromkeys(self.env.agents, 0.0)
         self._lengths = dict.fromkeys(self.env.agents, 0)
         return obs, infos
 
@@ -103,6 +115,7 @@ class PettingZooRewardWrapper(BaseParallelWrapper[AgentID, ObsType, ActionType])
             if agent in self.reward_fns:
                 learned = self._learned_reward(agent, actions, obs, terminations)
                 reward = learned if self.mode == "replace" else true_reward + learned
+                self._learned_returns[agent] = self._learned_returns.get(agent, 0.0) + learned
             rewards[agent] = reward
 
             self._returns[agent] = self._returns.get(agent, 0.0) + true_reward
@@ -110,9 +123,18 @@ class PettingZooRewardWrapper(BaseParallelWrapper[AgentID, ObsType, ActionType])
             # A fresh dict: envs often hand out the same info dict every step.
             info = {**infos.get(agent, {}), "original_reward": true_reward}
             if terminations.get(agent, False) or truncations.get(agent, False):
-                info["original_episode"] = {"r": self._returns[agent], "l": self._lengths[agent]}
+                self._close_episode(agent, info)
             new_infos[agent] = info
         return obs, rewards, terminations, truncations, new_infos
+
+    def _close_episode(self, agent: AgentID, info: dict[str, Any]) -> None:
+        """Report the agent's finished episode: its true return, also in SB3's format."""
+        true_return, length = self._returns[agent], self._lengths[agent]
+        info["original_episode"] = {"r": true_return, "l": length}
+        info.setdefault("episode", {"r": true_return, "l": length,
+                                    "t": round(time.time() - self._t_start, 6)})
+        if agent in self.reward_fns:
+            info["learned_episode_return"] = self._learned_returns[agent]
 
     def _learned_reward(
         self,
