@@ -8,14 +8,19 @@ import json
 import numpy as np
 import pytest
 import torch
+from stable_baselines3 import PPO
 
 from rlkit.ail import AILConfig, AILTrainer, CheckpointStore, demos_from_policy
 from rlkit.ail.transitions import Transitions, take_rows
+from rlkit.apec.config import AILSettings, ApecConfig, DemosSettings, DrexSettings
+from rlkit.apec.demonstrator import DemonstratorConfig, train_demonstrator
+from rlkit.apec.drex import DrexConfig, train_bc
 from rlkit.errors import ConfigError, InvalidDataError
 from rlkit.m3hf.loop import resumable
 from rlkit.m3hf.run_config import M3HFConfig
 from rlkit.marl import MarlConfig, MultiAgentPPO
 from rlkit.runners.m3hf import run_m3hf
+from rlkit.runners.rundir import same_config
 from tests.test_ail_trainer import expert, venv
 from tests.test_m3hf_loop import tiny_config
 from tests.test_marl import cue_rows
@@ -112,3 +117,70 @@ def test_a_batch_gathered_on_the_device_is_the_batch_drawn_on_the_host(demos):
     assert on_device.keys() == on_host.keys()
     for name, tensor in on_host.items():
         assert torch.equal(on_device[name], tensor) and on_device[name].dtype == tensor.dtype
+
+
+APEC_SECTIONS = {"demos": DemosSettings, "ail": AILSettings, "drex": DrexSettings}
+
+
+@pytest.mark.parametrize("section", APEC_SECTIONS)
+def test_apec_sections_take_a_device_and_refuse_a_bad_one(section):
+    config = ApecConfig.model_validate({section: {"device": "cuda:2"}})
+    assert getattr(config, section).device == "cuda:2"
+    with pytest.raises(ConfigError, match=f"{APEC_SECTIONS[section].__name__}.device: device 'GPU'"):
+        APEC_SECTIONS[section](device="GPU")
+
+
+def test_apec_defaults_auto_for_its_large_networks_and_cpu_for_behaviour_cloning():
+    config = ApecConfig()
+    assert (config.demos.device, config.ail.device, config.drex.device) == ("auto", "auto", "cpu")
+
+
+def test_an_apec_config_yaml_saved_before_the_device_fields_still_resumes(tmp_path):
+    dumped = ApecConfig().model_dump(mode="json")
+    assert not {"device"} & (set(dumped["demos"]) | set(dumped["ail"]) | set(dumped["drex"]))
+    (tmp_path / "config.yaml").write_text(json.dumps(dumped))  # JSON is YAML
+    said = ApecConfig.model_validate({"ail": {"device": "auto"}, "drex": {"device": "cpu"}})
+    assert same_config(said)(tmp_path)
+    with pytest.raises(ConfigError, match=r"other settings for \['ail.device'\]"):
+        same_config(ApecConfig.model_validate({"ail": {"device": "cpu"}}))(tmp_path)
+
+
+class RecordingPPO(PPO):
+    built: list[PPO] = []
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        RecordingPPO.built.append(self)
+
+
+def test_the_demonstrator_trains_on_its_device(tmp_path):
+    config = DemonstratorConfig(algo="ppo", total_timesteps=16, checkpoint_every=16, device="cpu",
+                                kwargs=(("n_steps", 16), ("batch_size", 16)))
+    RecordingPPO.built.clear()
+    train_demonstrator(lambda seed: venv(seed), config, tmp_path, {"ppo": RecordingPPO})
+    (model,) = RecordingPPO.built
+    assert model.device == torch.device("cpu") and devices_of(model.policy) == {torch.device("cpu")}
+    with pytest.raises(InvalidDataError, match="DemonstratorConfig.device: device 'gpu'"):
+        DemonstratorConfig(device="gpu")
+
+
+@no_cuda
+def test_the_demonstrator_on_cuda_without_cuda_is_a_config_error_not_a_quiet_cpu_run(tmp_path):
+    config = DemonstratorConfig(algo="ppo", total_timesteps=16, device="cuda")
+    with pytest.raises(ConfigError, match="device 'cuda': torch sees no CUDA device"):
+        train_demonstrator(lambda seed: venv(seed), config, tmp_path, {"ppo": PPO})
+
+
+def test_behaviour_cloning_trains_on_its_device(demos):
+    config = DrexConfig(bc_epochs=2, device="cpu")
+    policy = train_bc(demos, venv().action_space, config)
+    assert devices_of(policy) == {torch.device("cpu")}
+    assert policy.act(demos[0].obs[:3]).shape == (3, 1)
+    with pytest.raises(InvalidDataError, match="DrexConfig.device: device 'cuda:'"):
+        DrexConfig(device="cuda:")
+
+
+@no_cuda
+def test_behaviour_cloning_on_cuda_without_cuda_is_a_config_error(demos):
+    with pytest.raises(ConfigError, match="device 'cuda': torch sees no CUDA device"):
+        train_bc(demos, venv().action_space, DrexConfig(device="cuda"))

@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from rlkit.config import StrictModel
+from rlkit.devices import Device
 from rlkit.errors import InvalidDataError
 from rlkit.factories.configs import AgentConfig
 from rlkit.reward.config import TrainerConfig
@@ -20,6 +21,13 @@ Method = Literal["apec", "apec_ordinal", "gap_only", "ot_only", "drex", "raw_ail
 METHODS: tuple[Method, ...] = ("apec", "gap_only", "ot_only", "drex", "raw_ail")
 """The default arms; ``apec_ordinal`` (APEC's pairs, labels graded by the index gap on the
 five-level scale, fitted with the ordinal cross-entropy) is an option to measure, not a default."""
+
+
+def device_field(default: str, networks: str) -> Any:
+    """A section's ``device``: written to a saved config only when it differs from ``default``, so
+    the ``config.yaml`` of a run made before the field existed still matches (and resumes)."""
+    return Field(default, exclude_if=default.__eq__,
+                 description=f"where {networks} run: auto (CUDA when present), cpu, cuda, cuda:N")
 
 
 class ApecEnvConfig(StrictModel):
@@ -33,7 +41,8 @@ class ApecEnvConfig(StrictModel):
 
 class DemosSettings(StrictModel):
     """Train a demonstrator with SB3, then take demos at ``target_fraction`` of its best return.
-    ``path``: use an existing demos ``.npz`` instead (nothing is trained)."""
+    ``path``: use an existing demos ``.npz`` instead (nothing is trained). ``device``: ``auto``, as
+    SB3's own default, for the SAC demonstrator's 256x256 networks."""
 
     path: str | None = None
     n_envs: int | None = Field(None, ge=1, description="the demonstrator's envs (default: env.n_envs)")
@@ -45,6 +54,7 @@ class DemosSettings(StrictModel):
     eval_episodes: int = Field(3, ge=1)
     baseline: Literal["zero", "random"] = Field("zero", description="the return that counts as 0%")
     kwargs: dict[str, Any] = {}
+    device: Device = device_field("auto", "the demonstrator's networks")
 
 
 REFERENCE_SAC: dict[str, Any] = {
@@ -67,7 +77,10 @@ class AILSettings(StrictModel):
     steps (the paper's length; the reference's default runs on to 400, Parameter.py:94).
 
     ``loss_scale`` matters through the weight decay only (Adam is invariant to the scale of the
-    loss gradient): 1000 with decay 1e-3 is decay 1e-6 on the unscaled loss."""
+    loss gradient): 1000 with decay 1e-3 is decay 1e-6 on the unscaled loss.
+
+    ``device``: ``auto``; the SAC generator (256x256, an update per env step) and the 512x512
+    discriminator on 1000-state batches are the pipeline's largest networks."""
 
     rounds: int = Field(50, ge=1)
     steps_per_round: int = Field(5000, ge=1)
@@ -86,6 +99,7 @@ class AILSettings(StrictModel):
     updates_per_round: int = Field(1, ge=0)
     agent_buffer: int | None = Field(1000, ge=1)
     checkpoint_every: int = Field(1, ge=1)
+    device: Device = device_field("auto", "the generator and the discriminator")
 
 
 class RolloutConfig(StrictModel):
@@ -134,10 +148,13 @@ class PairConfig(StrictModel):
 
 
 class DrexSettings(StrictModel):
+    """``device``: ``cpu``; D-REX's behaviour-cloning MLP (64x64) is too small for a GPU to pay."""
+
     noise_step: float = Field(0.05, gt=0, le=1)
     rollouts_per_level: int = Field(5, ge=1)
     min_gap: float = Field(0.5, gt=0)
     bc_epochs: int = Field(200, ge=1)
+    device: Device = device_field("cpu", "the behaviour-cloning policy's networks")
 
 
 class HeldOutSettings(StrictModel):

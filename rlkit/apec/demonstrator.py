@@ -24,6 +24,7 @@ from stable_baselines3.common.vec_env import VecEnv
 from rlkit.ail.demos import demos_from_policy, save_demos
 from rlkit.config import StrictModel
 from rlkit.data import Trajectory, collect_trajectories
+from rlkit.devices import Device, resolve_device
 from rlkit.errors import FileFormatError, InvalidDataError
 from rlkit.persistence import atomic_write_json
 from rlkit.persistence.agents import load_agent, save_agent
@@ -36,7 +37,8 @@ class DemonstratorConfig(StrictModel):
     """``target_fraction`` of the best checkpoint's return; ``eval_episodes`` per checkpoint.
 
     ``baseline``: the return that counts as 0% — ``"zero"`` (MuJoCo locomotion, returns > 0) or
-    ``"random"`` (the random policy's mean return, for envs whose returns are negative)."""
+    ``"random"`` (the random policy's mean return, for envs whose returns are negative).
+    ``device``: where the demonstrator trains (``auto``, SB3's default: CUDA when present)."""
 
     invalid_error = InvalidDataError
 
@@ -49,6 +51,7 @@ class DemonstratorConfig(StrictModel):
     seed: int = 0
     kwargs: tuple[tuple[str, Any], ...] = ()
     baseline: Literal["zero", "random"] = "zero"
+    device: Device = "auto"
 
 
 @dataclass(frozen=True)
@@ -84,11 +87,12 @@ class _SaveEvery(BaseCallback):
 def train_demonstrator(make_venv: VenvFactory, config: DemonstratorConfig, out_dir: str | os.PathLike[str],
                        algorithms: dict[str, type[BaseAlgorithm]]) -> list[Path]:
     """Train on the true reward, saving a checkpoint every ``checkpoint_every`` steps; returns them."""
+    device = resolve_device(config.device)  # SB3 would quietly take the CPU for a missing GPU
     directory = Path(out_dir)
     directory.mkdir(parents=True, exist_ok=True)
     venv = make_venv(config.seed)
     try:
-        model = algorithms[config.algo]("MlpPolicy", venv, seed=config.seed, device="cpu", verbose=0,
+        model = algorithms[config.algo]("MlpPolicy", venv, seed=config.seed, device=device, verbose=0,
                                         **dict(config.kwargs))
         model.learn(config.total_timesteps, callback=_SaveEvery(directory, config.checkpoint_every))
     finally:

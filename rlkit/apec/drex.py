@@ -20,6 +20,7 @@ from rlkit.config import StrictModel
 from rlkit.data.rollout import collect_trajectories, random_actions
 from rlkit.data.store import TrajectoryStore
 from rlkit.data.trajectory import Trajectory
+from rlkit.devices import Device, resolve_device
 from rlkit.errors import InvalidDataError
 from rlkit.feedback.dataset import PreferenceDataset
 from rlkit.feedback.scale import BINARY
@@ -28,7 +29,8 @@ NOISE_GRID: tuple[float, ...] = tuple(round(0.05 * k, 2) for k in range(20))  # 
 
 
 class DrexConfig(StrictModel):
-    """The paper's D-REX: eps in 0..0.95 step 0.05, 5 rollouts per level, noise gap >= 0.5."""
+    """The paper's D-REX: eps in 0..0.95 step 0.05, 5 rollouts per level, noise gap >= 0.5.
+    ``device``: where the behaviour-cloning policy trains and acts (``cpu``: a 64x64 MLP)."""
 
     invalid_error = InvalidDataError
 
@@ -43,6 +45,7 @@ class DrexConfig(StrictModel):
     bc_batch_size: int = Field(256, ge=1)
     seed: int = 0
     max_draws: int = Field(100, ge=1)
+    device: Device = "cpu"
 
     @field_validator("noise_levels")
     @classmethod
@@ -73,7 +76,8 @@ class BCPolicy(nn.Module):
 
     @torch.no_grad()
     def act(self, obs: np.ndarray) -> np.ndarray:
-        raw = self(torch.as_tensor(np.asarray(obs), dtype=torch.float32)).numpy()
+        device = next(self.parameters()).device
+        raw = self(torch.as_tensor(np.asarray(obs), dtype=torch.float32, device=device)).cpu().numpy()
         raw = raw.reshape(len(raw), *self.action_space.shape)
         return np.clip(raw, self.action_space.low, self.action_space.high).astype(
             self.action_space.dtype
@@ -82,7 +86,10 @@ class BCPolicy(nn.Module):
 
 def train_bc(demos: Sequence[Trajectory], action_space: spaces.Space,
              config: DrexConfig = DEFAULT_DREX) -> BCPolicy:
-    """Fit a BCPolicy to the demos' (state, action) pairs with MSE; leaves torch's global RNG alone."""
+    """Fit a BCPolicy to the demos' (state, action) pairs with MSE on ``config.device`` (the demos
+    copied there once; initial weights and minibatch order from the CPU RNG, the same on any
+    device); leaves torch's global RNG alone."""
+    device = resolve_device(config.device)
     if not demos:
         raise InvalidDataError("demos is empty: behaviour cloning needs demonstrations")
     if not isinstance(action_space, spaces.Box):
@@ -94,15 +101,15 @@ def train_bc(demos: Sequence[Trajectory], action_space: spaces.Space,
             raise InvalidDataError(f"demos[{k}].acts rows have shape {demo.acts.shape[1:]}, "
                                    f"the action_space has {action_space.shape}")
     obs = torch.as_tensor(np.concatenate([d.obs[:-1].reshape(len(d), -1) for d in demos]),
-                          dtype=torch.float32)
+                          dtype=torch.float32, device=device)
     acts = torch.as_tensor(np.concatenate([d.acts.reshape(len(d), -1) for d in demos]),
-                           dtype=torch.float32)
+                           dtype=torch.float32, device=device)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(config.seed)
-        policy = BCPolicy(obs.shape[1], action_space, config.hidden)
+        policy = BCPolicy(obs.shape[1], action_space, config.hidden).to(device)
         optimizer = torch.optim.Adam(policy.parameters(), lr=config.bc_lr)
         for _ in range(config.bc_epochs):
-            for rows in torch.randperm(len(obs)).split(config.bc_batch_size):
+            for rows in torch.randperm(len(obs)).to(device).split(config.bc_batch_size):
                 loss = nn.functional.mse_loss(policy(obs[rows]), acts[rows])
                 optimizer.zero_grad()
                 loss.backward()
