@@ -27,7 +27,7 @@ def device_field(default: str, networks: str) -> Any:
     """A section's ``device``: written to a saved config only when it differs from ``default``, so
     the ``config.yaml`` of a run made before the field existed still matches (and resumes)."""
     return Field(default, exclude_if=default.__eq__,
-                 description=f"where {networks} run: auto (CUDA when present), cpu, cuda, cuda:N")
+                 description=f"where {networks} run; auto: CUDA when present")
 
 
 class ApecEnvConfig(StrictModel):

@@ -36,4 +36,4 @@ class MarlConfig(StrictModel):
     net_arch: tuple[int, ...] = (64, 64)
     seed: int = 0
     device: Device = Field("cpu", exclude_if="cpu".__eq__,
-                           description="where the policies run: auto (CUDA when present), cpu, cuda, cuda:N")
+                           description="where the policies run; auto: CUDA when present")
