@@ -14,6 +14,7 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from rlkit.data import TrajectoryStore, collect_trajectories, sample_pairs
 from rlkit.data.segments import SegmentPairs
+from rlkit.devices import resolve_device
 from rlkit.errors import ConfigError
 from rlkit.factories.algorithms import ALGORITHMS
 from rlkit.factories.configs import (
@@ -24,6 +25,7 @@ from rlkit.factories.configs import (
     RewardModelConfig,
     untrusted_zip,
 )
+from rlkit.factories.hyperparams import resolve_hyperparams, sb3_kwargs
 from rlkit.feedback import (
     OrdinalScale,
     PreferenceDataset,
@@ -41,16 +43,28 @@ def make_venv(env: EnvConfig, seed_offset: int = 0) -> VecEnv:
 
 
 def load_policy(algo: str, path: str | os.PathLike[str], trust_pickle: bool = False,
-                field: str = "policy") -> BaseAlgorithm:
+                field: str = "policy", device: str = "auto") -> BaseAlgorithm:
     """An agent rlkit saved (its ``.json`` beside the zip: nothing unpickled), or, only with
     ``trust_pickle``, any other SB3 zip through SB3's own loader (it unpickles some fields, and a
-    pickle can run any code); without it such a zip is refused naming ``field``'s opt-in."""
+    pickle can run any code); without it such a zip is refused naming ``field``'s opt-in.
+
+    Args:
+        algo: the algorithm of a zip rlkit did not save (``ppo``, ``sac``...).
+        path: the zip.
+        trust_pickle: whether SB3's unpickling loader may read a zip rlkit did not save.
+        field: the config field named in a refusal.
+        device: where the networks go: ``auto`` (CUDA when present), ``cpu``, ``cuda[:N]``.
+
+    Returns:
+        The agent, on ``device``.
+    """
+    where = str(resolve_device(device))
     refusal = untrusted_zip(field, path)
     if refusal is None:
-        return load_agent(ALGORITHMS, path)
+        return load_agent(ALGORITHMS, path, device=where)
     if not trust_pickle:
         raise ConfigError(refusal)
-    return ALGORITHMS[algo].load(Path(path), device="cpu")
+    return ALGORITHMS[algo].load(Path(path), device=where)
 
 
 def collect_store(config: CollectConfig, rng: np.random.Generator) -> TrajectoryStore:
@@ -63,7 +77,8 @@ def collect_store(config: CollectConfig, rng: np.random.Generator) -> Trajectory
             if source.kind == "sb3":
                 if source.path is None:
                     raise ConfigError(f"policies[{i}]: an sb3 policy needs a path")
-                policy = load_policy(source.algo, source.path, source.trust_pickle, f"policies[{i}]")
+                policy = load_policy(source.algo, source.path, source.trust_pickle, f"policies[{i}]",
+                                     device=source.device)
             store.extend(collect_trajectories(
                 venv, policy, rng, n_steps=source.n_steps, max_length=config.max_length,
                 deterministic=source.deterministic, seed=config.seed + i,
@@ -127,9 +142,29 @@ def store_spaces(store: TrajectoryStore) -> tuple[spaces.Box, spaces.Space]:
 
 
 def make_agent(config: AgentConfig, venv: VecEnv, seed: int) -> BaseAlgorithm:
-    kwargs: dict[str, Any] = {"verbose": 0, "seed": seed, "device": "cpu"}
+    """An SB3 agent on ``venv`` with ``config.hyperparams`` (``agent.kwargs`` over them) on
+    ``config.device``. Hyperparameters still ``auto``/``zoo`` (a config that does not resolve them
+    when loaded) are resolved here for the env id ``venv`` reports.
+
+    Args:
+        config: the agent's settings.
+        venv: the env it trains on.
+        seed: its seed.
+
+    Returns:
+        The untrained agent.
+    """
+    hyperparams: str | dict[str, Any] = config.hyperparams
+    if not isinstance(hyperparams, dict) and hyperparams != "sb3":
+        spec = venv.get_attr("spec", indices=[0])[0]
+        env_id = spec.id if spec is not None else "?"
+        hyperparams = resolve_hyperparams(hyperparams, env_id, config.algo).hyperparams
+    algorithm = ALGORITHMS[config.algo]
+    action_dim = int(np.prod(venv.action_space.shape)) if isinstance(venv.action_space, spaces.Box) else None
+    kwargs: dict[str, Any] = {"verbose": 0, "seed": seed, "device": str(resolve_device(config.device))}
+    kwargs.update(sb3_kwargs(hyperparams, algorithm, action_dim))
     kwargs.update(config.kwargs)
-    return ALGORITHMS[config.algo]("MlpPolicy", venv, **kwargs)
+    return algorithm("MlpPolicy", venv, **kwargs)
 
 
 def true_return(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import Any, Literal
@@ -9,9 +10,13 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from rlkit.config import StrictModel
+from rlkit.devices import Device
 from rlkit.errors import ConfigError, InvalidLabelError
+from rlkit.factories.hyperparams import resolve_hyperparams
 from rlkit.feedback.teachers import TeacherConfig
 from rlkit.reward.config import TrainerConfig
+
+log = logging.getLogger(__name__)
 
 
 class EnvConfig(StrictModel):
@@ -33,6 +38,8 @@ class PolicySource(StrictModel):
     n_steps: int = Field(10_000, ge=1)
     deterministic: bool = False
     trust_pickle: bool = Field(False, description="load an SB3 zip rlkit did not save (it unpickles)")
+    device: Device = Field("auto", description="where the policy acts: auto (CUDA when present), cpu, "
+                                              "cuda or cuda:N")
 
 
 def untrusted_zip(field: str, path: str | os.PathLike[str]) -> str | None:
@@ -84,12 +91,68 @@ class EvalRewardConfig(StrictModel):
     dataset: str | None = None
 
 
+HYPERPARAMS_HELP = (
+    "auto: rl-zoo3's tuned settings for this env and algo when rl_zoo3 is installed and has them, "
+    "else SB3's defaults (a log line says which); zoo: the same, rl_zoo3 required; sb3: SB3's "
+    "defaults; or a mapping of SB3 arguments. Resolved when the config is loaded: the run's "
+    "config.yaml holds the settings used. The zoo's n_envs is logged, not applied (env.n_envs "
+    "stays), its n_timesteps and VecNormalize are not used (rlkit normalises the learned reward)"
+)
+
+
 class AgentConfig(StrictModel):
     algo: Literal["ppo", "sac"] = "ppo"
     total_timesteps: int = Field(100_000, ge=1)
-    kwargs: dict[str, Any] = {}
+    hyperparams: Literal["auto", "zoo", "sb3"] | dict[str, Any] = Field("auto", description=HYPERPARAMS_HELP)
+    kwargs: dict[str, Any] = Field({}, description="SB3 arguments over agent.hyperparams")
+    device: Device = Field("auto", description=(
+        "auto (CUDA when present), cpu, cuda or cuda:N; SB3's MLP policies often run faster on cpu"))
     normalize_reward: bool = True
     eval_episodes: int = Field(5, ge=1)
+
+    @model_validator(mode="after")
+    def _device_in_one_place(self) -> AgentConfig:
+        for name in ("hyperparams", "kwargs"):
+            given = getattr(self, name)
+            if isinstance(given, dict) and {"device", "seed"} & set(given):
+                raise ConfigError(f"agent.{name} sets {sorted({'device', 'seed'} & set(given))}: use "
+                                  "agent.device and the config's seed")
+        return self
+
+
+def resolve_agent_settings(data: Any, defaults: type[StrictModel]) -> Any:
+    """A command config's raw ``data`` with ``agent.hyperparams`` resolved for its ``env.id``:
+    ``auto``/``zoo`` become the settings themselves (see ``rlkit.factories.hyperparams``), so the
+    run's ``config.yaml`` records them. The class's own defaults (no data) stay unresolved, since
+    ``load_config`` lays a file and overrides over them (``make_agent`` resolves a config left so).
+    Data that do not validate are returned as they are, for the config's own validation to word.
+
+    Args:
+        data: the keyword arguments the config is being built from.
+        defaults: the config class (its ``env`` and ``agent`` defaults fill what data leave out).
+
+    Returns:
+        The data to build the config from.
+    """
+    if not isinstance(data, dict) or not data:
+        return data
+    fields = defaults.model_fields
+    try:
+        env = _section(data.get("env", fields["env"].default), EnvConfig)
+        agent = _section(data.get("agent", fields["agent"].default), AgentConfig)
+    except ValueError:  # ConfigError and pydantic's ValidationError
+        return data
+    if isinstance(agent.hyperparams, dict) or agent.hyperparams == "sb3":
+        return data
+    resolved = resolve_hyperparams(agent.hyperparams, env.id, agent.algo)
+    if resolved.n_envs not in (None, env.n_envs):
+        log.info("rl-zoo3 tunes %s on %s with env.n_envs=%d; this run has %d (set env.n_envs for the zoo's)",
+                 agent.algo, env.id, resolved.n_envs, env.n_envs)
+    return {**data, "agent": agent.replace(hyperparams=resolved.hyperparams)}
+
+
+def _section(value: Any, schema: type[StrictModel]) -> Any:
+    return value if isinstance(value, schema) else schema.model_validate(value)
 
 
 class DemoConfig(StrictModel):
@@ -107,6 +170,11 @@ class DemoConfig(StrictModel):
         kwargs={"n_steps": 512, "batch_size": 256, "n_epochs": 5, "learning_rate": 3e-4},
     )
     seed: int = 0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _agent_settings(cls, data: Any) -> Any:
+        return resolve_agent_settings(data, cls)
 
 
 class QueryConfig(StrictModel):
@@ -173,6 +241,11 @@ class PrefRLConfig(StrictModel):
     model: RewardModelConfig = RewardModelConfig(ensemble_size=3)
     trainer: TrainerConfig = TrainerConfig(max_epochs=30)
     seed: int = 0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _agent_settings(cls, data: Any) -> Any:
+        return resolve_agent_settings(data, cls)
 
     @model_validator(mode="after")
     def _selector_fits_the_model(self) -> PrefRLConfig:
