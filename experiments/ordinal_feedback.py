@@ -34,6 +34,7 @@ from stable_baselines3.common.env_util import make_vec_env
 
 from rlkit.config import StrictModel, experiment_parser, load_config, save_config
 from rlkit.data import SegmentPairs, TrajectoryStore, collect_trajectories, sample_pairs
+from rlkit.devices import Device, resolve_device
 from rlkit.factories.builders import build_reward_model, store_spaces, trainer_config
 from rlkit.factories.configs import RewardModelConfig
 from rlkit.feedback import OrdinalScale, beta_for_spread
@@ -51,10 +52,14 @@ class TaskConfig(StrictModel):
 
 
 class OrdinalExperimentConfig(StrictModel):
+    """``ppo_device``: where the PPO checkpoints train (``cpu``: SB3's MLP PPO is fastest there);
+    the reward models fit where ``trainer.device`` says."""
+
     out_dir: str = "runs/ordinal_feedback"
     seeds: list[int] = [0, 1, 2, 3, 4]
     tasks: list[TaskConfig] = [TaskConfig(id="HalfCheetah-v5", checkpoint_steps=[20000, 150000])]
     ppo_kwargs: dict[str, Any] = {}
+    ppo_device: Device = "cpu"
     n_envs: int = Field(4, ge=1)
     steps_per_policy: int = Field(10_000, ge=1)
     max_length: int = Field(200, ge=1)
@@ -73,9 +78,10 @@ def train_checkpoints(task: TaskConfig, config: OrdinalExperimentConfig, folder:
     paths = [folder / f"ppo_{steps}.zip" for steps in task.checkpoint_steps]
     if all(p.exists() and p.with_suffix(".json").exists() for p in paths):
         return paths
+    device = resolve_device(config.ppo_device)  # SB3 would quietly take the CPU for a missing GPU
     folder.mkdir(parents=True, exist_ok=True)
     venv = make_vec_env(task.id, n_envs=config.n_envs, seed=0)
-    model = PPO("MlpPolicy", venv, seed=0, device="cpu", verbose=0, **config.ppo_kwargs)
+    model = PPO("MlpPolicy", venv, seed=0, device=device, verbose=0, **config.ppo_kwargs)
     done = 0
     for steps, path in zip(task.checkpoint_steps, paths, strict=True):
         model.learn(steps - done, reset_num_timesteps=False)

@@ -10,6 +10,7 @@ import pytest
 import torch
 from stable_baselines3 import PPO
 
+from experiments import ordinal_feedback
 from rlkit.ail import AILConfig, AILTrainer, CheckpointStore, demos_from_policy
 from rlkit.ail.transitions import Transitions, take_rows
 from rlkit.apec.config import AILSettings, ApecConfig, DemosSettings, DrexSettings
@@ -24,6 +25,7 @@ from rlkit.runners.rundir import same_config
 from tests.test_ail_trainer import expert, venv
 from tests.test_m3hf_loop import tiny_config
 from tests.test_marl import cue_rows
+from tests.tiny_envs import POINT_ID
 
 no_cuda = pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
 
@@ -184,3 +186,28 @@ def test_behaviour_cloning_trains_on_its_device(demos):
 def test_behaviour_cloning_on_cuda_without_cuda_is_a_config_error(demos):
     with pytest.raises(ConfigError, match="device 'cuda': torch sees no CUDA device"):
         train_bc(demos, venv().action_space, DrexConfig(device="cuda"))
+
+
+def ordinal_config(device: str) -> ordinal_feedback.OrdinalExperimentConfig:
+    return ordinal_feedback.OrdinalExperimentConfig(
+        tasks=[ordinal_feedback.TaskConfig(id=POINT_ID, checkpoint_steps=[16])], n_envs=1,
+        ppo_kwargs={"n_steps": 16, "batch_size": 16}, ppo_device=device)
+
+
+def test_the_ordinal_experiment_trains_its_ppo_checkpoints_on_ppo_device(tmp_path, monkeypatch):
+    monkeypatch.setattr(ordinal_feedback, "PPO", RecordingPPO)
+    RecordingPPO.built.clear()
+    config = ordinal_config("cpu")
+    ordinal_feedback.train_checkpoints(config.tasks[0], config, tmp_path)
+    (model,) = RecordingPPO.built
+    assert model.device == torch.device("cpu") and devices_of(model.policy) == {torch.device("cpu")}
+    with pytest.raises(ConfigError, match="ppo_device: device 'cuda:a'"):
+        ordinal_feedback.OrdinalExperimentConfig(ppo_device="cuda:a")
+
+
+@no_cuda
+def test_the_ordinal_experiment_on_cuda_without_cuda_is_a_config_error(tmp_path):
+    config = ordinal_config("cuda")
+    with pytest.raises(ConfigError, match="device 'cuda': torch sees no CUDA device"):
+        ordinal_feedback.train_checkpoints(config.tasks[0], config, tmp_path)
+    assert not any(tmp_path.iterdir())  # refused before anything was made
