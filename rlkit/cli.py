@@ -62,7 +62,9 @@ class _CommandParser(argparse.ArgumentParser):
 
     def format_help(self) -> str:
         if self._command is not None:
-            self.description = f"{self.description}\n\n{_fields_help(command_schema(self._command))}"
+            from rlkit.runners.help import fields_help
+
+            self.description = f"{self.description}\n\n{fields_help(command_schema(self._command))}"
             self._command = None
         return super().format_help()
 
@@ -88,6 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
                                       "command resumes the run there: pref-rl, m3hf, apec, demos)")
         command.add_argument("--logger", default="jsonl,console,wandb",
                              help="comma-separated backends: jsonl, console, wandb, tensorboard")
+        command.add_argument("--group", default=os.environ.get("WANDB_RUN_GROUP"),
+                             help="the W&B group of this run (a sweep sets it to the sweep's name; "
+                                  "default $WANDB_RUN_GROUP); its job type is the command")
         command.add_argument("--torch-threads", type=int, default=1,
                              help="torch CPU threads (default 1: small nets run fastest on one, "
                                   "and more threads thrash when other processes share the cores)")
@@ -101,24 +106,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_sweep_parser(sub)  # rlkit sweep COMMAND ...: runs of the commands above (rlkit.scale)
     return parser
-
-
-def _fields_help(schema: type[BaseModel], prefix: str = "", value: BaseModel | None = None) -> str:
-    """Every field with the default the command really uses: the values of ``schema()``, so a
-    section whose default differs from its class's (pref-rl's 3-member ensemble) shows its own."""
-    from pydantic import BaseModel
-
-    value = schema() if value is None else value
-    lines = []
-    for name, info in schema.model_fields.items():
-        default = getattr(value, name)
-        if isinstance(default, BaseModel):
-            lines.append(_fields_help(type(default), f"{prefix}{name}.", default))
-        else:
-            shown = "null" if default is None else default
-            note = f"  ({info.description})" if info.description else ""
-            lines.append(f"  {prefix}{name} = {shown}{note}")
-    return "\n".join(line for line in lines if line)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -151,15 +138,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _session(command: str, config: BaseModel, args: argparse.Namespace) -> tuple[Path, Any]:
-    from rlkit.logging import make_logger
-    from rlkit.runners.rundir import make_run_dir
+    from rlkit.runners.session import open_session
 
-    run_dir = make_run_dir(command, args.run_dir, config, overwrite=args.overwrite,
-                           resumes=_resume_check(command, config))
-    backends = tuple(b.strip() for b in args.logger.split(",") if b.strip())
-    logger = make_logger(run_dir, backends=backends, project="rlkit",
-                         config=config.model_dump(mode="json") | {"command": command})
-    return run_dir, logger
+    return open_session(command, config, args.run_dir, overwrite=args.overwrite, logger=args.logger,
+                        group=args.group, resumes=_resume_check(command, config))
 
 
 def _resume_check(command: str, config: Any) -> Callable[[Path], bool] | None:
@@ -185,10 +167,13 @@ def _run_demo(config: configs.DemoConfig, args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from rlkit.runners.demo import run_demo, summary_rows
+    from rlkit.runners.session import dataset_files, log_outputs
 
     run_dir, logger = _session("demo", config, args)
     try:
         summary = run_demo(config, run_dir, logger)
+        log_outputs(logger, run_dir, reward_model=("model", [run_dir / "reward_model"]),
+                    preferences=("dataset", dataset_files(run_dir / "preferences")))
     finally:
         logger.close()
     table = Table(title=f"rlkit demo — {summary['env']}, {summary['pairs']['train']} training "
@@ -207,6 +192,7 @@ def _run_collect(config: configs.CollectConfig, args: argparse.Namespace) -> int
     import numpy as np
 
     from rlkit.factories.builders import collect_store
+    from rlkit.runners.session import log_outputs
 
     run_dir, logger = _session("collect", config, args)
     store = collect_store(config, np.random.default_rng(config.seed))
@@ -215,6 +201,7 @@ def _run_collect(config: configs.CollectConfig, args: argparse.Namespace) -> int
     stats = {"trajectories": len(store), "steps": store.n_steps,
              "mean_return": float(np.mean(returns)), "path": str(path)}
     logger.log({"collect/steps": store.n_steps, "collect/mean_return": stats["mean_return"]}, 0)
+    log_outputs(logger, run_dir, trajectories=("dataset", [path]))
     logger.close()
     print(json.dumps(stats))
     return 0
@@ -223,12 +210,21 @@ def _run_collect(config: configs.CollectConfig, args: argparse.Namespace) -> int
 def _run_label(config: configs.LabelConfig, args: argparse.Namespace) -> int:
     import numpy as np
 
+    from rlkit.runners.session import dataset_files, label_metrics, log_outputs
+
     if args.human:
         from rlkit.human.terminal import label_in_terminal
 
         run_dir, logger = _session("label", config, args)
-        logger.close()
-        print(json.dumps(label_in_terminal(config, run_dir)))
+        try:
+            summary = label_in_terminal(config, run_dir)
+            logger.log({"label/answered": summary["answered"],
+                        "label/labels_in_store": summary["labels_in_store"]}, step=0)
+            if "path" in summary:
+                log_outputs(logger, run_dir, preferences=("dataset", dataset_files(summary["path"])))
+        finally:
+            logger.close()
+        print(json.dumps(summary))
         return 0
 
     from rlkit.data import TrajectoryStore
@@ -239,9 +235,11 @@ def _run_label(config: configs.LabelConfig, args: argparse.Namespace) -> int:
     run_dir, logger = _session("label", config, args)
     store = TrajectoryStore.load(config.trajectories)
     dataset = label_pairs(store, config, np.random.default_rng(config.seed))
-    npz, _ = dataset.save(run_dir / "preferences")
+    npz, description = dataset.save(run_dir / "preferences")
     labels = dataset.labels[np.isfinite(dataset.labels)]
     levels, counts = np.unique(labels, return_counts=True)
+    logger.log(label_metrics(dataset.labels, dataset.meta["oracle_p"]), step=0)
+    log_outputs(logger, run_dir, preferences=("dataset", [npz, description]))
     logger.close()
     print(json.dumps({"pairs": len(dataset), "skipped": int(len(dataset) - len(labels)),
                       "labels": {f"{level:g}": int(c) for level, c in zip(levels, counts, strict=True)},
@@ -256,6 +254,7 @@ def _run_train_reward(config: configs.TrainRewardConfig, args: argparse.Namespac
     from rlkit.feedback import PreferenceDataset
     from rlkit.persistence import atomic_write_json
     from rlkit.reward import RewardTrainer, evaluate_dataset, save_reward_model
+    from rlkit.runners.session import log_outputs
 
     if config.dataset is None:
         raise configs_error("train-reward", "dataset", "the prefix written by `rlkit label`")
@@ -269,10 +268,12 @@ def _run_train_reward(config: configs.TrainRewardConfig, args: argparse.Namespac
         logger.log({"reward/val_loss": loss, "reward/val_accuracy": acc}, step=epoch)
     metrics = evaluate_dataset(model, held_out)
     save_reward_model(model, run_dir / "reward_model")
-    held_out.save(run_dir / "held_out")
+    held_out_files = held_out.save(run_dir / "held_out")
     atomic_write_json(run_dir / "metrics.json", {"held_out": metrics, "epochs": report.epochs,
                                                  "best_epoch": report.best_epoch})
     logger.log({f"held_out/{k}": float(v) for k, v in metrics.items()}, step=report.epochs)
+    log_outputs(logger, run_dir, reward_model=("model", [run_dir / "reward_model"]),
+                held_out=("dataset", list(held_out_files)))
     logger.close()
     print(json.dumps({"held_out": metrics, "model": str(run_dir / "reward_model")}))
     return 0
@@ -303,6 +304,7 @@ def _run_pref_rl(config: configs.PrefRLConfig, args: argparse.Namespace) -> int:
     from rlkit.persistence.agents import save_agent
     from rlkit.reward import save_reward_model
     from rlkit.runners.prefrl import build_preference_rl
+    from rlkit.runners.session import log_outputs
 
     run_dir, logger = _session("pref-rl", config, args)
     try:
@@ -314,11 +316,13 @@ def _run_pref_rl(config: configs.PrefRLConfig, args: argparse.Namespace) -> int:
         mean, std = true_return(result.agent, config.env, config.agent.eval_episodes)
         save_agent(result.agent, run_dir / "agent")
         save_reward_model(loop.model, run_dir / "reward_model")
-        result.dataset.save(run_dir / "preferences")
+        saved = result.dataset.save(run_dir / "preferences")
         summary = {"true_return": {"mean": mean, "std": std}, "labels": len(result.dataset),
                    "rounds": [vars(r) for r in result.rounds]}
         atomic_write_json(run_dir / "summary.json", summary)
         logger.log({"eval/true_return": mean}, step=result.agent.num_timesteps)  # after the last round
+        log_outputs(logger, run_dir, reward_model=("model", [run_dir / "reward_model"]),
+                    preferences=("dataset", list(saved)))
     finally:
         logger.close()
     print(json.dumps({"true_return": summary["true_return"], "labels": summary["labels"],
@@ -343,10 +347,12 @@ def configs_error(command: str, field: str, what: str) -> RlkitError:
 
 def _run_demos(config: DemosConfig, args: argparse.Namespace) -> int:
     from rlkit.runners.apec import run_demos
+    from rlkit.runners.session import log_outputs
 
     run_dir, logger = _session("demos", config, args)
     try:
         demos = run_demos(config.env, config.demos, config.seed, run_dir, logger)
+        log_outputs(logger, run_dir, demos=("dataset", [run_dir / "demos.npz"]))
     finally:
         logger.close()
     report = run_dir / "demos.json"
@@ -359,10 +365,15 @@ def _run_demos(config: DemosConfig, args: argparse.Namespace) -> int:
 
 def _run_apec(config: ApecConfig, args: argparse.Namespace) -> int:
     from rlkit.runners.apec import run_apec
+    from rlkit.runners.session import log_outputs
 
     run_dir, logger = _session("apec", config, args)
     try:
         results = run_apec(config, run_dir, logger)
+        outputs = {"reward_models": ("model", run_dir / "rewards"),
+                   "datasets": ("dataset", run_dir / "datasets")}
+        log_outputs(logger, run_dir, **{name: (kind, [path]) for name, (kind, path) in outputs.items()
+                                        if path.is_dir()})  # raw_ail alone has neither
     finally:
         logger.close()
     for method, metrics in results["methods"].items():

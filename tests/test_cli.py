@@ -60,6 +60,12 @@ def test_collect_label_train_and_evaluate_a_reward(tmp_path, capsys):
                    "--logger", "jsonl")
     assert labelled["pairs"] == 600
     assert set(labelled["labels"]) <= {"0", "0.2", "0.5", "0.8", "1"}
+    (record,) = [json.loads(line) for line in (tmp_path / "l" / "metrics.jsonl").read_text().splitlines()]
+    assert record["label/pairs"] == 600 and record["label/skipped"] == 0
+    assert {k.removeprefix("label/level_"): v for k, v in record.items()
+            if k.startswith("label/level_")} == labelled["labels"]
+    assert record["label/agreement"] > 0.7  # a 5-level teacher mostly sides with the true return
+    assert 0 < record["label/mean_abs_error"] < 0.5
 
     trained = run(capsys, "train-reward", f"dataset={labelled['path']}", "model.hidden=[64, 64]",
                   "trainer.max_epochs=40", "--run-dir", str(tmp_path / "t"), "--logger", "jsonl")
@@ -171,3 +177,47 @@ def test_pref_rl_help_shows_the_defaults_it_uses_and_refuses_a_selector_its_mode
     code = main(["pref-rl", "model.ensemble_size=1", "--run-dir", str(tmp_path / "run")])
     assert code == 2 and not (tmp_path / "run").exists()
     assert "query.selector=disagreement needs model.ensemble_size >= 2 (got 1)" in capsys.readouterr().err
+
+
+def test_a_command_starts_with_a_one_line_summary_and_plain_progress_off_a_terminal(tmp_path, capsys):
+    assert main(["collect", "env.id=Pendulum-v1", "env.n_envs=1", "policies=[{n_steps: 200}]",
+                 "--run-dir", str(tmp_path / "c"), "--logger", "jsonl,console"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == (f"rlkit collect  env.id=Pendulum-v1  seed=0  "
+                        f"(full config: {tmp_path / 'c' / 'config.yaml'})")
+    assert not any('"policies"' in line for line in lines)  # no JSON blob of the whole config
+
+    run_dir = tmp_path / "p"
+    assert main(["pref-rl", "env.id=Pendulum-v1", "env.n_envs=2", "agent.algo=ppo",
+                 "agent.kwargs={n_steps: 64, batch_size: 64, n_epochs: 1}", "agent.total_timesteps=1024",
+                 "agent.eval_episodes=1", "query.every_steps=256", "query.initial_pairs=10",
+                 "query.pairs_per_round=5", "query.segment_length=10", "model.hidden=[16]",
+                 "trainer.max_epochs=2", "--run-dir", str(run_dir), "--logger", "jsonl,tensorboard,wandb",
+                 "--group", "study-3"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    progress = [line for line in out if line.startswith("pref-rl env steps")]
+    assert progress[0].startswith("pref-rl env steps  0/1024  0%  elapsed ")
+    assert re.fullmatch(r"pref-rl env steps  1024/1024  100%  done in \d:\d\d:\d\d", progress[-1])
+
+    # SB3's own metrics reach the run's JSONL, TensorBoard and W&B at SB3's step
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert any("train/value_loss" in row for row in rows)
+    (episode,) = [row for row in rows if "rollout/ep_rew_mean" in row][-1:]
+    assert episode["step"] % 128 == 0 and episode["rollout/ep_rew_mean"] < 0  # Pendulum's true return
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(run_dir / "tensorboard"))
+    events.Reload()
+    assert {"train/value_loss", "rollout/ep_rew_mean", "prefrl/n_labels"} <= set(events.Tags()["scalars"])
+
+    from tests.test_logging import read_wandb_records
+
+    (run_file,) = run_dir.glob("wandb/offline-run-*/run-*.wandb")
+    records = read_wandb_records(run_file)
+    (wandb_run,) = [r.run for r in records if r.WhichOneof("record_type") == "run"]
+    assert (wandb_run.run_group, wandb_run.job_type) == ("study-3", "pref-rl")
+    artifacts = {r.artifact.name: r.artifact for r in records if r.WhichOneof("record_type") == "artifact"}
+    assert set(artifacts) == {"reward_model-p", "preferences-p"}
+    assert {e.path for e in artifacts["preferences-p"].manifest.contents} == {
+        "preferences.npz", "preferences.json"}
+    assert "reward_model/model.safetensors" in {e.path for e in artifacts["reward_model-p"].manifest.contents}

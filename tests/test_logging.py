@@ -87,9 +87,9 @@ def test_jsonl_logger_writes_one_flushed_strict_json_line_per_call(tmp_path: Pat
 
 def test_console_logger_prints_one_compact_line(tmp_path: Path) -> None:
     out = io.StringIO()
-    logger = ConsoleLogger(Console(file=out, width=200))
-    logger.log({"train/loss": 0.123456, "episodes": 7}, step=2048)
-    assert out.getvalue().strip() == "step     2048  train/loss=0.1235  episodes=7"
+    logger = ConsoleLogger(Console(file=out, width=40))
+    logger.log({"train/loss": 0.123456, "episodes": 7, "time/fps": 1234}, step=2048)
+    assert out.getvalue() == "step     2048  train/loss=0.1235  episodes=7  time/fps=1234\n"  # not cut at 40
 
 
 def test_console_logger_summarises_the_config_in_one_short_line(tmp_path: Path) -> None:
@@ -97,7 +97,7 @@ def test_console_logger_summarises_the_config_in_one_short_line(tmp_path: Path) 
     config = {"command": "pref-rl", "env": {"id": "Hopper-v5", "n_envs": 4, "kwargs": {}},
               "agent": {"algo": "sac", "total_timesteps": 1000, "kwargs": {"gamma": 0.9}},
               "trainer": {"lr": 0.001, "loss": "ordinal"}, "seed": 3}
-    ConsoleLogger(Console(file=out, width=300), run_dir=tmp_path).log_config(config)
+    ConsoleLogger(Console(file=out, width=40), run_dir=tmp_path).log_config(config)
     assert out.getvalue().strip() == (
         "rlkit pref-rl  env.id=Hopper-v5  agent.algo=sac  agent.total_timesteps=1000  seed=3  "
         f"(full config: {tmp_path / 'config.yaml'})")

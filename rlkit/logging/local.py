@@ -129,7 +129,7 @@ class ConsoleLogger:
         for key, value in scalar_metrics(metrics).items():
             line.append(f"  {key}=", style="dim")
             line.append(f"{value:.4g}" if isinstance(value, float) else str(value))
-        self.console.print(line)
+        self.console.print(line, soft_wrap=True)  # one line per call, even in a log file
 
     def log_config(self, config: dict[str, Any]) -> None:
         """``rlkit pref-rl  env.id=Hopper-v5  seed=0  (full config: runs/x/config.yaml)``."""
@@ -144,7 +144,7 @@ class ConsoleLogger:
                 line.append(str(value))
         if self.run_dir is not None:
             line.append(f"  (full config: {Path(self.run_dir) / 'config.yaml'})", style="dim")
-        self.console.print(line)
+        self.console.print(line, soft_wrap=True)
 
     def log_image(self, name: str, path: PathLike, step: int) -> None:
         self.console.print(Text(f"step {step:>8}  image {name}: {path}"))

@@ -46,7 +46,8 @@ def duration(seconds: float) -> str:
 class ProgressDisplay:
     """The display of a run's tasks on ``console``: live bars with an ETA when it is a terminal
     (outside CI), else one plain line per task at its first update, every ``every_s`` seconds
-    and when it ends. Started by its first task; ``close`` ends it."""
+    and when it ends. Started by its first task (``live`` may be turned off until then: a person
+    typing at the terminal needs plain lines); ``close`` ends it."""
 
     def __init__(self, console: Console | None = None, *, live: bool | None = None,
                  every_s: float = 30.0, clock: Clock = time.monotonic) -> None:

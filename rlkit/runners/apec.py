@@ -48,7 +48,7 @@ from rlkit.factories.agent import EpisodeLog, EpisodeLogCallback
 from rlkit.factories.algorithms import ALGORITHMS
 from rlkit.factories.builders import make_agent, trainer_config
 from rlkit.feedback import ORACLE, PreferenceDataset
-from rlkit.logging import Logger
+from rlkit.logging import Logger, ProgressTask, Track, progress_of
 from rlkit.persistence import atomic_write_json, read_json
 from rlkit.persistence.agents import save_agent
 from rlkit.persistence.arrays import save_npz
@@ -110,9 +110,14 @@ def run_apec(config: ApecConfig, run_dir: Path, logger: Logger | None = None) ->
     """Every stage in order; returns (and writes to ``metrics.json``) the per-method results,
     the AIL run's progress diagnostic and each dataset's label agreement with the true return."""
     make_venv = venv_factory(config.env)
+    policies = [method for method in config.policy.methods if method in config.methods]
+    stages = _stage_bar(logger, 4 + len(config.methods) + len(policies))
     demos = run_demos(config.env, config.demos, config.seed, run_dir / "demos", logger)
+    _advance(stages)
     checkpoints = run_ail(config, make_venv, demos, run_dir / "ail", logger)
+    _advance(stages)
     store, index, distances = run_rollouts(config, make_venv, checkpoints, demos, run_dir / "rollouts")
+    _advance(stages)
     space_venv = make_venv(config.seed)
     observation_space, action_space = space_venv.observation_space, space_venv.action_space
     space_venv.close()
@@ -122,14 +127,16 @@ def run_apec(config: ApecConfig, run_dir: Path, logger: Logger | None = None) ->
     for method in config.methods:
         if method == "raw_ail":
             rewards[method] = checkpoints.load(checkpoints.rounds()[-1]).discriminator.reward_net
-            continue
-        dataset = _cached_dataset(run_dir / "datasets" / method, partial(
-            build_dataset, method, config, make_venv, demos, store, index, distances))
-        rewards[method], training[method] = _cached_reward(
-            run_dir / "rewards" / method, config, dataset, observation_space, action_space)
-        training[method] |= label_agreement(dataset)
+        else:
+            dataset = _cached_dataset(run_dir / "datasets" / method, partial(
+                build_dataset, method, config, make_venv, demos, store, index, distances))
+            rewards[method], training[method] = _cached_reward(
+                run_dir / "rewards" / method, config, dataset, observation_space, action_space)
+            training[method] |= label_agreement(dataset)
+        _advance(stages)
 
     heldout, pairs, sources = run_heldout(config, make_venv, demos, run_dir, logger)
+    _advance(stages)
     results: dict[str, Any] = {"methods": {}, "demos": _demo_summary(run_dir / "demos", demos),
                                "ail_progress": ail_progress(index, store)}
     absorbing = config.env.horizon is not None
@@ -140,12 +147,24 @@ def run_apec(config: ApecConfig, run_dir: Path, logger: Logger | None = None) ->
         if logger is not None:
             logger.log({f"heldout/{method}/{k}": v for k, v in metrics.items()
                         if isinstance(v, float)}, step=0)
-    for method in config.policy.methods:
-        if method in rewards:
-            results["methods"][method]["policy"] = run_policy(
-                config, make_venv, rewards[method], run_dir / "policies" / method, logger, store)
+    for method in policies:
+        results["methods"][method]["policy"] = run_policy(
+            config, make_venv, rewards[method], run_dir / "policies" / method, logger, store)
+        _advance(stages)
     atomic_write_json(run_dir / "metrics.json", results)
     return results
+
+
+def _stage_bar(logger: Logger | None, stages: int) -> ProgressTask | None:
+    """One bar over the run's stages (demos, AIL, rollouts, a reward per method, the held-out set,
+    a policy per method) when the logger has a progress display."""
+    progress = progress_of(logger)
+    return None if progress is None else progress.task("apec stages", stages)
+
+
+def _advance(task: ProgressTask | None) -> None:
+    if task is not None:
+        task.advance()
 
 
 def run_ail(config: ApecConfig, make_venv: VenvFactory, demos: list[Trajectory], out_dir: Path,
@@ -166,7 +185,7 @@ def run_ail(config: ApecConfig, make_venv: VenvFactory, demos: list[Trajectory],
 
     def log(record: Any, _: AILTrainer) -> None:
         if logger is not None:
-            logger.log({prefix + k: v for k, v in record.to_dict().items() if isinstance(v, float)}
+            logger.log({prefix + k: v for k, v in record.to_dict().items() if isinstance(v, int | float)}
                        | {f"{prefix}disc_{k}": v for k, v in record.disc.items()}, step=record.timesteps)
 
     prefix = "ail/" if seed == config.seed else "heldout_ail/"
@@ -176,6 +195,10 @@ def run_ail(config: ApecConfig, make_venv: VenvFactory, demos: list[Trajectory],
         trainer = AILTrainer(ail_config, venv, demos, settings.generator, settings.generator_kwargs,
                              checkpoints=checkpoints, callbacks=[log])
         trainer.resume()
+        progress = progress_of(logger)
+        if progress is not None:  # from the round it resumed at; moved by the rounds' own records
+            progress.follow(Track(f"apec {prefix}rounds", settings.rounds, prefixes=(prefix,),
+                                  metric=f"{prefix}round", offset=1), completed=trainer.round)
         trainer.train()
     finally:
         venv.close()
@@ -291,8 +314,13 @@ def run_policy(config: ApecConfig, make_venv: VenvFactory, reward: Any, out_dir:
     agent = make_agent(settings, venv, config.seed)
     if seeded:
         seed_replay(agent, seeded, reward_fn)
+    progress = progress_of(logger)
+    steps = None if progress is None else progress.follow(  # moved by the agent/... episode returns
+        Track(f"apec policy {out_dir.name} env steps", settings.total_timesteps, prefixes=("agent/",)))
     log = EpisodeLog()
     agent.learn(settings.total_timesteps, callback=EpisodeLogCallback(log, logger))
+    if steps is not None:  # trained: whatever episode was logged last
+        steps.update(settings.total_timesteps)
     venv.close()
     out_dir.mkdir(parents=True, exist_ok=True)
     save_agent(agent, out_dir / "agent")

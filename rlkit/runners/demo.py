@@ -18,7 +18,7 @@ from rlkit.factories.builders import (
     true_return,
 )
 from rlkit.factories.configs import CollectConfig, DemoConfig
-from rlkit.logging import Logger
+from rlkit.logging import Logger, Track, progress_of
 from rlkit.persistence import atomic_write_json
 from rlkit.persistence.agents import save_agent
 from rlkit.reward import RewardTrainer, TrainReport, save_reward_model
@@ -31,8 +31,13 @@ def run_demo(config: DemoConfig, run_dir: Path, logger: Logger) -> dict[str, Any
     rng = np.random.default_rng(config.seed)
     timings: dict[str, float] = {}
 
+    progress = progress_of(logger)
+    stages = None if progress is None else progress.task("demo stages", 5)
+
     def lap(name: str, since: float) -> float:
         timings[name] = round(time.perf_counter() - since, 1)
+        if stages is not None:
+            stages.advance()
         return time.perf_counter()
 
     t = time.perf_counter()
@@ -54,9 +59,13 @@ def run_demo(config: DemoConfig, run_dir: Path, logger: Logger) -> dict[str, Any
         logger.log({"reward/val_loss": loss, "reward/val_accuracy": acc}, step=epoch)
     t = lap("train_reward", t)
 
+    steps = None if progress is None else progress.follow(  # moved by the agent/... episode returns
+        Track("demo agent env steps", config.agent.total_timesteps, prefixes=("agent/",)))
     agent, episodes = train_agent_on_reward(
         TorchRewardFn(model), config.env, config.agent, config.seed, logger
     )
+    if steps is not None:  # trained: whatever episode was logged last
+        steps.update(config.agent.total_timesteps)
     save_agent(agent, run_dir / "agent")
     t = lap("train_agent", t)
     agent_mean, agent_std = true_return(agent, config.env, config.agent.eval_episodes)

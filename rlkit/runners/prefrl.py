@@ -1,4 +1,5 @@
-"""``rlkit pref-rl`` assembled: the loop with its teacher, people included.
+"""``rlkit pref-rl`` assembled: the loop with its teacher, people included, SB3's own metrics
+and a progress bar in its logger.
 
 ``teacher.kind=human`` puts the queries in the run directory's label store and media folder,
 which ``rlkit serve --run-dir <run dir>`` serves, and adds that store's dashboard to the logger.
@@ -15,7 +16,7 @@ from rlkit.feedback import OrdinalScale
 from rlkit.human.dashboard import with_dashboard
 from rlkit.human.store import LabelStore
 from rlkit.human.teacher import HumanTeacher
-from rlkit.logging import Logger
+from rlkit.logging import Logger, Track, attach_to_sb3, progress_of
 from rlkit.prefrl import PreferenceRL
 from rlkit.prefrl import resume as prefrl_resume
 from rlkit.types import Teacher
@@ -25,14 +26,24 @@ log = logging.getLogger(__name__)
 
 def build_preference_rl(config: PrefRLConfig, logger: Logger | None = None,
                         run_dir: str | Path | None = None) -> PreferenceRL:
-    """The loop ``config`` describes; with people, their teacher on ``run_dir``'s label store."""
+    """The loop ``config`` describes; with people, their teacher on ``run_dir``'s label store.
+
+    With a ``logger``, SB3's own ``train/*``, ``rollout/*`` and ``time/*`` metrics join the run
+    (``attach_to_sb3``), and its progress display (if it has one) follows the env steps."""
     teacher: Teacher | None = None
     if config.teacher.kind == "human":
         resuming = run_dir is not None and prefrl_resume.exists(Path(run_dir) / prefrl_resume.RESUME_DIR)
         human = make_human_teacher(config.teacher, run_dir, resuming=resuming)
         logger = with_dashboard(logger, human.store, Path(str(run_dir)) / "media")  # the curves too
         teacher = human
-    return PreferenceRL(config, logger, teacher, run_dir)
+    loop = PreferenceRL(config, logger, teacher, run_dir)
+    if logger is not None:
+        attach_to_sb3(loop.agent, logger)
+        progress = progress_of(logger)
+        if progress is not None:  # a resumed run's bar starts at its resume point
+            start = loop.resume_point.timestep if loop.resume_point is not None else 0
+            progress.follow(Track("pref-rl env steps", config.agent.total_timesteps), completed=start)
+    return loop
 
 
 def make_human_teacher(settings: PrefRLTeacherSettings, run_dir: str | Path | None,
