@@ -2,6 +2,7 @@
 survives a SIGKILL of the server, reads the dashboard, and corrects an M3HF parse before sending it.
 Screenshots go to ``RLKIT_SCREENSHOTS`` when it is set (that is how ``docs/screenshots`` was made)."""
 
+import json
 import os
 import shutil
 import signal
@@ -142,6 +143,7 @@ def test_a_person_labels_20_pairs_by_clicks_and_keys_across_a_server_sigkill(tmp
     assert labels == given and sorted(labels) == list(ids)
 
 
+OPTIONS = "select => [...select.options].map(option => option.value)"
 PIXEL_SPREAD = """() => [...document.querySelectorAll('.media video')].map((video) => {
   const canvas = document.createElement('canvas');
   canvas.width = video.videoWidth;
@@ -193,14 +195,15 @@ def test_a_mujoco_pair_shows_its_plots_while_rendering_then_both_videos_play_in_
         teacher.renders.close()
 
 
-def test_the_m3hf_page_previews_a_parse_takes_a_correction_and_commits_it(tmp_path, browser):
+def test_the_m3hf_page_previews_a_parse_takes_a_typed_correction_and_commits_it(tmp_path, browser):
     source, request = open_phase(tmp_path)
     port = free_port()
     server = start_server_process(ServeConfig(run_dir=str(tmp_path), port=port))
     page = browser.new_page(viewport={"width": 1000, "height": 900})
+    first, second = "#specs .spec >> nth=0", "#specs .spec >> nth=1"
     try:
         log_in(page, f"http://127.0.0.1:{port}/m3hf", "bob")
-        page.wait_for_selector("#phase")
+        page.wait_for_selector("#phase[data-ready]")
         page.wait_for_function("() => document.querySelector('#rollout img').naturalWidth > 0")
         page.fill("#feedback-text", M3HF_TEXT)
         page.click("#preview")
@@ -209,9 +212,52 @@ def test_the_m3hf_page_previews_a_parse_takes_a_correction_and_commits_it(tmp_pa
             "agent_0: agent 0: holding(item='tomato', value=1.0)",
             "agent_1: agent 1: action(action='stay', value=-1.0)",
         ]
-        page.fill("#specs .spec >> nth=0 >> .params", '{"item": "onion", "value": 2.0}')
-        page.uncheck("#specs .spec >> nth=1 >> .keep")
+        page.wait_for_function("() => !document.getElementById('confirm').disabled")
+        # typed: the item is picked from the scene's items, the value is bounded
+        items = page.eval_on_selector(f"{first} >> [data-field=item]", OPTIONS)
+        assert items == ["any", "tomato", "lettuce", "onion", "plate_1", "plate_2"]
+        page.select_option(f"{first} >> [data-field=item]", "onion")
+        page.fill(f"{first} >> [data-field=value]", "12")
+        page.wait_for_function("() => document.getElementById('confirm').disabled")
+        assert page.inner_text(f"{first} >> .problem") == "value: 12 is out of range (-10 ≤ x ≤ 10)"
+        page.fill(f"{first} >> [data-field=value]", "2")
+        page.wait_for_function("() => document.querySelectorAll('#specs .summary')[0].textContent"
+                               " === \"agent 0: holding(item='onion', value=2.0)\"")
+        assert not page.is_disabled("#confirm")
+        shown = json.loads(page.input_value(f"{first} >> .json"))
+        assert shown["params"] == {"item": "onion", "value": 2} and shown["agents"] == [0]
+
+        # the JSON view, advanced: a name the scene lacks is refused and the form is left as it was
+        page.click(f"{second} >> summary")
+        page.fill(f"{second} >> .json", json.dumps({"template": "action", "agents": [1],
+                                                    "params": {"action": "dance"}}))
+        page.click(f"{second} >> .apply-json")
+        page.wait_for_function("() => document.querySelectorAll('#specs .problem')[1].textContent !== ''")
+        assert "unknown action 'dance'" in page.inner_text(f"{second} >> .problem")
+        assert page.input_value(f"{second} >> [data-field=action]") == "stay"
+        page.fill(f"{second} >> .json", json.dumps({"template": "action", "agents": [0, 1],
+                                                    "params": {"action": "chop"}}))
+        page.click(f"{second} >> .apply-json")
+        page.wait_for_function("() => document.querySelectorAll('#specs .summary')[1].textContent"
+                               " === 'agent 0, agent 1: action(action=\\'chop\\', value=1.0)'")
+        assert page.input_value(f"{second} >> [data-field=action]") == "chop"
+        page.uncheck(f"{second} >> .keep")
+
+        # a new spec: what a status picker offers follows the entity (a plate is never chopped)
+        page.click("#add-spec")
+        third = "#specs .spec >> nth=2"
+        page.select_option(f"{third} >> .template", "status")
+        page.select_option(f"{third} >> [data-field=entity]", "plate_1")
+        statuses = page.eval_on_selector(f"{third} >> [data-field=status]", OPTIONS)
+        assert statuses == ["held", "has_food"]
+        page.select_option(f"{third} >> .template", "composite")
+        assert page.locator(f"{third} >> .part").count() == 2
+        page.click(f"{third} >> .add-part")
+        page.click(f"{third} >> .add-part")
+        assert page.locator(f"{third} >> .part").count() == 4 and page.is_disabled(f"{third} >> .add-part")
+        page.uncheck(f"{third} >> .keep")
         screenshot(page, tmp_path, "m3hf_feedback.png")
+        page.wait_for_function("() => !document.getElementById('confirm').disabled")
         page.click("#confirm")
         page.wait_for_function("() => document.getElementById('m3hf-status').textContent.startsWith('sent')")
         assert page.inner_text("#m3hf-status").endswith("with 1 spec(s)")

@@ -17,8 +17,9 @@ from rlkit.errors import InvalidDataError
 from rlkit.human.deps import ERROR_RESPONSES, page, require_annotator, require_csrf
 from rlkit.human.m3hf_source import scene_from_json
 from rlkit.human.records import PhaseClosedError, UnknownQueryError
+from rlkit.human.spec_form import spec_form
 from rlkit.m3hf.parser_rule import clean_text
-from rlkit.m3hf.specs import TEMPLATE_PARAMS, RewardSpec, Scene, validate_specs
+from rlkit.m3hf.specs import RewardSpec, Scene, validate_specs
 
 router = APIRouter(responses=ERROR_RESPONSES)
 MAX_SPECS = 20
@@ -60,6 +61,17 @@ class CommitOut(BaseModel):
     specs: list[SpecOut]
 
 
+class CheckIn(BaseModel):
+    specs: list[Any] = Field(max_length=MAX_SPECS)
+
+
+class CheckOut(BaseModel):
+    """Per spec, in order: its summary when valid, else what is wrong (field and reason)."""
+
+    summaries: list[str | None]
+    problems: list[str | None]
+
+
 def _phase(request: Request) -> tuple[dict[str, Any], Scene]:
     phase = request.app.state.store.latest_phase()
     if phase is None or "scene" not in phase["context"]:
@@ -89,7 +101,7 @@ def m3hf_page(request: Request) -> HTMLResponse:
     phase = request.app.state.store.latest_phase()
     has_scene = phase is not None and "scene" in phase["context"]
     scene = scene_from_json(phase["context"]["scene"]) if has_scene else None
-    return page(request, "m3hf.html", phase=phase, scene=scene, templates=sorted(TEMPLATE_PARAMS))
+    return page(request, "m3hf.html", phase=phase, scene=scene)
 
 
 @router.post("/api/m3hf/preview", response_model=PreviewOut, dependencies=[Depends(require_csrf)])
@@ -100,6 +112,35 @@ def preview(body: TextIn, request: Request) -> PreviewOut:
     per_agent = {name: [s.summary() for s in specs if i in s.agent_indices(scene.n_agents)]
                  for i, name in enumerate(scene.agent_names)}
     return PreviewOut(phase=phase["phase"], specs=[_spec_out(s) for s in specs], per_agent=per_agent)
+
+
+@router.get("/api/m3hf/form")
+def form(request: Request) -> dict[str, Any]:
+    """The typed form of each template for this phase's scene (``rlkit.human.spec_form``)."""
+    phase, scene = _phase(request)
+    return {"phase": phase["phase"], **spec_form(scene)}
+
+
+@router.post("/api/m3hf/check", response_model=CheckOut, dependencies=[Depends(require_csrf)])
+def check(body: CheckIn, request: Request) -> CheckOut:
+    """Validate specs against the scene as a commit would, one by one; nothing is stored."""
+    _, scene = _phase(request)
+    summaries: list[str | None] = []
+    problems: list[str | None] = []
+    for item in body.specs:
+        try:
+            summaries.append(RewardSpec.model_validate(item, context={"scene": scene}).summary())
+            problems.append(None)
+        except ValidationError as error:
+            summaries.append(None)
+            problems.append(clean_text("; ".join(map(_problem, error.errors()))))
+    return CheckOut(summaries=summaries, problems=problems)
+
+
+def _problem(issue: Any) -> str:
+    """``params.value: Input should be ...``; a scene check's message names its field itself."""
+    where, message = ".".join(map(str, issue["loc"])), issue["msg"].removeprefix("Value error, ")
+    return f"{where}: {message}" if where else message
 
 
 @router.post("/api/m3hf/commit", response_model=CommitOut, dependencies=[Depends(require_csrf)])
