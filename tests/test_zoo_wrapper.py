@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 import torch
 import yaml
-from stable_baselines3.common.monitor import load_results
+from stable_baselines3 import PPO
+from stable_baselines3.common.monitor import Monitor, load_results
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from rlkit.errors import FileFormatError, IncompatibleModelError, InvalidDataError
@@ -53,6 +54,19 @@ def test_a_model_for_other_spaces_a_missing_model_and_a_bad_mode_are_refused(tmp
     model = str(constant_model(tmp_path / "model", LEARNED))
     with pytest.raises(InvalidDataError, match="mode must be one of"):
         LearnedRewardWrapper(gym.make("Pendulum-v1"), reward_model=model, mode="replcae")
+
+
+def test_sb3_on_the_gym_wrapper_alone_reports_the_true_return(tmp_path: Path) -> None:
+    """Outside rl-zoo3 SB3 adds a Monitor to an env without one, above the learned reward; the
+    wrapper puts one below it, so the episode buffer holds the true return."""
+    model = str(constant_model(tmp_path / "model", LEARNED))
+    env = LearnedRewardWrapper(gym.make("Pendulum-v1"), reward_model=model)
+    assert isinstance(env.env, Monitor)
+    assert LearnedRewardWrapper(env.env, reward_model=model).env is env.env  # one Monitor only
+    agent = PPO("MlpPolicy", env, n_steps=256, batch_size=64, n_epochs=1, device="cpu", seed=0)
+    agent.learn(256)
+    (episode,) = agent.ep_info_buffer
+    assert episode["l"] == 200 and episode["r"] < 0.0  # learned: +1400
 
 
 @pytest.mark.parametrize(("key", "wrapper"), [("env_wrapper", "LearnedRewardWrapper"),

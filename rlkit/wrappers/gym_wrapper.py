@@ -52,6 +52,14 @@ def checked_rewards(values: Any, batch_size: int, where: str) -> np.ndarray:
     return rewards
 
 
+def monitored(env: gym.Env) -> gym.Env:
+    """``env`` if SB3's ``Monitor`` is already in its wrapper chain, else ``Monitor(env)``."""
+    from stable_baselines3.common.env_util import is_wrapped  # SB3 loads torch: only when used
+    from stable_baselines3.common.monitor import Monitor
+
+    return env if is_wrapped(env, Monitor) else Monitor(env)
+
+
 class RewardWrapper(gym.Wrapper):
     """Replace (``mode="replace"``) or shape (``mode="add"``: ``r_env + f``) one env's reward.
 
@@ -59,10 +67,15 @@ class RewardWrapper(gym.Wrapper):
     the true return and length as ``info["original_episode"] = {"r": ..., "l": ...}``, so an
     experiment can always report what the agent achieved on the task itself. ``reward_fn`` is
     called with batches of one transition; ``dones`` is the true termination (not truncation).
+
+    SB3 reads ``rollout/ep_rew_mean`` from a ``Monitor``'s ``info["episode"]`` and puts a Monitor
+    around any env that has none in its wrapper chain, which would be above this wrapper and sum
+    the learned rewards. So an env without a Monitor gets one here, below the learned reward:
+    SB3 then finds it and reports the true return.
     """
 
     def __init__(self, env: gym.Env, reward_fn: RewardFn, mode: RewardMode = "replace") -> None:
-        super().__init__(env)
+        super().__init__(monitored(env))
         validate_array_space(env.observation_space, "observation_space")
         self.mode = validate_mode(mode)
         self.reward_fn = reward_fn
