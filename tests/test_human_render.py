@@ -108,9 +108,9 @@ def test_the_renderer_draws_each_state_as_the_env_sees_it():
 def test_a_failed_render_is_named_and_the_worker_goes_on(tmp_path, caplog):
     calls = []
 
-    def renderer(states: np.ndarray) -> np.ndarray:
+    def renderer(states: np.ndarray) -> np.ndarray:  # fails on 3-step segments
         calls.append(len(states))
-        if len(calls) == 1:
+        if len(states) == 3:
             raise RuntimeError("no GL context")
         return np.full((len(states), 8, 8, 3), 200, np.uint8)
 
@@ -121,6 +121,9 @@ def test_a_failed_render_is_named_and_the_worker_goes_on(tmp_path, caplog):
     assert queue.wait(60) and queue.pending == 0
     assert queue.failed == ["a.webm"] and "could not render a.webm" in caplog.text
     assert calls == [3, 4] and len(imageio.mimread(tmp_path / "b.webm")) == 4
+    assert shown_media(tmp_path, "seg-1-0-3.webm") == ("", True)
+    queue.submit(tmp_path / "seg-1-0-3.webm", np.zeros((3, 2)))  # fails: the page stops waiting for it
+    assert queue.wait(60) and shown_media(tmp_path, "seg-1-0-3.webm") == ("", False)
     queue.close()
     with pytest.raises(InvalidDataError, match="closed"):
         queue.submit(tmp_path / "c.webm", np.zeros((1, 2)))

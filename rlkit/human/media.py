@@ -53,17 +53,22 @@ def plot_name(segment: np.ndarray) -> str:
     return segment_name(segment).removesuffix(".webm") + _PLOT_SUFFIX
 
 
+def failed_mark(video: Path) -> Path:
+    """The empty file the render worker leaves when it could not render ``video``."""
+    return video.with_name(video.name + ".failed")
+
+
 def shown_media(media_dir: Path, name: str) -> tuple[str, bool]:
     """What the page shows for a query's media ``name`` now, and whether its video is still rendering.
 
     A written file (or a name that is no segment video: an older run's, a caller's own) is shown
     as it is. A segment video not written yet (the worker renders it) is stood in for by the
-    segment's plot; ``("", True)`` while not even that is there.
+    segment's plot, for good if its render failed; ``("", True)`` while not even the plot is there.
     """
     if re.fullmatch(_VIDEO_NAME, name) is None or (media_dir / name).is_file():
         return name, False
     plot = name.removesuffix(".webm") + _PLOT_SUFFIX
-    return (plot if (media_dir / plot).is_file() else ""), True
+    return (plot if (media_dir / plot).is_file() else ""), not failed_mark(media_dir / name).exists()
 
 
 def observation_bounds(store: TrajectoryStore) -> tuple[np.ndarray, np.ndarray]:

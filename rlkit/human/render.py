@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from rlkit.errors import InvalidDataError
-from rlkit.human.media import write_webm
+from rlkit.human.media import failed_mark, write_webm
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +72,8 @@ class RenderQueue:
     """One background thread that renders queued segments in order and writes their videos.
 
     ``submit`` returns at once; ``wait`` blocks until everything submitted is written (or failed:
-    a failure is logged and named in ``failed``, and the page keeps showing the plot).
+    a failure is logged, named in ``failed`` and marked beside the video's name (``failed_mark``),
+    so the page stops waiting and shows the plot).
     """
 
     def __init__(self, renderer: StateRenderer, fps: float = 10.0) -> None:
@@ -132,8 +133,9 @@ class RenderQueue:
             try:
                 write_webm(np.asarray(self.renderer(states), dtype=np.uint8), path, self.fps)
             except Exception:  # a worker that died here would leave every later video unrendered
-                log.exception("could not render %s; the page keeps showing its plot", path.name)
+                log.exception("could not render %s; the page shows its plot", path.name)
                 self.failed.append(path.name)
+                failed_mark(path).touch()
             with self._changed:
                 self._queued.discard(path)
                 self._changed.notify_all()
