@@ -53,7 +53,14 @@ def checked_rewards(values: Any, batch_size: int, where: str) -> np.ndarray:
 
 
 def monitored(env: gym.Env) -> gym.Env:
-    """``env`` if SB3's ``Monitor`` is already in its wrapper chain, else ``Monitor(env)``."""
+    """SB3's ``Monitor`` directly around ``env`` unless one is in its wrapper chain already.
+
+    Args:
+        env: the env a reward wrapper is about to wrap.
+
+    Returns:
+        ``env`` itself when a ``Monitor`` is in its chain, else ``Monitor(env)``.
+    """
     from stable_baselines3.common.env_util import is_wrapped  # SB3 loads torch: only when used
     from stable_baselines3.common.monitor import Monitor
 

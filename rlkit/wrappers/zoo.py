@@ -38,19 +38,39 @@ def load_reward_fn(
     action_space: spaces.Space,
     device: str,
 ) -> RewardFn:
-    """The reward model saved in the folder ``reward_model`` as a numpy ``RewardFn`` on ``device``
-    (normalised by its saved, frozen statistics when it has them), after checking that it reads
-    the env's spaces (an ``IncompatibleModelError`` names the first difference)."""
+    """The reward model saved in a folder, as a numpy ``RewardFn``, checked against the env.
+
+    Args:
+        reward_model: the folder ``save_reward_model`` wrote (``model.json`` + ``model.safetensors``).
+        observation_space: the env's observation space the model must read.
+        action_space: the env's action space the model must read.
+        device: ``auto``, ``cpu``, ``cuda`` or ``cuda:N``, where the model runs.
+
+    Returns:
+        The model's reward, normalised by its saved (frozen) statistics when it has them.
+
+    Raises:
+        IncompatibleModelError: the model reads other shapes than the env's (the first named).
+        FileFormatError: the folder holds no readable reward model.
+    """
     loaded = load_reward_model(reward_model, observation_space, action_space,
                                device=str(resolve_device(device)))
     return loaded.reward_fn()
 
 
 class LearnedRewardWrapper(RewardWrapper):
-    """``env_wrapper``: one env's reward replaced (``mode: replace``) or shaped (``mode: add``) by
-    the saved model in ``reward_model``, one transition per call; the true reward stays in
-    ``info["original_reward"]`` and the Monitor below. ``device`` defaults to the CPU: a batch of
-    one per step costs more on a GPU, and every env of a ``SubprocVecEnv`` loads its own copy."""
+    """``env_wrapper``: one env's reward replaced or shaped by a saved model, one step per call.
+
+    The true reward stays in ``info["original_reward"]`` and in the Monitor below. ``device``
+    defaults to the CPU: a batch of one per step costs more on a GPU, and every env of a
+    ``SubprocVecEnv`` loads its own copy.
+
+    Args:
+        env: the env rl-zoo3 built (already inside its ``Monitor``).
+        reward_model: the saved model's folder.
+        mode: ``replace`` (the learned reward) or ``add`` (the env's reward plus the learned one).
+        device: where the model runs.
+    """
 
     def __init__(self, env: gym.Env, reward_model: str, mode: str = "replace",
                  device: str = "cpu") -> None:
@@ -59,8 +79,16 @@ class LearnedRewardWrapper(RewardWrapper):
 
 
 class LearnedRewardVecWrapper(RewardVecEnvWrapper):
-    """``vec_env_wrapper``: the same over all envs, one batched model call per step (the faster
-    choice); ``device: auto`` runs it on CUDA when torch sees a GPU."""
+    """``vec_env_wrapper``: the same over all envs, one batched model call per step.
+
+    The faster choice; ``device: auto`` runs the model on CUDA when torch sees a GPU.
+
+    Args:
+        venv: the VecEnv of rl-zoo3's monitored envs.
+        reward_model: the saved model's folder.
+        mode: ``replace`` (the learned reward) or ``add`` (the env's reward plus the learned one).
+        device: where the model runs.
+    """
 
     def __init__(self, venv: VecEnv, reward_model: str, mode: str = "replace",
                  device: str = "auto") -> None:
