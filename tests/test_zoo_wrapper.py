@@ -69,6 +69,7 @@ def test_sb3_on_the_gym_wrapper_alone_reports_the_true_return(tmp_path: Path) ->
     assert episode["l"] == 200 and episode["r"] < 0.0  # learned: +1400
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("key", "wrapper"), [("env_wrapper", "LearnedRewardWrapper"),
                                               ("vec_env_wrapper", "LearnedRewardVecWrapper")])
 def test_rl_zoo3_trains_on_the_learned_reward_and_reports_the_true_return(
