@@ -9,6 +9,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, model_serializer, model_validator
 
 from rlkit.config import StrictModel
+from rlkit.devices import Device
 from rlkit.errors import ConfigError
 
 Loss = Literal["ordinal", "bt", "rao_kupper", "hinge"]
@@ -21,6 +22,21 @@ class TrainerConfig(StrictModel):
     ``discount``: step t of a segment weighs discount**t in its return.
     ``bootstrap``: resample each ensemble member's training pairs with replacement.
     ``memory_budget_bytes``: cap on pre-gathered tensors; past it, pairs are gathered per batch.
+    ``device``: where the model trains and its gathered pairs live (``rlkit.devices``).
+
+    ``refit``: how much a ``fit`` trains when it follows another on the same, grown data (the
+    dataset extends the one fitted last: same store, the old pairs first, new ones after; online
+    preference RL). ``epochs``: up to ``max_epochs`` passes over every label again. ``steps``: a
+    budget tied to the labels added since the last fit, ``ceil(new_labels * refit_epochs /
+    batch_size)`` gradient steps per member, drawn from all labels (shuffled passes, the last one
+    cut short), starting from the weights and optimizer state the last fit left (warm start), as
+    PEBBLE and imitation refit. Either way a first fit, or one on data that does not extend the
+    last, trains up to ``max_epochs`` passes; validation after every pass keeps the best weights
+    and ``patience`` stops early. ``refit_epochs`` (None: ``max_epochs``): passes' worth of the
+    new labels a ``steps`` refit spends; with the default each label gets the training it would
+    have had in a first fit.
+    ``batch_members``: train the members of an ensemble of one architecture as one batched model
+    (one forward/backward for all); False runs them one after another (same result, slower).
 
     The fields after ``patience`` are written to a resolved config file only when they differ from
     their defaults, so the files of the commands read as before; ``seed`` is the command's own.
@@ -38,13 +54,16 @@ class TrainerConfig(StrictModel):
     discount: float = Field(1.0, gt=0, le=1)
     bootstrap: bool = False
     seed: int = 0
-    device: str = "cpu"
+    device: Device = "cpu"
     memory_budget_bytes: int = Field(2**30, ge=0)
     eval_batch_size: int = Field(256, ge=1)
+    refit: Literal["epochs", "steps"] = "steps"
+    refit_epochs: float | None = Field(None, gt=0)
+    batch_members: bool = True
 
     written_when_set: ClassVar[tuple[str, ...]] = (
         "hinge_margin", "rao_kupper_theta", "discount", "bootstrap", "seed", "device",
-        "memory_budget_bytes", "eval_batch_size",
+        "memory_budget_bytes", "eval_batch_size", "refit", "refit_epochs", "batch_members",
     )
 
     @model_validator(mode="after")

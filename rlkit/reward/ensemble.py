@@ -33,6 +33,17 @@ class RewardEnsemble(nn.Module):
                     f"{first.obs_shape}, {first.act_shape}, {first.n_actions}, {first.inputs}"
                 )
         self.members = nn.ModuleList(members)
+        heads = [member.head for member in members]
+        self.batched = all(
+            member.encoder is None and (member.spec.hidden, member.spec.activation)
+            == (first.hidden, first.activation) for member in members
+        )
+        # layer by layer: every member's Linear at that depth, or the (stateless) activation
+        self._layers: list[list[nn.Linear] | nn.Module] = [
+            [cast(nn.Linear, head[depth]) for head in heads]
+            if isinstance(layer, nn.Linear) else layer
+            for depth, layer in enumerate(heads[0])
+        ] if self.batched else []
 
     @property
     def spec(self) -> RewardNetSpec:
@@ -52,9 +63,53 @@ class RewardEnsemble(nn.Module):
         acts: torch.Tensor | None,
         next_obs: torch.Tensor | None,
         dones: torch.Tensor | None,
+        *,
+        per_member: bool = False,
     ) -> torch.Tensor:
-        """Rewards of every member, stacked on a new first dimension: ``(K, *batch)``."""
-        return torch.stack([member(obs, acts, next_obs, dones) for member in self.members])
+        """Rewards of every member, stacked on a new first dimension: ``(K, *batch)``.
+
+        When ``batched`` (every member an MLP without an image encoder, all of one width and
+        activation) the members run as one model: the input rows are built once and each layer
+        is one batched matmul over the members' stacked weights, so one forward (and backward)
+        serves all K. Otherwise the members run one after another.
+
+        Args:
+            obs, acts, next_obs, dones: step inputs with a shared leading batch shape; those the
+                members do not read may be None.
+            per_member: the inputs lead with a K axis and member k reads row k of it (each member
+                its own batch, as in training); the result is then ``(K, *batch[1:])``.
+
+        Returns:
+            The ``(K, ...)`` rewards.
+        """
+        inputs = (obs, acts, next_obs, dones)
+        k = len(self.members)
+        if not self.batched:
+            if per_member:
+                return torch.stack([member(*(None if x is None else x[i] for x in inputs))
+                                    for i, member in enumerate(self.members)])
+            return torch.stack([member(*inputs) for member in self.members])
+        features, lead = cast(RewardNet, self.members[0]).features(*inputs)
+        if per_member:
+            if lead[:1] != (k,):
+                raise InvalidDataError(f"per-member inputs must lead with the {k} members, "
+                                       f"got batch shape {lead}")
+            lead = lead[1:]
+            rows = features.reshape(k, -1, features.shape[-1])
+        else:
+            rows = features.expand(k, *features.shape)
+        return self._stacked_heads(rows).reshape(k, *lead)
+
+    def _stacked_heads(self, x: torch.Tensor) -> torch.Tensor:
+        """Every member's MLP head on its own rows: ``(K, n, in)`` -> ``(K, n)``."""
+        for layer in self._layers:
+            if isinstance(layer, list):
+                weight = torch.stack([linear.weight for linear in layer])  # (K, out, in)
+                bias = torch.stack([cast(torch.Tensor, linear.bias) for linear in layer])
+                x = torch.baddbmm(bias.unsqueeze(1), x, weight.transpose(1, 2))
+            else:
+                x = layer(x)
+        return x.squeeze(-1)
 
     def forward(
         self,

@@ -183,6 +183,27 @@ class RewardNet(nn.Module):
         next_obs: torch.Tensor | None,
         dones: torch.Tensor | None,
     ) -> torch.Tensor:
+        features, lead = self.features(obs, acts, next_obs, dones)
+        return self.head(features).reshape(lead)
+
+    def features(
+        self,
+        obs: torch.Tensor | None,
+        acts: torch.Tensor | None,
+        next_obs: torch.Tensor | None,
+        dones: torch.Tensor | None,
+    ) -> tuple[torch.Tensor, tuple[int, ...]]:
+        """What the MLP head reads, one row per step: ``(n, in_features)``, and the batch shape
+        the ``n`` rows flatten. Without an image encoder the rows hold no learned weights, so
+        nets reading the same inputs (an ensemble) share them.
+
+        Args:
+            obs, acts, next_obs, dones: the step inputs, any shared leading batch shape; those the
+                net does not read may be None.
+
+        Returns:
+            The ``(n, in_features)`` float rows and the leading batch shape.
+        """
         spec = self.spec
         given = {"obs": obs, "act": acts, "next_obs": next_obs, "done": dones}
         missing = [name for name in spec.inputs if given[name] is None]
@@ -207,7 +228,7 @@ class RewardNet(nn.Module):
         if "done" in spec.inputs:
             parts.append(read["done"].reshape(n, 1).float())
         features = parts[0] if len(parts) == 1 else torch.cat(parts, dim=-1)
-        return self.head(features).reshape(lead)
+        return features, lead
 
     def _leading_shape(self, read: dict[str, torch.Tensor]) -> tuple[int, ...]:
         """The batch shape shared by every input the net reads (their trailing shapes checked)."""

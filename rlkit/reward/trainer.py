@@ -3,14 +3,16 @@ every step is one forward over the left and right segments of a batch together."
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
 
 from rlkit.data import SegmentPairs, gather
+from rlkit.devices import resolve_device
 from rlkit.errors import InvalidDataError, InvalidLabelError
 from rlkit.reward.config import TrainerConfig
 from rlkit.reward.ensemble import RewardEnsemble
@@ -24,8 +26,11 @@ _ARRAY_OF_INPUT = {"obs": "obs", "act": "acts", "next_obs": "next_obs", "done": 
 @dataclass(frozen=True)
 class TrainReport:
     """Per-epoch curves and what was kept: ``best_epoch`` (0-based) is the epoch whose weights the
-    model holds after ``fit``; ``pairs_per_s`` counts training pairs over the whole ``fit`` time;
-    ``val_rows`` index the held-out pairs in what ``fit`` was given, to evaluate on them later."""
+    model holds after ``fit`` (an epoch is a pass over the training pairs; a ``steps`` refit's
+    last one may stop short); ``pairs_per_s`` counts training pairs over the whole ``fit`` time;
+    ``steps`` counts gradient steps (each serves every member); ``new_labels`` the labelled pairs
+    the trainer had not fitted on before; ``val_rows`` index the held-out pairs in what ``fit``
+    was given, to evaluate on them later."""
 
     train_loss: tuple[float, ...]
     val_loss: tuple[float, ...]
@@ -36,6 +41,8 @@ class TrainReport:
     n_val: int
     seconds: float
     pairs_per_s: float
+    steps: int
+    new_labels: int
     val_rows: np.ndarray = field(compare=False, repr=False)
 
     @property
@@ -47,32 +54,74 @@ class _PairTensors:
     """The labelled pairs ``rows`` of ``pairs`` as tensors shaped ``(n, 2, L, ...)`` (left, right),
     their labels ``z`` and, unless every segment is full-length and undiscounted, per-step return
     ``weights`` (mask times discount**t). Resident when they fit the memory budget, else gathered
-    batch by batch. ``batch`` takes positions in ``rows``."""
+    batch by batch. ``batch`` takes positions in ``rows``.
+
+    Given the tensors of the trainer's last fit (``previous``), rows whose pairs it fitted on are
+    not gathered again: only the rest are, appended to its tensors. A previous row counts only
+    while it holds the same store and segments (a dataset that grew by appending keeps them all;
+    one that does not extend the last is gathered anew). ``new_labels`` counts the rows it had not
+    fitted on."""
+
+    fitted: np.ndarray  # every row fitted on so far (this fit's and earlier ones')
+    slot_rows: np.ndarray  # the row each slot (first axis) of the resident tensors holds
+    slots: np.ndarray  # the slot of each row of ``rows``
+    tensors: dict[str, torch.Tensor]
 
     def __init__(self, pairs: SegmentPairs, rows: np.ndarray, z: torch.Tensor,
                  inputs: tuple[str, ...], model: torch.nn.Module, discount: float,
-                 budget_bytes: int) -> None:
+                 budget_bytes: int, previous: _PairTensors | None = None) -> None:
         self.pairs, self.rows, self.z, self.inputs = pairs, rows, z, inputs
         self.model, self.discount = model, discount
         lengths = pairs.left[rows, 2]
         self.length = int(lengths.max())
         self.weighted = discount != 1.0 or bool((lengths != self.length).any())
-        bytes_per_pair = sum(array.nbytes for array in self._gather_numpy(np.arange(1)).values())
+        bytes_per_pair = sum(array.nbytes for array in self._gather_numpy(rows[:1]).values())
         self.resident = bytes_per_pair * len(rows) <= budget_bytes
-        if self.resident:
-            self.tensors = self._to_tensors(self._gather_numpy(np.arange(len(rows))))
+        known = previous is not None and previous.holds_same_pairs(pairs)
+        seen = previous.fitted if known and previous is not None else np.zeros(0, np.int64)
+        new = np.setdiff1d(rows, seen)
+        self.new_labels = len(new)
+        self.fitted = np.union1d(seen, rows)
+        self.left, self.right = pairs.left[self.fitted], pairs.right[self.fitted]
+        self.device = next(model.parameters()).device
+        if not self.resident:
+            return
+        if known and previous is not None and previous.tensors_fit(self):
+            missing = np.setdiff1d(rows, previous.slot_rows)
+            self.slot_rows = np.concatenate([previous.slot_rows, missing])
+            self.tensors = previous.tensors
+            if len(missing):
+                fresh = self._to_tensors(self._gather_numpy(missing))
+                self.tensors = {name: torch.cat([self.tensors[name], fresh[name]])
+                                for name in fresh}
+        else:
+            self.slot_rows = rows
+            self.tensors = self._to_tensors(self._gather_numpy(rows))
+        by_row = np.argsort(self.slot_rows)
+        self.slots = by_row[np.searchsorted(self.slot_rows, rows, sorter=by_row)]
+
+    def holds_same_pairs(self, pairs: SegmentPairs) -> bool:
+        """Whether every row fitted on still compares the same segments of the same store."""
+        return (pairs.store is self.pairs.store and len(pairs) > int(self.fitted.max())
+                and np.array_equal(pairs.left[self.fitted], self.left)
+                and np.array_equal(pairs.right[self.fitted], self.right))
+
+    def tensors_fit(self, other: _PairTensors) -> bool:
+        """Whether these resident tensors can serve ``other`` (same pairs checked apart)."""
+        return self.resident and (self.length, self.weighted, self.inputs, self.discount,
+                                  self.device) == (other.length, other.weighted, other.inputs,
+                                                   other.discount, other.device)
 
     def batch(self, positions: np.ndarray) -> dict[str, torch.Tensor]:
-        index = torch.from_numpy(positions).to(self.z.device)
         if self.resident:
-            tensors = {name: tensor[index] for name, tensor in self.tensors.items()}
+            slots = torch.from_numpy(self.slots[positions]).to(self.device)
+            tensors = {name: tensor[slots] for name, tensor in self.tensors.items()}
         else:
-            tensors = self._to_tensors(self._gather_numpy(positions))
-        tensors["z"] = self.z[index]
+            tensors = self._to_tensors(self._gather_numpy(self.rows[positions]))
+        tensors["z"] = self.z[torch.from_numpy(positions).to(self.device)]
         return tensors
 
-    def _gather_numpy(self, positions: np.ndarray) -> dict[str, np.ndarray]:
-        rows = self.rows[positions]
+    def _gather_numpy(self, rows: np.ndarray) -> dict[str, np.ndarray]:
         # one gather over (left 0, right 0, left 1, ...): (2n, L, ...) reshapes to (n, 2, L, ...)
         interleaved = np.stack([self.pairs.left[rows], self.pairs.right[rows]], axis=1)
         steps = gather(self.pairs.store, interleaved.reshape(-1, 3))
@@ -106,18 +155,22 @@ def _pad(array: np.ndarray, length: int) -> np.ndarray:
 
 class RewardTrainer:
     """Trains one ``RewardNet`` or a ``RewardEnsemble`` (each member on its own shuffle of the data,
-    all members in one optimizer step). The optimizer persists, so ``fit`` on a grown dataset
-    continues training."""
+    all members in one optimizer step; members of one MLP architecture as one batched model). The
+    optimizer and the gathered pairs persist, so ``fit`` on a grown dataset continues training
+    (``config.refit`` says for how long) and gathers only the pairs it has not seen."""
 
     def __init__(self, model: RewardNet | RewardEnsemble, config: TrainerConfig | None = None):
         self.config = config or TrainerConfig()
-        self.model = model.to(self.config.device)
+        self.model = model.to(resolve_device(self.config.device))
         self.members = list(model.members) if isinstance(model, RewardEnsemble) else [model]
+        self.batched = (isinstance(model, RewardEnsemble) and model.batched
+                        and self.config.batch_members and len(self.members) > 1)
         self.loss_fn = make_loss(self.config.loss, self.config.hinge_margin,
                                  self.config.rao_kupper_theta)
         self.optimizer = torch.optim.AdamW(
             self.model.parameters(), lr=self.config.lr, weight_decay=self.config.weight_decay
         )
+        self._data: _PairTensors | None = None  # the last fit's pairs, for the next one
 
     def fit(self, dataset_or_pairs: Any, labels: np.ndarray | None = None,
             rng: np.random.Generator | None = None) -> TrainReport:
@@ -128,10 +181,13 @@ class RewardTrainer:
         rng = rng if rng is not None else np.random.default_rng(config.seed)
         pairs, labels = _pairs_and_labels(dataset_or_pairs, labels)
         kept = _labelled_rows(labels, len(pairs))
-        z = torch.as_tensor(labels[kept], dtype=torch.float32, device=config.device)
+        device = next(self.model.parameters()).device
+        z = torch.as_tensor(labels[kept], dtype=torch.float32, device=device)
         self.loss_fn(torch.zeros_like(z), z)  # rejects labels off this loss's scale before training
         data = _PairTensors(pairs, kept, z, self.model.spec.inputs, self.model, config.discount,
-                            config.memory_budget_bytes)
+                            config.memory_budget_bytes, self._data)
+        refit = self._data is not None and data.new_labels < len(kept)  # on data it fitted before
+        self._data = data
         order = rng.permutation(len(kept))
         n_val = int(config.val_fraction * len(kept))
         val_rows, train_rows = np.sort(order[:n_val]), order[n_val:]
@@ -140,12 +196,21 @@ class RewardTrainer:
                                    f"held out by val_fraction={config.val_fraction}")
         member_rows = [rng.choice(train_rows, len(train_rows)) if config.bootstrap else train_rows
                        for _ in self.members]
+        steps_per_pass = math.ceil(len(train_rows) / config.batch_size)
+        budget = config.max_epochs * steps_per_pass
+        if refit and config.refit == "steps":
+            passes = config.refit_epochs or config.max_epochs
+            budget = max(1, math.ceil(data.new_labels * passes / config.batch_size))
         train_loss: list[float] = []
         val_loss: list[float] = []
         val_accuracy: list[float] = []
-        best_epoch, best_state, stopped_early = 0, None, False
-        for epoch in range(config.max_epochs):
-            train_loss.append(self._train_epoch(data, [rng.permutation(r) for r in member_rows]))
+        best_epoch, best_state, stopped_early, steps, pairs_seen = 0, None, False, 0, 0
+        for epoch in range(math.ceil(budget / steps_per_pass)):
+            cut = min(steps_per_pass, budget - steps) * config.batch_size  # the last pass may stop short
+            orders = [rng.permutation(rows)[:cut] for rows in member_rows]
+            train_loss.append(self._train_epoch(data, orders))
+            steps += math.ceil(len(orders[0]) / config.batch_size)
+            pairs_seen += len(orders[0])
             if n_val == 0:
                 best_epoch = epoch
                 continue
@@ -163,7 +228,7 @@ class RewardTrainer:
         seconds = time.perf_counter() - started
         return TrainReport(
             tuple(train_loss), tuple(val_loss), tuple(val_accuracy), best_epoch, stopped_early,
-            len(train_rows), n_val, seconds, len(train_rows) * len(train_loss) / seconds,
+            len(train_rows), n_val, seconds, pairs_seen / seconds, steps, data.new_labels,
             kept[val_rows],
         )
 
@@ -178,28 +243,42 @@ class RewardTrainer:
     def _segment_delta(self, member: torch.nn.Module, batch: dict[str, torch.Tensor]
                        ) -> torch.Tensor:
         """R(left) - R(right) from one forward over both sides: ``(b, 2, L)`` rewards."""
-        rewards = member(*(batch.get(name) for name in _ARRAY_OF_INPUT))
-        if "weights" in batch:
-            rewards = rewards * batch["weights"]
-        returns = rewards.sum(dim=-1)
-        return returns[:, 0] - returns[:, 1]
+        return _returns_delta(member(*(batch.get(name) for name in _ARRAY_OF_INPUT)), batch)
+
+    def _member_deltas(self, batch: dict[str, torch.Tensor], per_member: bool) -> torch.Tensor:
+        """Every member's R(left) - R(right) in one batched forward: ``(K, b)``. ``per_member``:
+        the batch holds K consecutive blocks, member k's own pairs in block k."""
+        k = len(self.members)
+        inputs = [batch.get(name) for name in _ARRAY_OF_INPUT]
+        if per_member:
+            inputs = [None if x is None else x.reshape(k, -1, *x.shape[1:]) for x in inputs]
+            weights = batch.get("weights")
+            batch = {} if weights is None else {"weights": weights.reshape(k, -1, *weights.shape[1:])}
+        model = cast(RewardEnsemble, self.model)  # self.batched holds only for ensembles
+        return _returns_delta(model.member_rewards(*inputs, per_member=per_member), batch)
 
     def _train_epoch(self, data: _PairTensors, orders: list[np.ndarray]) -> float:
         """One pass; each member steps through its own order. Returns the mean member loss."""
         self.model.train()
-        batch_size = self.config.batch_size
+        batch_size, k = self.config.batch_size, len(self.members)
         step_losses = []
         for start in range(0, len(orders[0]), batch_size):
-            losses = []
-            for member, order in zip(self.members, orders, strict=True):
-                batch = data.batch(order[start:start + batch_size])
-                losses.append(self.loss_fn(self._segment_delta(member, batch), batch["z"]))
-            loss = losses[0] if len(losses) == 1 else torch.stack(losses).sum()
+            if self.batched:  # all members' batches in one gather and one forward
+                batch = data.batch(np.concatenate([o[start:start + batch_size] for o in orders]))
+                # the sum of the members' mean losses, as each is trained on its own
+                loss = self.loss_fn(self._member_deltas(batch, per_member=True),
+                                    batch["z"].reshape(k, -1)) * k
+            else:
+                losses = []
+                for member, order in zip(self.members, orders, strict=True):
+                    batch = data.batch(order[start:start + batch_size])
+                    losses.append(self.loss_fn(self._segment_delta(member, batch), batch["z"]))
+                loss = losses[0] if len(losses) == 1 else torch.stack(losses).sum()
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
             self.optimizer.step()
             step_losses.append(loss.detach())
-        return float(torch.stack(step_losses).mean()) / len(self.members)
+        return float(torch.stack(step_losses).mean()) / k
 
     def _validate(self, data: _PairTensors, positions: np.ndarray) -> tuple[float, float]:
         """Mean member loss and the accuracy of the ensemble mean on held-out pairs."""
@@ -210,6 +289,7 @@ class RewardTrainer:
             for start in range(0, len(positions), size):  # chunks bound the gathered memory
                 chunk = data.batch(positions[start:start + size])
                 member_deltas.append(
+                    self._member_deltas(chunk, per_member=False) if self.batched else
                     torch.stack([self._segment_delta(member, chunk) for member in self.members])
                 )
                 labels.append(chunk["z"])
@@ -217,6 +297,15 @@ class RewardTrainer:
             loss = float(np.mean([float(self.loss_fn(delta, z_val)) for delta in deltas]))
         accuracy = preference_accuracy(deltas.mean(0).cpu().numpy(), z_val.cpu().numpy())
         return loss, accuracy
+
+
+def _returns_delta(rewards: torch.Tensor, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    """R(left) - R(right) of ``(..., 2, L)`` step rewards, weighted by ``batch["weights"]`` when
+    the segments are padded or discounted."""
+    if "weights" in batch:
+        rewards = rewards * batch["weights"]
+    returns = rewards.sum(dim=-1)
+    return returns[..., 0] - returns[..., 1]
 
 
 def _pairs_and_labels(dataset_or_pairs: Any, labels: np.ndarray | None
