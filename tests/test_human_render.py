@@ -56,8 +56,11 @@ class GatedRenderer(MujocoRenderer):
 
 
 def test_each_recorded_state_restores_the_observation_after_its_step():
-    trajectories = pendulum_trajectories()
-    assert trajectories and all(t.states is not None and t.states.shape == (len(t), 4) for t in trajectories)
+    venv = make_vec_env(ENV, n_envs=2, seed=0, wrapper_class=RecordStates)
+    # whole episodes: the pole falls under random actions, so each ends in a terminal state
+    trajectories = collect_trajectories(venv, None, np.random.default_rng(0), n_episodes=4)
+    assert all(t.terminal for t in trajectories) and len(trajectories) >= 4
+    assert all(t.states is not None and t.states.shape == (len(t), 4) for t in trajectories)
     env = gym.make(ENV).unwrapped
     env.reset(seed=1)
     for trajectory in trajectories:
