@@ -236,13 +236,13 @@ def _run_label(config: configs.LabelConfig, args: argparse.Namespace) -> int:
     store = TrajectoryStore.load(config.trajectories)
     dataset = label_pairs(store, config, np.random.default_rng(config.seed))
     npz, description = dataset.save(run_dir / "preferences")
-    labels = dataset.labels[np.isfinite(dataset.labels)]
-    levels, counts = np.unique(labels, return_counts=True)
-    logger.log(label_metrics(dataset.labels, dataset.meta["oracle_p"]), step=0)
+    metrics = label_metrics(dataset.labels, dataset.meta["oracle_p"])
+    logger.log(metrics, step=0)
     log_outputs(logger, run_dir, preferences=("dataset", [npz, description]))
     logger.close()
-    print(json.dumps({"pairs": len(dataset), "skipped": int(len(dataset) - len(labels)),
-                      "labels": {f"{level:g}": int(c) for level, c in zip(levels, counts, strict=True)},
+    print(json.dumps({"pairs": len(dataset), "skipped": int(metrics["label/skipped"]),
+                      "labels": {key.removeprefix("label/level_"): int(count)
+                                 for key, count in metrics.items() if key.startswith("label/level_")},
                       "path": str(npz.with_suffix(""))}))
     return 0
 

@@ -103,11 +103,13 @@ def test_tracks_follow_the_step_or_a_metric_of_the_calls_they_name() -> None:
     progress.log({"m3hf/generation": 0.0, "m3hf/env_steps": 10.0}, step=10)
     assert steps.completed == 100 and generations.completed == 1
     progress.log({"m3hf/env_steps": 10.0}, step=20)  # the metric is absent: it stays
-    assert generations.completed == 1
+    assert generations.completed == 1 and progress.following == [steps, generations]
+    progress.log({"ail/disc_loss": 0.5}, step=300)
+    assert steps.finished and progress.following == [generations]  # done: no longer followed
     progress.log_config({"seed": 1})  # config and media move nothing
     progress.close()  # what did not finish is reported as stopped
     assert out.getvalue().splitlines()[-2:] == [
-        "ail env steps  100/300  33%  stopped after 0:00:00",
+        "ail env steps  300/300  100%  done in 0:00:00",
         "m3hf generations  1/3  33%  stopped after 0:00:00",
     ]
 

@@ -179,6 +179,11 @@ class ProgressLogger:
         self._following.append((track, task))
         return task
 
+    @property
+    def following(self) -> list[ProgressTask]:
+        """The tasks that logged metrics still move (a finished one stops being followed)."""
+        return [task for _, task in self._following]
+
     def task(self, description: str, total: float, completed: float = 0.0) -> ProgressTask:
         """A task the caller moves itself (stages, units)."""
         return self.display.add(description, total, completed)

@@ -197,7 +197,7 @@ def run_ail(config: ApecConfig, make_venv: VenvFactory, demos: list[Trajectory],
         trainer.resume()
         progress = progress_of(logger)
         if progress is not None:  # from the round it resumed at; moved by the rounds' own records
-            progress.follow(Track(f"apec {prefix}rounds", settings.rounds, prefixes=(prefix,),
+            progress.follow(Track(f"apec {prefix.rstrip('/')} rounds", settings.rounds, prefixes=(prefix,),
                                   metric=f"{prefix}round", offset=1), completed=trainer.round)
         trainer.train()
     finally:

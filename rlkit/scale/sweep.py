@@ -115,7 +115,7 @@ def sweep_units(spec: SweepSpec, sweep_dir: Path, group: str, torch_threads: int
                 "command": spec.command, "overrides": overrides, "point": point, "seed": seed,
                 "run_dir": str(sweep_dir / "trials" / uid), "config": spec.config,
                 "logger": spec.logger, "torch_threads": torch_threads, "cwd": os.getcwd(),
-                "env": {"WANDB_RUN_GROUP": group, "WANDB_JOB_TYPE": spec.command},
+                "env": {"WANDB_RUN_GROUP": group},  # the trial's --group; its job type is its command
             }))
     return units
 

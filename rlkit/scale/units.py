@@ -32,7 +32,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from rich.console import Console
+
 from rlkit.errors import ConfigError, InvalidDataError
+from rlkit.logging.progress import ProgressDisplay
 
 Status = Literal["done", "failed", "stopped"]
 UnitFn = Callable[["Unit", Callable[[dict[str, float]], None]], dict[str, Any]]
@@ -178,17 +181,26 @@ def run_units(
     resume: bool = False,
     name: str | None = None,
     on_result: Callable[[UnitResult], None] | None = None,
+    progress: ProgressDisplay | None = None,
 ) -> dict[str, UnitResult]:
     """Run every unit (stage by stage) on ``backend``; returns each unit's result by id.
 
     ``root`` holds the status files (on a cluster: a path every node sees). ``on_result`` is called
-    in the driver as each unit's result is known.
+    in the driver as each unit's result is known. ``progress`` shows the units done with an ETA
+    (default: a display on stderr, live on a terminal, plain lines otherwise); units finished in
+    an earlier run count as done from the start, not as speed.
     """
+    if not units:
+        return {}
     backend = backend or Backend()
     root = Path(root).absolute()
     root.mkdir(parents=True, exist_ok=True)
     results: dict[str, UnitResult] = {}
     runner: Any = None
+    display = progress or ProgressDisplay(Console(stderr=True))
+    earlier = sum(1 for unit in units if resume and (status := read_status(root, unit.id)) is not None
+                  and status.status in FINISHED)
+    bar = display.add(f"{name or root.name} units", len(units), completed=earlier)
     try:
         for number, stage in enumerate(stages(units)):
             todo: list[Unit] = []
@@ -207,6 +219,8 @@ def run_units(
                 else:
                     todo.append(unit)
                     continue
+                if not results[unit.id].skipped:
+                    bar.advance()
                 if on_result is not None:
                     on_result(results[unit.id])
             if not todo:
@@ -216,11 +230,14 @@ def run_units(
             for result in runner.run(todo, fn, stage=number):
                 results[result.id] = result
                 write_status(root, result)
+                bar.advance()
                 if on_result is not None:
                     on_result(result)
     finally:
         if runner is not None:
             runner.close()
+        bar.finish()
+        display.close()
     return {unit.id: results[unit.id] for unit in units}
 
 
