@@ -20,6 +20,7 @@ from rlkit.data import Trajectory, TrajectoryStore, sample_pairs
 from rlkit.errors import FileFormatError
 from rlkit.feedback import PreferenceDataset
 from rlkit.persistence import FORMATS, atomic_dir, read_header, tag, write_header
+from rlkit.persistence import replay as replay_chunks
 from rlkit.persistence.arrays import load_npz
 from rlkit.persistence.formats import SELF_CHECKSUM, check_tag
 from rlkit.persistence.replay import load_replay, save_replay
@@ -219,8 +220,11 @@ def make_prefrl_resume(root: Path, monkeypatch):
             PreferenceRL(config, run_dir=root).learn()
     folder = root / resume.RESUME_DIR
     config_json = json.loads((folder / "state.json").read_text())["config"]
-    files = [folder / name for name in ("state.json", "tensors.pt", "preferences.npz", "preferences.json",
-                                        "reward/model.safetensors")]
+    round_dir = json.loads((folder / "state.json").read_text())["round"]
+    files = [folder / name for name in ("state.json", f"{round_dir}/tensors.pt", f"{round_dir}/pairs.npz",
+                                        f"{round_dir}/reward/model.safetensors")]
+    files += sorted((folder / "store").glob("traj-*.npz"))  # the trajectories, in chunks
+    assert len(files) == 5
     return files, [folder / "state.json"], lambda: resume.load(folder, config_json)
 
 
@@ -406,3 +410,42 @@ def test_a_file_that_is_not_an_npz_is_named_as_such_not_as_a_pickle(tmp_path, co
     with pytest.raises(FileFormatError, match=f"^{path}: not an .npz file \\({says};") as caught:
         load_npz(path)
     assert "pickle" not in str(caught.value)
+
+
+@pytest.mark.parametrize("optimize", [False, True])
+def test_a_replay_buffer_saved_in_chunks_round_after_round_reloads_exactly(tmp_path, monkeypatch, optimize):
+    """Rounds of new rows (the ring wrapping, old rows overwritten), some with every reward rewritten:
+    each save writes only the chunks that changed, and each reloads into a fresh buffer exactly."""
+    monkeypatch.setattr(replay_chunks, "CHUNK_BYTES", 8 * 40)  # 8 positions a chunk, 80 rewards
+    def make() -> ReplayBuffer:
+        return ReplayBuffer(100, spaces.Box(-1, 1, (3,), np.float32), spaces.Box(-1, 1, (2,), np.float32),
+                            optimize_memory_usage=optimize, handle_timeout_termination=not optimize)
+
+    buffer, rng, manifest, steps = make(), np.random.default_rng(4), None, 0
+    assert replay_chunks.chunk_rows(buffer) == 8
+    for generation, (rows, relabel) in enumerate([(30, False), (5, False), (0, True), (41, True),
+                                                  (60, False), (4, False), (130, False)]):
+        for _ in range(rows):
+            buffer.add(rng.normal(size=(1, 3)), rng.normal(size=(1, 3)), rng.normal(size=(1, 2)),
+                       rng.normal(size=1), rng.random(1) < 0.1, [{}])
+        if relabel:  # as relabel_replay_buffer: the filled rows
+            filled = buffer.buffer_size if buffer.full else buffer.pos
+            buffer.rewards[:filled] = rng.normal(size=buffer.rewards[:filled].shape)
+        steps += rows
+        manifest, written = replay_chunks.save_replay_chunks(buffer, tmp_path, "replay", manifest, steps,
+                                                             generation)
+        manifest = json.loads(json.dumps(manifest))  # as state.json holds it
+        new_rows = sum(name.startswith("replay/rows") for name in written)
+        if 0 < rows < 100:  # the chunks of the new positions (and the one after them), not all
+            assert new_rows <= rows // 8 + 2
+        assert (new_rows == 0) == (rows == 0)
+        restored = make()
+        replay_chunks.load_replay_chunks(restored, tmp_path, manifest)
+        assert (restored.pos, restored.full) == (buffer.pos, buffer.full)
+        for name in ("observations", "next_observations", "actions", "rewards", "dones", "timeouts"):
+            if getattr(buffer, name, None) is not None:
+                np.testing.assert_array_equal(getattr(restored, name), getattr(buffer, name), err_msg=name)
+    named = set(replay_chunks.chunk_files(manifest))
+    assert named <= {p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.npz")}
+    with pytest.raises(FileFormatError, match="this agent's"):
+        replay_chunks.load_replay_chunks(replay_buffer(200), tmp_path, manifest)  # another size

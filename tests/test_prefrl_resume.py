@@ -51,8 +51,10 @@ def test_a_killed_run_resumes_at_the_round_it_was_killed_in(tmp_path, monkeypatc
     # the resume point holds the state at the start of round 3: nothing trained since
     saved_policy, saved_reward = vector(first.agent.policy), vector(first.model)
     saved_labels = first.dataset.labels.copy()
+    saved_store = {key: value.copy() for key, value in first.store.arrays().items()}
     if algo == "sac":
-        saved_replay = first.agent.replay_buffer.rewards[: first.agent.replay_buffer.pos].copy()
+        names = ("observations", "next_observations", "actions", "rewards", "dones", "timeouts")
+        saved_replay = {name: getattr(first.agent.replay_buffer, name).copy() for name in names}
 
     monkeypatch.setattr(prefrl_loop, "evaluate_reward", again := KilledInRound(kill_at=0))
     resumed = PreferenceRL(config, run_dir=tmp_path)
@@ -60,9 +62,14 @@ def test_a_killed_run_resumes_at_the_round_it_was_killed_in(tmp_path, monkeypatc
     assert torch.equal(vector(resumed.agent.policy), saved_policy)
     assert torch.equal(vector(resumed.model), saved_reward)
     np.testing.assert_array_equal(resumed.dataset.labels, saved_labels)
-    if algo == "sac":
+    for key, value in resumed.store.arrays().items():  # from the point's chunks, appended round by round
+        np.testing.assert_array_equal(value, saved_store[key], err_msg=key)
+    assert list(resumed.dataset.sources) == list(first.dataset.sources)
+    if algo == "sac":  # every row and reward, from the chunks the rounds wrote
         buffer = resumed.agent.replay_buffer
-        np.testing.assert_array_equal(buffer.rewards[: buffer.pos], saved_replay)
+        assert (buffer.pos, buffer.full) == (first.agent.replay_buffer.pos, first.agent.replay_buffer.full)
+        for name, value in saved_replay.items():
+            np.testing.assert_array_equal(getattr(buffer, name), value, err_msg=name)
     result = resumed.learn()
 
     pairs, labels = killed.rounds[-1]

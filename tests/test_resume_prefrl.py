@@ -13,12 +13,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from rlkit.data import Trajectory, sample_pairs
 from rlkit.errors import ConfigError, FileFormatError
 from rlkit.factories.agent import EpisodeLogCallback
 from rlkit.logging import JsonlLogger, rewind_metrics
+from rlkit.persistence import write_header
+from rlkit.persistence.formats import payload_files
+from rlkit.persistence.replay import save_replay
 from rlkit.prefrl import PreferenceRL
 from rlkit.prefrl import loop as prefrl_loop
 from rlkit.prefrl import resume as prefrl_resume
+from rlkit.reward import save_reward_model
 from tests.test_prefrl import small_config
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -159,3 +164,148 @@ def test_rlkit_pref_rl_killed_with_sigkill_mid_rollout_resumes_as_an_unbroken_ru
     assert [r["timestep"] for r in summary["rounds"]] == [r["timestep"] for r in expected["rounds"]]
     assert summary["rounds"][-1]["timestep"] == 1000  # the budget, not the end of a rollout (1024)
     assert shape(rows(run_dir)) == shape(rows(tmp_path / "unbroken"))  # no row twice
+
+
+# -- append-only resume points (issue 14, round writes) ---------------------------------------
+
+def sac_loop(buffer_size: int, run_dir: Path | None = None) -> PreferenceRL:
+    """A SAC loop whose store and buffer ``grow`` fills directly (no training: the writes are
+    measured, not the agent)."""
+    config = small_config("sac", **{"agent.hyperparams": "sb3", "env.n_envs": "1", "agent.kwargs": (
+        f"{{learning_starts: 0, buffer_size: {buffer_size}, policy_kwargs: {{net_arch: [16]}}}}")})
+    return PreferenceRL(config, run_dir=run_dir)
+
+
+def grow(loop: PreferenceRL, steps: int, rng: np.random.Generator, relabel: bool = False) -> None:
+    """``steps`` more env steps of Pendulum-sized experience: 200-step trajectories in the store,
+    rows in the replay buffer; ``relabel`` rewrites every reward, as a refit does."""
+    for _ in range(steps // 200):
+        loop.store.append(Trajectory(obs=rng.normal(size=(201, 3)).astype(np.float32),
+                                     acts=rng.uniform(-2, 2, size=(200, 1)).astype(np.float32),
+                                     rews=rng.normal(size=200).astype(np.float32)))
+    buffer, start = loop.agent.replay_buffer, loop.agent.replay_buffer.pos
+    for name in ("observations", "next_observations", "actions", "rewards"):
+        array = getattr(buffer, name)
+        array[start:start + steps] = rng.normal(size=array[start:start + steps].shape)
+    buffer.pos += steps
+    loop.agent.num_timesteps += steps
+    if relabel:
+        buffer.rewards[:buffer.pos] = rng.normal(size=buffer.rewards[:buffer.pos].shape)
+
+
+def files(folder: Path) -> dict[Path, tuple[int, int, int]]:
+    return {p: (p.stat().st_ino, p.stat().st_mtime_ns, p.stat().st_size) for p in folder.rglob("*")
+            if p.is_file()}
+
+
+def save_and_measure(loop: PreferenceRL, folder: Path) -> tuple[int, int]:
+    """Bytes a round's save wrote (files new or changed on disk) and the point's size after it."""
+    before = files(folder) if folder.exists() else {}
+    reported = prefrl_resume.save(loop, folder, pending_pairs=10)
+    after = files(folder)
+    written = sum(stat[2] for path, stat in after.items() if before.get(path) != stat)
+    assert reported == written  # what save says it wrote is what changed on disk
+    return written, sum(stat[2] for stat in after.values())
+
+
+@pytest.mark.parametrize("relabel", [False, True])
+def test_a_rounds_write_is_the_new_data_not_the_whole_point(tmp_path, relabel):
+    loop, rng = sac_loop(400_000), np.random.default_rng(0)
+    folder = tmp_path / "resume"
+    buffer = loop.agent.replay_buffer
+    row_chunk = 16_384 * 36  # positions per chunk file x (obs, next obs, act, done, timeout) bytes
+    measured = {}
+    for size in (20_000, 300_000):
+        grow(loop, size - loop.agent.num_timesteps, rng, relabel)
+        save_and_measure(loop, folder)
+        grow(loop, 2_000, rng, relabel)  # one round's experience
+        measured[size] = save_and_measure(loop, folder)
+    (small, _), (big, total) = measured[20_000], measured[300_000]
+    assert total > 15e6 and big < total / 5  # the old point rewrote all of it, every round
+    # as the run grows 15-fold, a round writes as much as before (give or take one chunk of rows
+    # where its new rows straddle two), and with a refit also the rewards it changed (4 bytes a row)
+    rewards_growth = 4 * (buffer.pos - 22_000) if relabel else 0
+    assert big <= small + row_chunk + rewards_growth + 10_000
+    point = prefrl_resume.load(folder, loop.config.model_dump(mode="json"))
+    fresh = sac_loop(400_000)
+    point.restore_agent(fresh.agent)
+    for name in ("observations", "next_observations", "actions", "rewards", "dones", "timeouts"):
+        np.testing.assert_array_equal(getattr(fresh.agent.replay_buffer, name), getattr(buffer, name))
+    np.testing.assert_array_equal(point.dataset.store.arrays()["obs"], loop.store.arrays()["obs"])
+    named = set(point.state["chunk_sha256"]) | {"state.json"}
+    on_disk = {p.relative_to(folder).as_posix() for p in files(folder)}
+    assert {p for p in on_disk if not p.startswith(point.state["round"])} == named  # no leftovers
+
+
+def test_a_save_killed_before_its_commit_leaves_the_previous_point(tmp_path, monkeypatch):
+    loop, rng = sac_loop(50_000), np.random.default_rng(1)
+    folder = tmp_path / "resume"
+    grow(loop, 10_000, rng)
+    prefrl_resume.save(loop, folder, pending_pairs=10)
+    config_json = loop.config.model_dump(mode="json")
+    grow(loop, 4_000, rng, relabel=True)
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(prefrl_resume, "write_header", killed)  # every new file is written by then
+    with pytest.raises(KeyboardInterrupt):
+        prefrl_resume.save(loop, folder, pending_pairs=10)
+    monkeypatch.undo()
+    point = prefrl_resume.load(folder, config_json)  # the first point, whole
+    assert point.timestep == 10_000 and point.dataset.store.n_steps == 10_000
+    fresh = sac_loop(50_000)
+    point.restore_agent(fresh.agent)
+    assert fresh.agent.replay_buffer.pos == 10_000
+    assert not fresh.agent.replay_buffer.rewards[10_000:].any()
+    prefrl_resume.save(loop, folder, pending_pairs=10)  # the next save clears the killed one's files
+    point = prefrl_resume.load(folder, config_json)
+    assert point.timestep == 14_000 and point.dataset.store.n_steps == 14_000
+    on_disk = {p.relative_to(folder).as_posix() for p in files(folder)}
+    assert {p for p in on_disk if not p.startswith(point.state["round"])} == (
+        set(point.state["chunk_sha256"]) | {"state.json"})
+
+
+def test_a_point_written_whole_by_an_earlier_rlkit_loads_and_its_next_save_is_chunked(tmp_path):
+    loop, rng = sac_loop(20_000), np.random.default_rng(2)
+    grow(loop, 4_000, rng)
+    labels = np.array([0, 0.2, 0.5, 0.8, 1, np.nan])  # the five-level scale, one skipped
+    loop.dataset.append(sample_pairs(loop.store, 6, 10, rng), labels, source="t",
+                        meta={"oracle_p": np.full(6, 0.5)})
+    folder = tmp_path / "resume"
+    folder.mkdir()
+    prefrl_resume._write_tensors(loop, folder)  # the layout of format versions 1 and 2
+    save_replay(loop.agent.replay_buffer, folder / "replay.npz")
+    loop.dataset.save(folder / "preferences")
+    save_reward_model(loop.model, folder / "reward", norm=loop.reward_norm)
+    write_header(folder / "state.json", prefrl_resume.KIND, prefrl_resume._state(loop, 10),
+                 covers=payload_files(folder))
+    config_json = loop.config.model_dump(mode="json")
+    for point in (prefrl_resume.load(folder, config_json), None):
+        if point is None:  # the next round's save turns the folder into the chunked layout
+            prefrl_resume.save(loop, folder, pending_pairs=10)
+            assert not (folder / "replay.npz").exists() and not (folder / "tensors.pt").exists()
+            point = prefrl_resume.load(folder, config_json)
+            assert point.state["layout"] == prefrl_resume.LAYOUT
+        assert point.timestep == 4_000
+        np.testing.assert_array_equal(point.dataset.labels, loop.dataset.labels)
+        np.testing.assert_array_equal(point.dataset.pairs.left, loop.dataset.pairs.left)
+        np.testing.assert_array_equal(point.dataset.meta["oracle_p"], loop.dataset.meta["oracle_p"])
+        assert list(point.dataset.sources) == list(loop.dataset.sources)
+        fresh = sac_loop(20_000)
+        point.restore_agent(fresh.agent)
+        np.testing.assert_array_equal(fresh.agent.replay_buffer.observations,
+                                      loop.agent.replay_buffer.observations)
+
+
+def test_a_damaged_replay_chunk_is_refused_naming_it(tmp_path):
+    loop, rng = sac_loop(20_000), np.random.default_rng(3)
+    grow(loop, 2_000, rng)
+    folder = tmp_path / "resume"
+    prefrl_resume.save(loop, folder, pending_pairs=10)
+    chunk = next((folder / "replay").glob("rewards-*.npz"))
+    raw = bytearray(chunk.read_bytes())
+    raw[len(raw) // 2] ^= 1
+    chunk.write_bytes(bytes(raw))
+    with pytest.raises(FileFormatError, match=rf"{chunk.name}: damaged"):
+        prefrl_resume.load(folder, loop.config.model_dump(mode="json"))

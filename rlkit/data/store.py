@@ -161,12 +161,28 @@ class TrajectoryStore:
         }
 
     # -- files ----------------------------------------------------------------------------
-    def arrays(self) -> dict[str, np.ndarray]:
-        """The store's content as plain arrays (what ``save`` writes)."""
+    def arrays(self, start: int = 0, stop: int | None = None) -> dict[str, np.ndarray]:
+        """The content of trajectories ``start`` to ``stop`` (default: all) as plain arrays, views
+        into the store (what ``save`` writes).
+
+        Args:
+            start: the first trajectory id.
+            stop: one past the last (None: the store's length).
+
+        Returns:
+            ``obs``, ``acts``, ``rews``, ``lengths`` and ``terminal`` of those trajectories.
+        """
         obs, acts = self._arrays()
+        stop = len(self._lengths) if stop is None else stop
+        if not 0 <= start < stop <= len(self._lengths):
+            raise IndexError(f"trajectories {start} to {stop}: the store holds {len(self._lengths)}")
+        last = stop - 1
+        obs_end = int(self._obs_offsets[last] + self._lengths[last] + 1)
+        step_end = int(self._step_offsets[last] + self._lengths[last])
+        o, s = int(self._obs_offsets[start]), int(self._step_offsets[start])
         return {
-            "obs": obs, "acts": acts, "rews": self._rews,
-            "lengths": self._lengths, "terminal": self._terminal,
+            "obs": obs[o:obs_end], "acts": acts[s:step_end], "rews": self._rews[s:step_end],
+            "lengths": self._lengths[start:stop], "terminal": self._terminal[start:stop],
         }
 
     @classmethod
@@ -209,15 +225,53 @@ class TrajectoryStore:
         store._step_offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
         return store
 
-    def save(self, path: str | os.PathLike[str]) -> Path:
-        """Write the store as one ``.npz`` (atomic, no pickle)."""
+    def save(self, path: str | os.PathLike[str], start: int = 0, stop: int | None = None) -> Path:
+        """Write the store as one ``.npz`` (atomic, no pickle); with ``start``/``stop``, only those
+        trajectories (a chunk: ``load_chunks`` reads a run of them back as one store).
+
+        Args:
+            path: the file (``.npz`` is added).
+            start: the first trajectory id written.
+            stop: one past the last (None: the store's length).
+
+        Returns:
+            The path written.
+        """
         path = Path(path).with_suffix(".npz")
-        save_npz(path, {"_header": npz_header(_KIND), **self.arrays()})
+        save_npz(path, {"_header": npz_header(_KIND), **self.arrays(start, stop)})
         return path
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> TrajectoryStore:
-        arrays = load_npz(path)
-        check_npz_header(arrays, _KIND, path)
-        arrays.pop("_header")
-        return cls.from_arrays(arrays, origin=str(path))
+        return cls.from_arrays(_read(path), origin=str(path))
+
+    @classmethod
+    def load_chunks(cls, paths: Iterable[str | os.PathLike[str]]) -> TrajectoryStore:
+        """One store of the trajectories of several files ``save`` wrote, in order (ids follow on).
+
+        Args:
+            paths: the files, each a whole store or a chunk of one.
+
+        Returns:
+            The store.
+        """
+        paths = list(paths)
+        parts = [_read(path) for path in paths]
+        if not parts:
+            raise InvalidDataError("no trajectory files to load")
+        names = ("obs", "acts", "rews", "lengths", "terminal")
+        try:
+            joined = {name: np.concatenate([part[name] for part in parts]) for name in names}
+        except KeyError as error:
+            raise FileFormatError(f"{' + '.join(map(str, paths))}: missing array {error}") from None
+        except ValueError as error:
+            raise FileFormatError(f"{' + '.join(map(str, paths))}: chunks do not fit together "
+                                  f"({error})") from None
+        return cls.from_arrays(joined, origin=" + ".join(str(path) for path in paths))
+
+
+def _read(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
+    arrays = load_npz(path)
+    check_npz_header(arrays, _KIND, path)
+    arrays.pop("_header")
+    return arrays

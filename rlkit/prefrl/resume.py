@@ -7,14 +7,26 @@ A resumed run restores all of it and asks that round again: the same RNG and the
 the same pairs, so a simulated teacher gives the same labels and people's labels, stored under
 those pairs, are found at once. Every query in the label store therefore names trajectories the
 resume point holds. Nothing is pickled: tensors are read back with ``weights_only``, arrays from
-``.npz`` without pickle, the rest is JSON. The point is written as a staged folder that replaces the
-last one whole (``rlkit.persistence.atomic_dir``); ``state.json`` (format ``rlkit.prefrl.resume``)
-lists the SHA-256 of every other file, so a damaged one is refused by name, never loaded.
+``.npz`` without pickle, the rest is JSON.
+
+A round writes what is new since the last, so its cost stays flat as the run grows: the
+trajectories recorded since (one chunk file under ``store/``), the replay buffer's chunks holding
+the positions added since and the reward chunks a relabelling changed (``replay/``, see
+``rlkit.persistence.replay.save_replay_chunks``), and the small files of the round (agent and
+reward model tensors, the labelled pairs) in a folder of their own, ``round-NNNNNNN/``. Files an
+existing point names are never rewritten; ``state.json`` (format ``rlkit.prefrl.resume``), replaced
+atomically last, is the commit: it names the round folder and every chunk with its SHA-256, so a run
+killed mid-write keeps the previous point whole, and a damaged file is refused by name, never
+loaded. Files no point names any more (a superseded chunk, the last round's folder, a killed
+write's leftovers) are removed after the commit. Points written whole by earlier rlkits (format
+versions 1 and 2: ``tensors.pt``, ``replay.npz``, ``preferences.*``, ``reward/`` in the folder) are
+still read; the next round's save turns the folder into the chunked layout.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,12 +37,21 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.save_util import recursive_getattr, recursive_setattr
 
+from rlkit.data import TrajectoryStore
+from rlkit.data.segments import SegmentPairs
 from rlkit.errors import FileFormatError, InvalidDataError
-from rlkit.feedback import PreferenceDataset
+from rlkit.feedback import OrdinalScale, PreferenceDataset
 from rlkit.logging.local import metrics_size, rewind_metrics
-from rlkit.persistence import atomic_dir, atomic_write_bytes, read_header, tag, write_header
-from rlkit.persistence.formats import payload_files
-from rlkit.persistence.replay import REPLAY_FILE, load_replay, save_replay
+from rlkit.persistence import atomic_write_bytes, read_header, tag, write_header
+from rlkit.persistence.arrays import load_npz, save_npz
+from rlkit.persistence.formats import payload_files, sha256_file, verify_checksums
+from rlkit.persistence.replay import (
+    REPLAY_FILE,
+    chunk_files,
+    load_replay,
+    load_replay_chunks,
+    save_replay_chunks,
+)
 from rlkit.persistence.rng import (
     check_torch_rng_state,
     numpy_rng_state,
@@ -44,9 +65,11 @@ if TYPE_CHECKING:
     from rlkit.prefrl.loop import PreferenceRL
 
 RESUME_DIR = "resume"
+PAIRS_FILE = "pairs.npz"
 KIND = "rlkit.prefrl.resume"
 FORMAT = tag(KIND)
 STATE_FILE = "state.json"
+LAYOUT = "chunked/1"  # state.json's "layout": a point written a round at a time (absent: whole)
 _FIELDS = {"config": dict, "timestep": int, "agent_updates": int, "agent_episodes": int,
            "pending_pairs": int, "numpy_rng": dict, "rounds": list, "episodes": dict}
 # May differ between the killed run and its resumption: more steps, and how long to wait for people.
@@ -63,6 +86,7 @@ class ResumePoint:
     dataset: PreferenceDataset
     reward: LoadedRewardModel
     tensors: dict[str, Any]
+    payload: Path  # the folder of tensors.pt and reward/: the round's, or the point's own (whole)
 
     @property
     def timestep(self) -> int:
@@ -79,7 +103,7 @@ class ResumePoint:
     def restore_rngs(self, rng: np.random.Generator) -> None:
         """The loop's numpy Generator and torch's global CPU RNG as they were at the save."""
         restore_numpy_rng(rng, self.state["numpy_rng"], self.directory / STATE_FILE)
-        restore_torch_rng(self.tensors["torch_rng"], where=self.directory / "tensors.pt")
+        restore_torch_rng(self.tensors["torch_rng"], where=self.payload / "tensors.pt")
 
     def restore_agent(self, agent: BaseAlgorithm) -> None:
         """Networks, optimisers, counters and replay buffer into a fresh agent of the same config."""
@@ -88,23 +112,119 @@ class ResumePoint:
             for name, value in self.tensors["agent_variables"].items():
                 recursive_setattr(agent, f"{name}.data", value.data)
         except (AttributeError, KeyError, RuntimeError, TypeError, ValueError) as error:
-            raise FileFormatError(f"{self.directory / 'tensors.pt'}: does not fit this agent "
+            raise FileFormatError(f"{self.payload / 'tensors.pt'}: does not fit this agent "
                                   f"({type(error).__name__}: {error})") from None
         agent.num_timesteps = self.timestep
         agent._n_updates = int(self.state["agent_updates"])
         agent._episode_num = int(self.state["agent_episodes"])
         if isinstance(agent, OffPolicyAlgorithm) and agent.replay_buffer is not None:
-            load_replay(agent.replay_buffer, self.directory / REPLAY_FILE)
+            if "replay" not in self.state:  # a point written whole
+                load_replay(agent.replay_buffer, self.directory / REPLAY_FILE)
+            elif self.state["replay"] is not None:
+                load_replay_chunks(agent.replay_buffer, self.directory, self.state["replay"])
 
 
-def save(loop: PreferenceRL, directory: Path, pending_pairs: int) -> None:
-    """Write the resume point of a round about to ask ``pending_pairs`` pairs (atomically: a run
-    killed while writing keeps the previous one)."""
-    with atomic_dir(directory) as staging:
-        _write(loop, staging, pending_pairs)
+def save(loop: PreferenceRL, directory: Path, pending_pairs: int) -> int:
+    """Write the resume point of a round about to ask ``pending_pairs`` pairs: what is new since
+    the last point, then ``state.json`` (a run killed while writing keeps the previous point).
+
+    Args:
+        loop: the running loop.
+        directory: the resume point's folder.
+        pending_pairs: how many pairs the round asks.
+
+    Returns:
+        The bytes written (the new chunks, the round's files and ``state.json``).
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    previous = _previous_state(directory)
+    generation = int(previous.get("generation", -1)) + 1 if previous else 0
+    round_dir = f"round-{generation:07d}"
+    shutil.rmtree(directory / round_dir, ignore_errors=True)  # a killed write's, named by no point
+    _write_round(loop, directory / round_dir)
+    chunked = previous if previous and previous.get("layout") == LAYOUT else None
+    store_chunks, written = _save_store(loop.store, directory, chunked, generation)
+    agent, replay = loop.agent, None
+    if isinstance(agent, OffPolicyAlgorithm) and agent.replay_buffer is not None:
+        replay, new = save_replay_chunks(agent.replay_buffer, directory, "replay",
+                                         chunked.get("replay") if chunked else None,
+                                         agent.num_timesteps, generation)
+        written += new
+    files = {chunk["file"]: chunk["sha256"] for chunk in store_chunks}
+    files |= chunk_files(replay) if replay is not None else {}
+    covers = payload_files(directory / round_dir)
+    write_header(directory / STATE_FILE, KIND, {  # last: the commit of the new point
+        **_state(loop, pending_pairs), "layout": LAYOUT, "generation": generation, "round": round_dir,
+        "store_chunks": store_chunks, "replay": replay, "chunk_sha256": files,
+        "dataset": _dataset_header(loop.dataset),
+    }, covers=covers)
+    _remove_unnamed(directory, {STATE_FILE, round_dir, *files})
+    return sum((directory / name).stat().st_size for name in [*written, STATE_FILE]) + sum(
+        path.stat().st_size for path in covers)
 
 
-def _write(loop: PreferenceRL, folder: Path, pending_pairs: int) -> None:
+def _previous_state(directory: Path) -> dict[str, Any] | None:
+    """The point's state.json as written (None when there is none or it cannot be read)."""
+    if not exists(directory):
+        return None
+    try:
+        return read_header(directory / STATE_FILE, KIND, verify=False)
+    except FileFormatError:
+        return None
+
+
+def _save_store(store: TrajectoryStore, directory: Path, previous: dict[str, Any] | None,
+                generation: int) -> tuple[list[dict[str, Any]], list[str]]:
+    """The store's chunk files: the previous point's, and one of the trajectories added since."""
+    chunks: list[dict[str, Any]] = list(previous.get("store_chunks", [])) if previous else []
+    saved = chunks[-1]["stop"] if chunks else 0
+    steps = sum(chunk["steps"] for chunk in chunks)
+    if saved > len(store) or int(store.lengths[:saved].sum()) != steps:  # not this store's prefix
+        chunks, saved = [], 0
+    if saved == len(store):
+        return chunks, []
+    name = f"store/traj-{saved:09d}-{len(store):09d}-g{generation:07d}.npz"
+    store.save(directory / name, saved, len(store))
+    chunks.append({"file": name, "start": saved, "stop": len(store),
+                   "steps": int(store.lengths[saved:].sum()), "sha256": sha256_file(directory / name)})
+    return chunks, [name]
+
+
+def _remove_unnamed(directory: Path, keep: set[str]) -> None:
+    """Remove what no point names: superseded chunks, old round folders, a whole point's files."""
+    for path in sorted(directory.iterdir()):
+        if path.name in ("store", "replay") and path.is_dir():
+            for chunk in path.iterdir():
+                if f"{path.name}/{chunk.name}" not in keep:
+                    chunk.unlink()
+        elif path.name not in keep:
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+
+
+def _dataset_header(dataset: PreferenceDataset) -> dict[str, Any]:
+    scale = dataset.scale
+    return {
+        "n_pairs": len(dataset), "sources": dataset.source_names, "annotators": dataset.annotator_names,
+        "meta_columns": sorted(dataset.meta),
+        "scale": None if scale is None else {"name": scale.name, "levels": list(scale.levels),
+                                              "names": list(scale.names)},
+    }
+
+
+def _write_round(loop: PreferenceRL, folder: Path) -> None:
+    """The round's own files: tensors, reward model, the labelled pairs (indices into the store)."""
+    dataset = loop.dataset
+    pairs = dataset.pairs
+    save_npz(folder / PAIRS_FILE, {
+        "left": pairs.left, "right": pairs.right, "labels": dataset.labels,
+        "sources": dataset.sources, "annotators": dataset.annotators,
+        **{f"meta__{key}": column for key, column in dataset.meta.items()},
+    })
+    _write_tensors(loop, folder)
+    save_reward_model(loop.model, folder / "reward", norm=loop.reward_norm)
+
+
+def _write_tensors(loop: PreferenceRL, folder: Path) -> None:
     agent = loop.agent
     _, variables = agent._get_torch_save_params()  # the state dicts come from get_parameters()
     tensors = {
@@ -114,12 +234,11 @@ def _write(loop: PreferenceRL, folder: Path, pending_pairs: int) -> None:
         "torch_rng": torch_rng_state(),
     }
     atomic_write_bytes(folder / "tensors.pt", lambda handle: torch.save(tensors, handle))
-    if isinstance(agent, OffPolicyAlgorithm) and agent.replay_buffer is not None:
-        save_replay(agent.replay_buffer, folder / REPLAY_FILE)
-    loop.dataset.save(folder / "preferences")  # with the trajectories
-    save_reward_model(loop.model, folder / "reward", norm=loop.reward_norm)
-    covers = payload_files(folder)
-    write_header(folder / STATE_FILE, KIND, {  # last: its presence marks a complete point
+
+
+def _state(loop: PreferenceRL, pending_pairs: int) -> dict[str, Any]:
+    agent = loop.agent
+    return {
         "config": loop.config.model_dump(mode="json"),
         "timestep": agent.num_timesteps,
         "agent_updates": agent._n_updates,
@@ -130,7 +249,7 @@ def _write(loop: PreferenceRL, folder: Path, pending_pairs: int) -> None:
         "teacher": loop.teacher_state(),
         "rounds": [dataclasses.asdict(r) for r in loop.result.rounds],
         "episodes": dataclasses.asdict(loop.result.episodes),
-    }, covers=covers)
+    }
 
 
 def exists(directory: Path) -> bool:
@@ -146,7 +265,13 @@ def load(directory: Path, config_json: dict[str, Any]) -> ResumePoint | None:
     state = read_header(directory / STATE_FILE, KIND, _FIELDS, verify=False)
     _check_settings(directory, state["config"], config_json)
     read_header(directory / STATE_FILE, KIND)  # now every payload file against its SHA-256
-    tensors_path = directory / "tensors.pt"
+    chunked = "layout" in state
+    if chunked:
+        payload = _check_chunked(directory, state)
+        verify_checksums(directory / STATE_FILE, {"sha256": state["chunk_sha256"]})
+    else:
+        payload = directory
+    tensors_path = payload / "tensors.pt"
     try:
         tensors = torch.load(tensors_path, map_location="cpu", weights_only=True)
     except Exception as error:  # torch's restricted unpickler raises its own kinds
@@ -160,8 +285,63 @@ def load(directory: Path, config_json: dict[str, Any]) -> ResumePoint | None:
     if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size < 0):
         raise FileFormatError(f"{directory / STATE_FILE}: metrics_bytes={size!r} is not a byte count")
     restore_numpy_rng(np.random.default_rng(), state["numpy_rng"], directory / STATE_FILE)  # a check
-    return ResumePoint(directory, state, PreferenceDataset.load(directory / "preferences"),
-                       load_reward_model(directory / "reward"), tensors)
+    if chunked:
+        store = TrajectoryStore.load_chunks(directory / chunk["file"] for chunk in state["store_chunks"])
+        dataset = _load_dataset(store, payload / PAIRS_FILE, state["dataset"])
+    else:
+        dataset = PreferenceDataset.load(directory / "preferences")
+    return ResumePoint(directory, state, dataset, load_reward_model(payload / "reward"), tensors, payload)
+
+
+_CHUNKED_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "generation": int, "round": str, "store_chunks": list, "replay": (dict, type(None)),
+    "chunk_sha256": dict, "dataset": dict,
+}
+
+
+def _check_chunked(directory: Path, state: dict[str, Any]) -> Path:
+    """The round folder of a chunked point, after checking the fields that name its files."""
+    where = directory / STATE_FILE
+    if state["layout"] != LAYOUT:
+        raise FileFormatError(f"{where}: layout {state['layout']!r}, this rlkit reads {LAYOUT!r}")
+    for name, types in _CHUNKED_FIELDS.items():
+        if not isinstance(state.get(name), types):
+            raise FileFormatError(f"{where}: field {name!r} missing or of the wrong type")
+    round_dir = state["round"]
+    if not round_dir.startswith("round-") or "/" in round_dir or not state["store_chunks"]:
+        raise FileFormatError(f"{where}: round {round_dir!r} or its trajectory chunks are not a point's")
+    for chunk in state["store_chunks"]:
+        if not isinstance(chunk, dict) or chunk.get("file") not in state["chunk_sha256"]:
+            raise FileFormatError(f"{where}: trajectory chunk {chunk!r} is not among its checksummed files")
+    return directory / round_dir
+
+
+def _load_dataset(store: TrajectoryStore, path: Path, header: dict[str, Any]) -> PreferenceDataset:
+    """The labelled pairs ``_write_round`` saved, over ``store``, rebuilt through ``append`` (which
+    checks every index and label) one run of rows of the same source and annotator at a time."""
+    arrays = load_npz(path)
+    try:
+        scale_info = header["scale"]
+        scale = None if scale_info is None else OrdinalScale(
+            scale_info["name"], tuple(scale_info["levels"]), tuple(scale_info["names"]))
+        left, right, labels = arrays["left"], arrays["right"], arrays["labels"]
+        sources, annotators = arrays["sources"], arrays["annotators"]
+        meta = {key: arrays[f"meta__{key}"] for key in header["meta_columns"]}
+        pairs = SegmentPairs(store, left, right)
+        dataset = PreferenceDataset(store, scale)
+        dataset.source_names, dataset.annotator_names = list(header["sources"]), list(header["annotators"])
+        origin = np.stack([sources, annotators], axis=1) if len(labels) else np.zeros((0, 2), str)
+        edges = np.flatnonzero((origin[1:] != origin[:-1]).any(axis=1)) + 1
+        for rows in np.split(np.arange(len(labels)), edges) if len(labels) else []:
+            dataset.append(pairs.subset(rows), labels[rows], source=str(sources[rows[0]]),
+                           annotator=str(annotators[rows[0]]),
+                           meta={key: column[rows] for key, column in meta.items()})
+    except (KeyError, TypeError, ValueError, IndexError) as error:  # InvalidDataError is a ValueError
+        raise FileFormatError(f"{path}: not the labelled pairs of this point ({type(error).__name__}: "
+                              f"{error})") from None
+    if len(dataset) != header["n_pairs"]:
+        raise FileFormatError(f"{path}: {len(dataset)} pairs, the point lists {header['n_pairs']}")
+    return dataset
 
 
 def check(directory: Path, config_json: dict[str, Any]) -> bool:
