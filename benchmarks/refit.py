@@ -19,9 +19,10 @@ each arm's preference accuracy on 1,000 fresh pairs, so speed is not bought with
 ``ok``: the new refit is at least ``GOAL`` times faster than the old one and its accuracy is
 within 0.02 of it. Prints one JSON line.
 
-    .venv/bin/python benchmarks/refit.py [--rounds 3] [--labels 200,300,400,500]
+    .venv/bin/python benchmarks/refit.py [--rounds 3] [--labels 200,300,400,500] [--width 256]
 
-About 3 minutes on an idle 2-core machine (most of it the ``old`` arm).
+Several minutes on an idle 2-core machine, most of it the ``old`` arm (~660 gradient steps of the
+3 members against ~230 for ``new``); on a busy one, ``--width 64 --rounds 1`` keeps it short.
 """
 
 from __future__ import annotations
@@ -79,17 +80,18 @@ def oracle_labels(pairs: SegmentPairs, rng: np.random.Generator) -> np.ndarray:
     return (rng.random(len(pairs)) < p).astype(np.float32)
 
 
-def make_ensemble(seed: int) -> RewardEnsemble:
-    spec = RewardNetSpec("mlp", (3,), (1,), hidden=(256, 256))
+def make_ensemble(seed: int, width: int) -> RewardEnsemble:
+    spec = RewardNetSpec("mlp", (3,), (1,), hidden=(width, width))
     return RewardEnsemble([RewardNet(spec, seed=seed + i) for i in range(MEMBERS)])
 
 
 def run_schedule(arm: str, store: TrajectoryStore, pairs: SegmentPairs, labels: np.ndarray,
-                 schedule: list[int], test: tuple[SegmentPairs, np.ndarray], seed: int
-                 ) -> dict[str, float]:
+                 schedule: list[int], test: tuple[SegmentPairs, np.ndarray],
+                 args: argparse.Namespace) -> dict[str, float]:
     """The whole label schedule on one trainer: refit seconds and the final model's accuracy."""
-    config = TrainerConfig(max_epochs=30, seed=seed, **ARMS[arm])
-    trainer = RewardTrainer(make_ensemble(seed), config)
+    seed = args.seed
+    config = TrainerConfig(max_epochs=args.epochs, seed=seed, **ARMS[arm])
+    trainer = RewardTrainer(make_ensemble(seed, args.width), config)
     dataset = PreferenceDataset(store)
     rng = np.random.default_rng(seed)
     seconds, steps, shown = 0.0, 0, 0
@@ -147,6 +149,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--labels", default="200,300,400,500", help="labels at each refit")
     parser.add_argument("--candidates", type=int, default=1000, help="query candidates scored")
+    parser.add_argument("--width", type=int, default=256, help="hidden width (2 layers)")
+    parser.add_argument("--epochs", type=int, default=30, help="max_epochs")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2, help="torch.set_num_threads")
     args = parser.parse_args()
@@ -164,7 +168,7 @@ def main() -> None:
     for round_ in range(args.rounds):
         order = list(ARMS) if round_ % 2 == 0 else list(ARMS)[::-1]
         for arm in order:
-            runs[arm].append(run_schedule(arm, store, pairs, labels, schedule, test, args.seed))
+            runs[arm].append(run_schedule(arm, store, pairs, labels, schedule, test, args))
     results = {arm: {
         "refit_s": round(statistics.median(r["seconds"] for r in rs), 2),
         "steps": int(statistics.median(r["steps"] for r in rs)),
@@ -173,7 +177,7 @@ def main() -> None:
     } for arm, rs in runs.items()}
     speedup = {arm: round(results["old"]["refit_s"] / results[arm]["refit_s"], 2)
                for arm in ARMS if arm != "old"}
-    model = make_ensemble(args.seed)
+    model = make_ensemble(args.seed, args.width)
     full, appended = min(gather_seconds(pairs, schedule, model) for _ in range(args.rounds))
     candidates = sample_pairs(store, args.candidates, SEGMENT, rng)
     per_member, batched, difference = min(scoring_seconds(candidates, model)
@@ -182,7 +186,8 @@ def main() -> None:
     print(json.dumps({
         "benchmark": "refit",
         "labels": schedule, "rounds": args.rounds, "segment_length": SEGMENT, "members": MEMBERS,
-        "hidden": [256, 256], "torch_threads": torch.get_num_threads(), "torch": torch.__version__,
+        "hidden": [args.width, args.width], "max_epochs": args.epochs,
+        "torch_threads": torch.get_num_threads(), "torch": torch.__version__,
         "results": results, "speedup_vs_old": speedup,
         "gather_last_round_s": {"all_pairs": round(full, 4), "new_pairs_only": round(appended, 4)},
         "query_scoring_s": {"candidates": args.candidates, "per_member_numpy": round(per_member, 4),

@@ -193,7 +193,8 @@ def test_pairs_that_do_not_extend_the_last_fit_are_gathered_again(store, monkeyp
 def test_steps_refits_spend_a_budget_tied_to_the_labels_added(store: TrajectoryStore) -> None:
     pairs = sample_pairs(store, 300, 10, np.random.default_rng(9))
     labels = truthful_labels(pairs)
-    config = TrainerConfig(lr=3e-3, max_epochs=6, refit_epochs=4, batch_size=32, patience=None)
+    config = TrainerConfig(lr=3e-3, max_epochs=6, refit="steps", refit_epochs=4, batch_size=32,
+                           patience=None)
     trainer = RewardTrainer(ensemble(), config)
     dataset = as_dataset(pairs, labels, 100)
     first = trainer.fit(dataset)  # a first fit: max_epochs passes over its 90 training pairs
@@ -213,11 +214,37 @@ def test_steps_refits_spend_a_budget_tied_to_the_labels_added(store: TrajectoryS
     assert trainer.fit(other, labels[::-1]).steps == 6 * math.ceil(270 / 32)
 
 
+def test_a_rebuilt_trainer_told_what_was_fitted_refits_as_the_one_that_fitted(store) -> None:
+    """A resumed run rebuilds its trainer around saved weights and optimizer state; told which
+    labels those weights were fitted on, its refit is the unbroken run's, step for step."""
+    pairs = sample_pairs(store, 200, 10, np.random.default_rng(13))
+    labels = truthful_labels(pairs)
+    config = TrainerConfig(lr=3e-3, max_epochs=4, refit="steps", batch_size=32)
+    unbroken = RewardTrainer(ensemble(), config)
+    dataset = as_dataset(pairs, labels, 120)
+    unbroken.fit(dataset, rng=np.random.default_rng(1))
+    saved = copy.deepcopy((unbroken.model.state_dict(), unbroken.optimizer.state_dict()))
+    as_dataset(pairs, labels, 200, dataset, start=120)
+    expected = unbroken.fit(dataset, rng=np.random.default_rng(2))
+    reports = []
+    for told in (True, False):
+        model = ensemble()
+        model.load_state_dict(saved[0])
+        rebuilt = RewardTrainer(model, config)
+        rebuilt.optimizer.load_state_dict(copy.deepcopy(saved[1]))
+        if told:
+            rebuilt.mark_fitted(pairs.subset(np.arange(120)), labels[:120])
+        reports.append(rebuilt.fit(dataset, rng=np.random.default_rng(2)))
+    assert expected.steps == reports[0].steps == math.ceil(80 * 4 / 32)
+    assert reports[0].train_loss == expected.train_loss
+    assert reports[0].val_loss == expected.val_loss
+    assert reports[1].steps == 4 * math.ceil(180 / 32)  # not told: a first fit's passes
+
+
 def test_epochs_refits_pass_over_every_label_again(store: TrajectoryStore) -> None:
     pairs = sample_pairs(store, 150, 10, np.random.default_rng(11))
     labels = truthful_labels(pairs)
-    trainer = RewardTrainer(ensemble(), TrainerConfig(max_epochs=3, refit="epochs", patience=None,
-                                                      batch_size=32))
+    trainer = RewardTrainer(ensemble(), TrainerConfig(max_epochs=3, patience=None, batch_size=32))
     dataset = as_dataset(pairs, labels, 100)
     trainer.fit(dataset)
     as_dataset(pairs, labels, 150, dataset, start=100)

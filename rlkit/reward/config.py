@@ -34,7 +34,8 @@ class TrainerConfig(StrictModel):
     last, trains up to ``max_epochs`` passes; validation after every pass keeps the best weights
     and ``patience`` stops early. ``refit_epochs`` (None: ``max_epochs``): passes' worth of the
     new labels a ``steps`` refit spends; with the default each label gets the training it would
-    have had in a first fit.
+    have had in a first fit. A trainer rebuilt around restored weights and optimizer state (a
+    resumed run) learns which labels its weights were fitted on from ``RewardTrainer.mark_fitted``.
     ``batch_members``: train the members of an ensemble of one architecture as one batched model
     (one forward/backward for all); False runs them one after another (same result, slower).
 
@@ -57,7 +58,7 @@ class TrainerConfig(StrictModel):
     device: Device = "cpu"
     memory_budget_bytes: int = Field(2**30, ge=0)
     eval_batch_size: int = Field(256, ge=1)
-    refit: Literal["epochs", "steps"] = "steps"
+    refit: Literal["epochs", "steps"] = "epochs"
     refit_epochs: float | None = Field(None, gt=0)
     batch_members: bool = True
 

@@ -232,6 +232,22 @@ class RewardTrainer:
             kept[val_rows],
         )
 
+    def mark_fitted(self, dataset_or_pairs: Any, labels: np.ndarray | None = None) -> None:
+        """Record the labelled pairs as fitted on, without training. A trainer rebuilt around
+        restored weights and optimizer state (a resumed run) then refits as the one that fitted
+        them would: a ``steps`` refit counts only the labels added after these.
+
+        Args:
+            dataset_or_pairs: a ``PreferenceDataset``, or ``SegmentPairs`` with ``labels``.
+            labels: the pairs' labels (NaN: skipped, not fitted on).
+        """
+        pairs, labels = _pairs_and_labels(dataset_or_pairs, labels)
+        kept = _labelled_rows(labels, len(pairs))
+        z = torch.as_tensor(labels[kept], dtype=torch.float32)
+        # a budget of 0 bytes: the rows are remembered, their steps gathered by the next fit
+        self._data = _PairTensors(pairs, kept, z, self.model.spec.inputs, self.model,
+                                  self.config.discount, 0)
+
     def evaluate(self, dataset_or_pairs: Any, labels: np.ndarray | None = None,
                  oracle_p: np.ndarray | None = None) -> dict[str, float]:
         """``metrics.evaluate_reward`` of the model on a dataset or on ``(pairs, labels)``."""
