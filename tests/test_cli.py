@@ -1,6 +1,7 @@
 """The `rlkit` command end to end on a fast env: collect -> label -> train-reward -> eval-reward."""
 
 import argparse
+import io
 import json
 import os
 import re
@@ -221,3 +222,16 @@ def test_a_command_starts_with_a_one_line_summary_and_plain_progress_off_a_termi
     assert {e.path for e in artifacts["preferences-p"].manifest.contents} == {
         "preferences.npz", "preferences.json"}
     assert "reward_model/model.safetensors" in {e.path for e in artifacts["reward_model-p"].manifest.contents}
+
+
+def test_label_by_hand_logs_what_was_answered(tmp_path, monkeypatch, capsys):
+    from tests.test_human_store import make_trajectories
+
+    trajectories_path = make_trajectories().save(tmp_path / "trajectories")
+    monkeypatch.setattr("sys.stdin", io.StringIO("1\n2\n"))  # two answers, then end of input
+    assert main(["label", "--human", "--run-dir", str(tmp_path / "run"), "--logger", "jsonl",
+                 f"trajectories={trajectories_path}", "n_pairs=3", "segment_length=10", "annotator=ann"]) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    (record,) = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert (record["label/answered"], record["label/labels_in_store"]) == (2, 2) == (
+        summary["answered"], summary["labels_in_store"])
