@@ -12,7 +12,7 @@ import pytest
 from stable_baselines3.common.env_util import make_vec_env
 
 from rlkit.data import SegmentPairs, Trajectory, TrajectoryRecorder, TrajectoryStore, collect_trajectories
-from rlkit.data.sim_state import STATE_KEY, RecordStates
+from rlkit.data.sim_state import STATE_KEY, RecordStates, record_states_if_mujoco
 from rlkit.errors import InvalidDataError, WrongTypeError
 from rlkit.human import HumanTeacher, HumanTeacherConfig, LabelStore
 from rlkit.human.app import create_app
@@ -91,6 +91,9 @@ def test_bad_states_and_envs_without_a_mujoco_state_are_refused():
         Trajectory(obs, acts, rews, states=np.array([[0.0], [np.nan]]))
     with pytest.raises(WrongTypeError, match="Pendulum-v1 has no MuJoCo state"):
         RecordStates(gym.make("Pendulum-v1"))
+    pendulum = gym.make("Pendulum-v1")
+    assert record_states_if_mujoco(pendulum) is pendulum  # its segments are shown as plots
+    assert isinstance(record_states_if_mujoco(gym.make(ENV)), RecordStates)
     with pytest.raises(InvalidDataError, match="nq \\+ nv = 4 numbers a step, got shape \\(2, 3\\)"):
         MujocoRenderer(ENV)(np.zeros((2, 3)))
 

@@ -10,6 +10,8 @@ restores each state with the env's ``set_state`` and renders it.
 ``RecordStates`` puts ``qpos`` and ``qvel`` after each step into ``info[STATE_KEY]``; the rollout
 collector and the recorder (``rlkit.data.rollout``, ``rlkit.data.recorder``) keep it as
 ``Trajectory.states``: row ``t`` is the state after action ``t`` (the state behind ``obs[t + 1]``).
+For any env id, ``make_vec_env(env_id, wrapper_class=record_states_if_mujoco)`` records states
+where there are MuJoCo states and leaves other envs (whose segments people see as plots) alone.
 """
 
 from __future__ import annotations
@@ -50,6 +52,11 @@ class RecordStates(gym.Wrapper[Any, Any, Any, Any]):
     def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = self.env.step(action)
         return obs, reward, terminated, truncated, {**info, STATE_KEY: mujoco_state(self.env)}
+
+
+def record_states_if_mujoco(env: gym.Env) -> gym.Env:
+    """``RecordStates(env)`` for a MuJoCo env, any other env as it is."""
+    return RecordStates(env) if has_mujoco_state(env) else env
 
 
 def recorded_states(states: list[np.ndarray | None]) -> list[np.ndarray] | None:
