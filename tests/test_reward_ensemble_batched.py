@@ -239,6 +239,8 @@ def test_a_rebuilt_trainer_told_what_was_fitted_refits_as_the_one_that_fitted(st
     assert reports[0].train_loss == expected.train_loss
     assert reports[0].val_loss == expected.val_loss
     assert reports[1].steps == 4 * math.ceil(180 / 32)  # not told: a first fit's passes
+    rebuilt.mark_fitted(PreferenceDataset(store))  # nothing labelled yet: nothing fitted
+    assert rebuilt.fit(dataset, rng=np.random.default_rng(2)).steps == reports[1].steps
 
 
 def test_epochs_refits_pass_over_every_label_again(store: TrajectoryStore) -> None:

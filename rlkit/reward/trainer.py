@@ -235,13 +235,17 @@ class RewardTrainer:
     def mark_fitted(self, dataset_or_pairs: Any, labels: np.ndarray | None = None) -> None:
         """Record the labelled pairs as fitted on, without training. A trainer rebuilt around
         restored weights and optimizer state (a resumed run) then refits as the one that fitted
-        them would: a ``steps`` refit counts only the labels added after these.
+        them would: a ``steps`` refit counts only the labels added after these. With no label
+        (e.g. a run resumed before its first fit) the trainer has fitted on nothing.
 
         Args:
             dataset_or_pairs: a ``PreferenceDataset``, or ``SegmentPairs`` with ``labels``.
             labels: the pairs' labels (NaN: skipped, not fitted on).
         """
         pairs, labels = _pairs_and_labels(dataset_or_pairs, labels)
+        if not np.isfinite(labels).any():
+            self._data = None
+            return
         kept = _labelled_rows(labels, len(pairs))
         z = torch.as_tensor(labels[kept], dtype=torch.float32)
         # a budget of 0 bytes: the rows are remembered, their steps gathered by the next fit
