@@ -3,7 +3,9 @@
 The agent trains on the learned reward through ``RewardVecEnvWrapper``; a recorder keeps its
 experience. Every ``query.every_steps`` steps, candidate pairs are drawn from that experience,
 the most informative are labelled by a teacher, the reward model is refit, and an off-policy
-replay buffer is relabelled with the new reward.
+replay buffer is relabelled with the new reward. An on-policy agent gets the learned reward every
+env step; an off-policy one stores its transitions unlabelled and has them labelled in batches
+when it first samples them (``per_sample_reward``): the same rewards, at a fraction of the cost.
 
 The teacher is simulated, or any ``Teacher`` passed in. A teacher with several annotators
 (``AnnotatedTeacher``, e.g. people through ``rlkit.human.HumanTeacher``, which
@@ -29,6 +31,7 @@ from rlkit.data import TrajectoryRecorder, TrajectoryStore, collect_trajectories
 from rlkit.data.segments import SegmentPairs
 from rlkit.errors import ConfigError, InvalidDataError
 from rlkit.factories.agent import EpisodeLog, EpisodeLogCallback
+from rlkit.factories.algorithms import ALGORITHMS
 from rlkit.factories.builders import (
     build_reward_model,
     make_agent,
@@ -36,7 +39,7 @@ from rlkit.factories.builders import (
     make_venv,
     trainer_config,
 )
-from rlkit.factories.configs import PrefRLConfig
+from rlkit.factories.configs import AgentConfig, PrefRLConfig
 from rlkit.feedback import OrdinalScale, PreferenceDataset, SimulatedTeacher, TeacherConfig
 from rlkit.feedback.answers import AnnotatedTeacher, Answers
 from rlkit.logging import Logger
@@ -47,7 +50,13 @@ from rlkit.reward.metrics import evaluate_reward
 from rlkit.reward.nets import TorchRewardFn
 from rlkit.reward.normalize import NormalizedReward
 from rlkit.types import RewardFn, Teacher
-from rlkit.wrappers import RewardVecEnvWrapper, relabel_replay_buffer
+from rlkit.wrappers import (
+    LazyRewardReplayBuffer,
+    RewardVecEnvWrapper,
+    check_reward_env,
+    per_sample_reward,
+    relabel_replay_buffer,
+)
 
 log = logging.getLogger(__name__)
 
@@ -108,8 +117,14 @@ class PreferenceRL:
         self.reward_fn = NormalizedReward(raw, RunningNorm()) if normalize else raw
         recorder = TrajectoryRecorder(self.store, self.venv.num_envs,
                                       max_length=max(config.query.segment_length, 200))
-        self.wrapped = RewardVecEnvWrapper(self.venv, self.reward_fn, observers=[recorder])
-        self.agent = make_agent(config.agent, self.wrapped, config.seed)
+        agent_config = config.agent
+        if issubclass(ALGORITHMS[agent_config.algo], OffPolicyAlgorithm):
+            agent_config = self._lazy_rewards(agent_config, recorder)
+        else:
+            self.wrapped = RewardVecEnvWrapper(self.venv, self.reward_fn, observers=[recorder])
+        self.agent = make_agent(agent_config, self.wrapped, config.seed)
+        if isinstance(self.agent, OffPolicyAlgorithm):
+            check_reward_env(self.agent)
         if teacher is None and config.teacher.kind == "human":
             raise ConfigError("teacher.kind=human: pass the people's teacher in "
                               "(rlkit.runners.prefrl.build_preference_rl makes it from the config)")
@@ -117,6 +132,20 @@ class PreferenceRL:
         self.result = PrefRLResult(self.agent, self.dataset)
         if point is not None:
             self._restore(point)
+
+    def _lazy_rewards(self, config: AgentConfig, recorder: TrajectoryRecorder) -> AgentConfig:
+        """Set ``self.wrapped`` up for an off-policy agent whose replay buffer labels its rows in
+        batches; returns the agent config that builds that buffer."""
+        kwargs = dict(config.kwargs)
+        if "replay_buffer_class" in kwargs:
+            raise ConfigError(f"agent.kwargs.replay_buffer_class={kwargs['replay_buffer_class']!r}: "
+                              "pref-rl gives off-policy agents its own replay buffer, which labels "
+                              "their transitions with the learned reward; leave it out")
+        self.wrapped, buffer = per_sample_reward(self.venv, self.reward_fn, observers=[recorder])
+        kwargs["replay_buffer_class"] = buffer["replay_buffer_class"]
+        kwargs["replay_buffer_kwargs"] = {**kwargs.get("replay_buffer_kwargs", {}),
+                                          **buffer["replay_buffer_kwargs"]}
+        return config.model_copy(update={"kwargs": kwargs})
 
     def _restore(self, point: prefrl_resume.ResumePoint) -> None:
         self.model.load_state_dict(point.reward.model.state_dict())
@@ -161,6 +190,9 @@ class PreferenceRL:
     def query_and_refit(self, n_pairs: int, save_resume_point: bool = True) -> QueryRound:
         query = self.config.query
         if save_resume_point and self.run_dir is not None:
+            buffer = getattr(self.agent, "replay_buffer", None)
+            if isinstance(buffer, LazyRewardReplayBuffer):
+                buffer.label_waiting()  # the saved rows carry their rewards
             prefrl_resume.save(self, self.resume_dir, n_pairs)
         candidates = sample_pairs(self.store, n_pairs * query.candidates_per_query,
                                   query.segment_length, self.rng)

@@ -1,5 +1,6 @@
 """Learned rewards written into SB3's buffers: replay buffers relabelled after a refit
-(off-policy), and rollouts evaluated once per rollout instead of per step (on-policy).
+(off-policy), replay rows labelled lazily in batches (off-policy), and rollouts evaluated once per
+rollout instead of per step (on-policy).
 
 Per step, a 256-wide reward MLP on 8 rows costs ~0.5 ms in a PPO run (cold caches between env
 steps) — about 10% of PPO's time. PPO only needs the rewards when it computes returns and
@@ -7,6 +8,12 @@ advantages at the end of a rollout, so this evaluates all of a rollout's transit
 batched call there, adds them to the rollout buffer, and recomputes returns and advantages.
 The buffer already holds SB3's time-limit bootstrap (``gamma * V(terminal_obs)``), which is why the
 learned rewards are added, not written over it.
+
+Off-policy algorithms train on the replay buffer every step, so there is no rollout end to wait
+for. ``LazyRewardReplayBuffer`` stores each transition with a placeholder reward and labels the
+unlabelled rows, oldest first, in one batched call when a sampled batch first includes one of
+them: with a uniform sample of 256 from a buffer of N rows, that is every ~sqrt(N / 128) steps
+(~9 at 10k rows, ~28 at 100k), each a single forward over all the rows waiting.
 """
 
 from __future__ import annotations
@@ -16,15 +23,18 @@ from typing import Any
 
 import numpy as np
 from gymnasium import spaces
+from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
-from stable_baselines3.common.vec_env import VecEnv
+from stable_baselines3.common.type_aliases import ReplayBufferSamples
+from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, VecNormalize
 
-from rlkit.errors import StateError, WrongTypeError
+from rlkit.errors import ConfigError, StateError, WrongTypeError
+from rlkit.reward.normalize import NormalizedReward
 from rlkit.types import RewardFn
 from rlkit.wrappers.gym_wrapper import checked_rewards
-from rlkit.wrappers.vec_wrapper import RewardVecEnvWrapper, StepObserver
+from rlkit.wrappers.vec_wrapper import RewardVecEnvWrapper, StepObserver, innermost_vec_normalize
 
 
 def _no_reward(obs: np.ndarray, acts: np.ndarray, next_obs: np.ndarray,
@@ -94,29 +104,164 @@ def per_rollout_reward(venv: VecEnv, reward_fn: RewardFn, observers: Sequence[St
 
 def relabel_replay_buffer(agent: OffPolicyAlgorithm, reward_fn: RewardFn,
                           chunk: int = 65_536) -> int:
-    """Recompute every stored reward with the current model; returns the transitions relabelled."""
-    buffer, act_shape = agent.replay_buffer, agent.action_space.shape
-    if buffer is None or act_shape is None:
+    """Recompute every stored reward with the current model; returns the transitions relabelled.
+
+    A ``LazyRewardReplayBuffer``'s waiting rows are labelled here too (with ``reward_fn``)."""
+    buffer = agent.replay_buffer
+    if buffer is None or agent.action_space.shape is None:
         raise StateError(f"{type(agent).__name__} has no replay buffer or no action shape to relabel")
     size = buffer.buffer_size if buffer.full else buffer.pos
-    if size == 0:
-        return 0
-    n_envs = buffer.n_envs
-    obs = buffer.observations[:size].reshape(size * n_envs, *buffer.obs_shape)
-    acts = buffer.actions[:size].reshape(size * n_envs, *act_shape)
-    if isinstance(agent.action_space, spaces.Box):
-        # SB3 stores Box actions scaled to [-1, 1]; the reward saw (and must see) env actions.
-        acts = agent.policy.unscale_action(acts)
+    step = max(chunk // buffer.n_envs, 1)
+    for start in range(0, size, step):
+        rows = np.arange(start, min(start + step, size))
+        rewards = reward_fn(*buffer_transitions(buffer, rows))
+        buffer.rewards[rows] = np.asarray(rewards).reshape(len(rows), buffer.n_envs)
+    if isinstance(buffer, LazyRewardReplayBuffer):
+        buffer.mark_labelled()
+    return size * buffer.n_envs
+
+
+def buffer_transitions(buffer: ReplayBuffer, rows: np.ndarray,
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The ``RewardFn`` inputs of replay rows, as the reward wrapper saw them at the step.
+
+    Args:
+        buffer: an SB3 replay buffer.
+        rows: buffer positions; every env's transition at each is returned, row by row.
+
+    Returns:
+        ``(obs, acts, next_obs, terminal)`` flattened to ``len(rows) * n_envs`` transitions: Box
+        actions back in the env's range (SB3 stores them scaled to [-1, 1]), and ``terminal``
+        true only for true terminations (SB3's ``dones`` less its time-limit ``timeouts``).
+    """
+    n = len(rows) * buffer.n_envs
+    obs = buffer.observations[rows].reshape(n, *buffer.obs_shape)
+    acts = buffer.actions[rows].reshape(n, *(buffer.action_space.shape or ()))
+    if isinstance(buffer.action_space, spaces.Box):
+        # SB3's BasePolicy.unscale_action, the very expression that made the env's action
+        low, high = buffer.action_space.low, buffer.action_space.high
+        acts = low + (0.5 * (acts + 1.0) * (high - low))
     if buffer.optimize_memory_usage:
-        next_obs = np.roll(buffer.observations, -1, axis=0)[:size].reshape(obs.shape)
+        next_obs = buffer.observations[(rows + 1) % buffer.buffer_size].reshape(obs.shape)
     else:
-        next_obs = buffer.next_observations[:size].reshape(obs.shape)
-    # ``dones`` in an SB3 buffer already excludes time-limit truncations (handle_timeout_termination)
-    terminal = (buffer.dones[:size] * (1 - buffer.timeouts[:size])).reshape(-1).astype(bool)
-    rewards = np.empty(size * n_envs, dtype=np.float32)
-    for start in range(0, len(rewards), chunk):
-        end = start + chunk
-        rewards[start:end] = reward_fn(obs[start:end], acts[start:end], next_obs[start:end],
-                                       terminal[start:end])
-    buffer.rewards[:size] = rewards.reshape(size, n_envs)
-    return size * n_envs
+        next_obs = buffer.next_observations[rows].reshape(obs.shape)
+    terminal = (buffer.dones[rows] * (1 - buffer.timeouts[rows])).reshape(n).astype(bool)
+    return obs, acts, next_obs, terminal
+
+
+class LazyRewardReplayBuffer(ReplayBuffer):
+    """An SB3 replay buffer whose rewards are ``reward_fn``'s, evaluated in batches when needed.
+
+    Pair it with ``RewardVecEnvWrapper(venv, None)`` (``per_sample_reward`` makes both): each
+    transition is stored with the wrapper's placeholder reward and waits; when a sampled batch
+    first includes a waiting row, every waiting row is labelled, oldest first, in one
+    ``reward_fn`` call, so the algorithm only ever trains on labelled rewards. They equal the
+    per-step wrapper's: the same model on the same transitions (actions unscaled as SB3 scaled
+    them). A ``NormalizedReward`` that updates its statistics is applied step row by step row,
+    exactly as the per-step calls would have updated and applied them.
+
+    SB3 makes the buffer: pass ``replay_buffer_class=LazyRewardReplayBuffer`` and
+    ``replay_buffer_kwargs={"reward_fn": ...}`` to the algorithm.
+    """
+
+    def __init__(self, buffer_size: int, observation_space: spaces.Space,
+                 action_space: spaces.Space, device: Any = "auto", n_envs: int = 1,
+                 optimize_memory_usage: bool = False, handle_timeout_termination: bool = True,
+                 *, reward_fn: RewardFn) -> None:
+        super().__init__(buffer_size, observation_space, action_space, device=device,
+                         n_envs=n_envs, optimize_memory_usage=optimize_memory_usage,
+                         handle_timeout_termination=handle_timeout_termination)
+        self.reward_fn = reward_fn
+        self.n_waiting = 0  # rows before ``pos`` (cyclically) still holding the placeholder
+        self.n_labelled_calls = 0
+
+    def add(self, obs: np.ndarray, next_obs: np.ndarray, action: np.ndarray, reward: np.ndarray,
+            done: np.ndarray, infos: list[dict[str, Any]]) -> None:
+        if self.n_waiting == self.buffer_size:  # the oldest waiting row is about to be overwritten
+            self.label_waiting()
+        super().add(obs, next_obs, action, reward, done, infos)
+        self.n_waiting += 1
+
+    def waiting_rows(self) -> np.ndarray:
+        """Positions of the rows still waiting for their reward, oldest first."""
+        return (self.pos - self.n_waiting + np.arange(self.n_waiting)) % self.buffer_size
+
+    def label_waiting(self) -> None:
+        """Label every waiting row now, in one ``reward_fn`` call (e.g. before saving the buffer)."""
+        if not self.n_waiting:
+            return
+        rows = self.waiting_rows()
+        n = len(rows) * self.n_envs
+        where = f"labelling {n} replay transitions"
+        transitions = buffer_transitions(self, rows)
+        fn = self.reward_fn
+        if isinstance(fn, NormalizedReward) and fn.update:
+            raw = checked_rewards(fn.reward_fn(*transitions), n, where).reshape(len(rows), self.n_envs)
+            rewards = np.empty_like(raw, dtype=np.float32)
+            for step, values in enumerate(raw):  # the statistics move one env step at a time
+                fn.norm.update(values)
+                rewards[step] = fn.norm.normalize(values)
+        else:
+            rewards = checked_rewards(fn(*transitions), n, where).reshape(len(rows), self.n_envs)
+        self.rewards[rows] = rewards
+        self.n_labelled_calls += 1
+        self.mark_labelled()
+
+    def mark_labelled(self) -> None:
+        """Declare every row labelled (``relabel_replay_buffer`` has written them all)."""
+        self.n_waiting = 0
+
+    def _get_samples(self, batch_inds: np.ndarray, env: VecNormalize | None = None
+                     ) -> ReplayBufferSamples:
+        if env is not None and env.norm_reward:
+            raise ConfigError("VecNormalize(norm_reward=True) with lazily labelled replay rewards: "
+                              "its return statistics saw only placeholder rewards; normalise the "
+                              "learned reward itself (agent.normalize_reward) instead")
+        if self.n_waiting:
+            first = self.pos - self.n_waiting
+            if (((batch_inds - first) % self.buffer_size) < self.n_waiting).any():
+                self.label_waiting()
+        return super()._get_samples(batch_inds, env=env)
+
+
+def per_sample_reward(venv: VecEnv, reward_fn: RewardFn, observers: Sequence[StepObserver] = (),
+                      ) -> tuple[RewardVecEnvWrapper, dict[str, Any]]:
+    """The env to train an off-policy algorithm on and the keyword arguments to build it with,
+    so that it trains on ``reward_fn`` labelled in batches (``LazyRewardReplayBuffer``).
+
+    Args:
+        venv: the envs; their reward stays in ``info["original_reward"]`` and SB3's ``ep_rew_mean``.
+        reward_fn: the learned reward the agent trains on.
+        observers: see every step (e.g. a trajectory recorder).
+
+    Returns:
+        The wrapped env and ``{"replay_buffer_class": ..., "replay_buffer_kwargs": ...}`` for the
+        algorithm's constructor.
+    """
+    wrapped = RewardVecEnvWrapper(venv, None, observers=observers)
+    return wrapped, {"replay_buffer_class": LazyRewardReplayBuffer,
+                     "replay_buffer_kwargs": {"reward_fn": reward_fn}}
+
+
+def check_reward_env(agent: OffPolicyAlgorithm) -> None:
+    """Refuse an off-policy agent whose env has a ``VecNormalize`` below a reward wrapper.
+
+    SB3's off-policy algorithms store ``VecNormalize.get_original_reward()`` in the replay buffer;
+    below the reward wrapper that is the env's own reward, so the agent would never see the
+    learned one. Above the wrapper it is the learned reward, as it should be.
+
+    Args:
+        agent: the algorithm, already built on its env.
+
+    Raises:
+        ConfigError: when the combination would train on the env's reward.
+    """
+    venv = agent.get_env()
+    while isinstance(venv, VecEnvWrapper):
+        if isinstance(venv, RewardVecEnvWrapper) and innermost_vec_normalize(venv.venv) is not None:
+            raise ConfigError(
+                f"{type(agent).__name__} stores VecNormalize.get_original_reward() in its replay "
+                "buffer, and with VecNormalize inside the reward wrapper that is the env's reward, "
+                "not the learned one: wrap VecNormalize around RewardVecEnvWrapper instead"
+            )
+        venv = venv.venv

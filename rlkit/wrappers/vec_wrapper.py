@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 import numpy as np
-from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
+from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, VecNormalize
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
 
 from rlkit.data.rollout import array_obs
@@ -54,6 +54,15 @@ class RewardVecEnvWrapper(VecEnvWrapper):
     ``{"r", "l", "t"}`` itself. ``info["learned_episode_return"]`` is the sum of ``reward_fn``
     over the episode (the learned part alone, also in ``mode="add"``).
 
+    ``reward_fn=None`` leaves the learned reward to be evaluated later, in batches, by whoever
+    fills the algorithm's buffer (``per_sample_reward``): the step reward is then 0 (``"replace"``)
+    or the env's (``"add"``), and no ``learned_episode_return`` is reported.
+
+    The true reward is the env's raw reward wherever a ``VecNormalize`` sits: below this wrapper,
+    the innermost one's ``get_original_reward()`` is taken, not its normalised output. (SB3's
+    off-policy algorithms store that same ``get_original_reward()`` in their replay buffer, so
+    they would train on the env's reward there; ``check_reward_env`` refuses that combination.)
+
     Observations are held by reference between steps (no copy): every SB3 VecEnv returns a fresh
     array per step, and nothing here writes into arrays it has handed out.
     """
@@ -61,7 +70,7 @@ class RewardVecEnvWrapper(VecEnvWrapper):
     def __init__(
         self,
         venv: VecEnv,
-        reward_fn: RewardFn,
+        reward_fn: RewardFn | None,
         mode: RewardMode = "replace",
         observers: Sequence[StepObserver] = (),
     ) -> None:
@@ -70,6 +79,7 @@ class RewardVecEnvWrapper(VecEnvWrapper):
         self.mode = validate_mode(mode)
         self.reward_fn = reward_fn
         self.observers = tuple(observers)
+        self.vec_normalize = innermost_vec_normalize(venv)
         self._prev_obs: np.ndarray | None = None
         self._actions: np.ndarray | None = None
         self._true_returns = np.zeros(self.num_envs, dtype=np.float64)
@@ -78,7 +88,7 @@ class RewardVecEnvWrapper(VecEnvWrapper):
         self._t_start = time.time()
         self._total_steps = 0
 
-    def set_reward_fn(self, reward_fn: RewardFn) -> None:
+    def set_reward_fn(self, reward_fn: RewardFn | None) -> None:
         """Swap the reward model while the agent trains (online preference RL refits it)."""
         self.reward_fn = reward_fn
 
@@ -98,15 +108,20 @@ class RewardVecEnvWrapper(VecEnvWrapper):
         if self._prev_obs is None or self._actions is None:
             raise StateError("call reset() before stepping a RewardVecEnvWrapper")
         stepped, true_rews, dones, infos = self.venv.step_wait()
+        if self.vec_normalize is not None:  # its output is normalised; the env's reward is not
+            true_rews = self.vec_normalize.get_original_reward()
         obs = array_obs(stepped)
         ended = np.flatnonzero(dones)
         next_obs, terminal = self._transition_ends(obs, dones, ended, infos)
 
-        learned = checked_rewards(
-            self.reward_fn(self._prev_obs, self._actions, next_obs, terminal),
-            self.num_envs,
-            f"at vectorised step {self._total_steps}",
-        )
+        if self.reward_fn is None:
+            learned = np.zeros(self.num_envs, dtype=np.float32)
+        else:
+            learned = checked_rewards(
+                self.reward_fn(self._prev_obs, self._actions, next_obs, terminal),
+                self.num_envs,
+                f"at vectorised step {self._total_steps}",
+            )
         rewards = learned if self.mode == "replace" else true_rews + learned
 
         self._true_returns += true_rews
@@ -160,7 +175,26 @@ class RewardVecEnvWrapper(VecEnvWrapper):
                     "l": int(self._lengths[i]),
                     "t": elapsed,
                 }
-            info["learned_episode_return"] = float(self._learned_returns[i])
+            if self.reward_fn is not None:
+                info["learned_episode_return"] = float(self._learned_returns[i])
         self._true_returns[ended] = 0.0
         self._learned_returns[ended] = 0.0
         self._lengths[ended] = 0
+
+
+def innermost_vec_normalize(venv: VecEnv) -> VecNormalize | None:
+    """The ``VecNormalize`` nearest the envs in a chain of VecEnv wrappers, if there is one.
+
+    Args:
+        venv: the outermost VecEnv of the chain.
+
+    Returns:
+        The innermost ``VecNormalize`` (its ``get_original_reward()`` is the envs' own reward), or
+        ``None`` when the chain has none.
+    """
+    found = None
+    while isinstance(venv, VecEnvWrapper):
+        if isinstance(venv, VecNormalize):
+            found = venv
+        venv = venv.venv
+    return found
