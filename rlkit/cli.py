@@ -208,42 +208,16 @@ def _run_collect(config: configs.CollectConfig, args: argparse.Namespace) -> int
 
 
 def _run_label(config: configs.LabelConfig, args: argparse.Namespace) -> int:
-    import numpy as np
+    from rlkit.runners.label import label_by_hand, label_simulated
 
-    from rlkit.runners.session import dataset_files, label_metrics, log_outputs
-
-    if args.human:
-        from rlkit.human.terminal import label_in_terminal
-
-        run_dir, logger = _session("label", config, args)
-        try:
-            summary = label_in_terminal(config, run_dir)
-            logger.log({"label/answered": summary["answered"],
-                        "label/labels_in_store": summary["labels_in_store"]}, step=0)
-            if "path" in summary:
-                log_outputs(logger, run_dir, preferences=("dataset", dataset_files(summary["path"])))
-        finally:
-            logger.close()
-        print(json.dumps(summary))
-        return 0
-
-    from rlkit.data import TrajectoryStore
-    from rlkit.factories.builders import label_pairs
-
-    if config.trajectories is None:
+    if not args.human and config.trajectories is None:
         raise configs_error("label", "trajectories", "the .npz written by `rlkit collect`")
     run_dir, logger = _session("label", config, args)
-    store = TrajectoryStore.load(config.trajectories)
-    dataset = label_pairs(store, config, np.random.default_rng(config.seed))
-    npz, description = dataset.save(run_dir / "preferences")
-    metrics = label_metrics(dataset.labels, dataset.meta["oracle_p"])
-    logger.log(metrics, step=0)
-    log_outputs(logger, run_dir, preferences=("dataset", [npz, description]))
-    logger.close()
-    print(json.dumps({"pairs": len(dataset), "skipped": int(metrics["label/skipped"]),
-                      "labels": {key.removeprefix("label/level_"): int(count)
-                                 for key, count in metrics.items() if key.startswith("label/level_")},
-                      "path": str(npz.with_suffix(""))}))
+    try:
+        summary = (label_by_hand if args.human else label_simulated)(config, run_dir, logger)
+    finally:
+        logger.close()
+    print(json.dumps(summary))
     return 0
 
 

@@ -235,3 +235,16 @@ def test_label_by_hand_logs_what_was_answered(tmp_path, monkeypatch, capsys):
     (record,) = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     assert (record["label/answered"], record["label/labels_in_store"]) == (2, 2) == (
         summary["answered"], summary["labels_in_store"])
+
+
+def test_labelling_without_trajectories_is_refused_by_the_runner_too(tmp_path):
+    from rlkit.errors import ConfigError
+    from rlkit.factories.configs import LabelConfig
+    from rlkit.logging import make_logger
+    from rlkit.runners.label import label_simulated
+
+    logger = make_logger(tmp_path, backends=("jsonl",))
+    with pytest.raises(ConfigError, match="needs trajectories="):
+        label_simulated(LabelConfig(), tmp_path, logger)
+    logger.close()
+    assert (tmp_path / "metrics.jsonl").read_text() == ""

@@ -1,5 +1,5 @@
 """What every command's run opens and leaves: its run directory and logger (W&B group and job
-type, a progress display), its outputs kept as W&B artifacts, and what ``rlkit label`` logs."""
+type, a progress display) and its outputs kept as W&B artifacts."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from pydantic import BaseModel
 
 from rlkit.logging import MultiLogger, log_artifacts, make_logger
@@ -35,18 +34,3 @@ def log_outputs(logger: Any, run_dir: Path, **outputs: tuple[str, Sequence[str |
 def dataset_files(prefix: str | Path) -> list[Path]:
     """A dataset saved at ``prefix``: its ``.npz`` and ``.json``."""
     return [Path(prefix).with_suffix(".npz"), Path(prefix).with_suffix(".json")]
-
-def label_metrics(labels: np.ndarray, oracle_p: np.ndarray) -> dict[str, float]:
-    """What a labelling run did: pairs, skipped, the count at each level, and how often a label
-    sides with the true return (the oracle's p, over pairs neither tied nor labelled a tie)."""
-    labels, oracle_p = np.asarray(labels, float), np.asarray(oracle_p, float)
-    given = np.isfinite(labels)
-    decided = given & (labels != 0.5) & (oracle_p != 0.5)
-    agree = (labels[decided] > 0.5) == (oracle_p[decided] > 0.5)
-    metrics = {"label/pairs": float(len(labels)), "label/skipped": float((~given).sum()),
-               "label/agreement": float(agree.mean()) if decided.any() else float("nan"),
-               "label/mean_abs_error": float(np.abs(labels[given] - oracle_p[given]).mean())
-               if given.any() else float("nan")}
-    levels, counts = np.unique(labels[given], return_counts=True)
-    return metrics | {f"label/level_{level:g}": float(count)
-                      for level, count in zip(levels, counts, strict=True)}
