@@ -35,10 +35,21 @@ def rows(run_dir: Path) -> list[dict]:
     return [{k: v for k, v in json.loads(line).items() if k != "wall_time"} for line in lines]
 
 
+SB3_ROWS = ("time/", "rollout/", "train/")  # SB3's own metrics, bridged into the run's
+
+
 def shape(metric_rows: list[dict]) -> list[tuple]:
-    """What a resumed run must repeat exactly: each row's step and names, and the label counts (the
-    accuracies of rounds after the kill differ: PPO's rollout cut by the kill is lost)."""
-    return [(row["step"], sorted(row), row.get("prefrl/n_labels")) for row in metric_rows]
+    """What a resumed run must repeat exactly: each of rlkit's rows' step and names, and the label
+    counts (the accuracies of rounds after the kill differ: PPO's rollout cut by the kill is lost).
+    SB3's rows come at its rollouts' ends, which a run resumed mid-rollout shifts (see
+    ``sb3_steps``)."""
+    return [(row["step"], sorted(row), row.get("prefrl/n_labels")) for row in metric_rows
+            if not any(key.startswith(SB3_ROWS) for key in row)]
+
+
+def sb3_steps(metric_rows: list[dict]) -> list[int]:
+    """The steps of SB3's own rows: after a resume none is logged twice."""
+    return [row["step"] for row in metric_rows if any(key.startswith(SB3_ROWS) for key in row)]
 
 
 def run(config, run_dir: Path) -> PreferenceRL:
@@ -164,6 +175,8 @@ def test_rlkit_pref_rl_killed_with_sigkill_mid_rollout_resumes_as_an_unbroken_ru
     assert [r["timestep"] for r in summary["rounds"]] == [r["timestep"] for r in expected["rounds"]]
     assert summary["rounds"][-1]["timestep"] == 1000  # the budget, not the end of a rollout (1024)
     assert shape(rows(run_dir)) == shape(rows(tmp_path / "unbroken"))  # no row twice
+    steps = sb3_steps(rows(run_dir))
+    assert len(steps) == len(set(steps)) and steps == sorted(steps)
 
 
 # -- append-only resume points (issue 14, round writes) ---------------------------------------

@@ -38,8 +38,7 @@ class PolicySource(StrictModel):
     n_steps: int = Field(10_000, ge=1)
     deterministic: bool = False
     trust_pickle: bool = Field(False, description="load an SB3 zip rlkit did not save (it unpickles)")
-    device: Device = Field("auto", description="where the policy acts: auto (CUDA when present), cpu, "
-                                              "cuda or cuda:N")
+    device: Device = Field("auto", description="where the policy acts: auto = CUDA when present")
 
 
 def untrusted_zip(field: str, path: str | os.PathLike[str]) -> str | None:
@@ -106,7 +105,7 @@ class AgentConfig(StrictModel):
     hyperparams: Literal["auto", "zoo", "sb3"] | dict[str, Any] = Field("auto", description=HYPERPARAMS_HELP)
     kwargs: dict[str, Any] = Field({}, description="SB3 arguments over agent.hyperparams")
     device: Device = Field("auto", description=(
-        "auto (CUDA when present), cpu, cuda or cuda:N; SB3's MLP policies often run faster on cpu"))
+        "auto = CUDA when present; SB3's MLP policies often train faster on cpu (SB3 says so for PPO)"))
     normalize_reward: bool = True
     eval_episodes: int = Field(5, ge=1)
 
