@@ -17,6 +17,7 @@ from rlkit.marl import (
     load_checkpoint,
     save_checkpoint,
 )
+from rlkit.marl.ppo import _sample
 from rlkit.marl.stacked import StackedMlp, stackable
 from rlkit.wrappers.pettingzoo_wrapper import PettingZooRewardWrapper
 
@@ -256,3 +257,19 @@ def test_evaluate_reports_original_and_shaped_returns_of_one_episode_per_game():
     # shaping adds 1 + 2 + 0 per step over 3 agents: 1 per agent on average, for 12 steps
     assert result["eval/shaped_return"] == pytest.approx(result["eval/original_return"] + 12, abs=1e-4)
     assert result["eval/original_return"] <= -1.2  # the step penalty, at least
+
+
+def test_actions_drawn_from_logits_on_the_cpu_are_sb3s_own_draw():
+    trainer = MultiAgentPPO(cue_rows(2), MarlConfig(**FAST, sharing="shared"))
+    trainer.learn(64)  # weights moved away from their initialisation
+    policy = trainer.policies[0]
+    rows = np.random.default_rng(0).random((64, N_CUES), dtype=np.float32)
+    obs = torch.as_tensor(trainer._policy_obs(rows))
+    with torch.no_grad(), torch.random.fork_rng(devices=[]):
+        torch.manual_seed(3)
+        expected = policy(obs)
+        torch.manual_seed(3)
+        drawn = _sample(policy, obs)
+    assert len(set(expected[0].tolist())) > 1  # a real draw, not one certain action
+    for mine, sb3 in zip(drawn, expected, strict=True):
+        assert torch.equal(mine, sb3)

@@ -12,9 +12,8 @@ keeps private copies of both states and swaps them in around its own work, so a 
 its seed whatever else uses those generators, and a checkpoint can restore them exactly.
 
 The policies live on ``config.device``. A rollout step sends the observations there once and
-brings the actions back once (the env needs them); IPPO's stacked actions are sampled on the CPU
-from the logits that come back, so its private CPU RNG fixes them on any device. One shared
-policy on CUDA samples with torch's CUDA generator, which is not private and not checkpointed.
+brings logits and values back once (the env needs the actions); actions are sampled from those
+logits on the CPU, so the private CPU RNG fixes them on any device and a checkpoint restores them.
 """
 
 from __future__ import annotations
@@ -131,7 +130,7 @@ class MultiAgentPPO:
                 if deterministic:
                     act = model.policy._predict(tensor, deterministic=True)
                 else:
-                    act, value, log_prob = model.policy(tensor)
+                    act, value, log_prob = _sample(model.policy, tensor)
                     values.append(value)
                     log_probs.append(log_prob)
                 actions[rows] = act.cpu().numpy()
@@ -143,9 +142,7 @@ class MultiAgentPPO:
         n_agents = self.env.n_agents
         by_agent = torch.as_tensor(obs.reshape(-1, n_agents, obs.shape[1]).swapaxes(0, 1), device=self.device)
         logits, values = self._stacked(by_agent)
-        distribution = torch.distributions.Categorical(logits=logits.cpu())  # the private CPU RNG
-        actions = distribution.sample()
-        log_probs = distribution.log_prob(actions)
+        actions, log_probs = _draw(logits)
         return actions.T.reshape(-1).numpy(), list(values.cpu()), list(log_probs)
 
     def predict(self, obs: np.ndarray, deterministic: bool = False) -> np.ndarray:
@@ -260,6 +257,25 @@ class MultiAgentPPO:
         names = self.env.agent_names
         stats.update({f"rollout/shaped_return/{a}": float(r) for a, r in zip(names, shaped, strict=True)})
         return stats
+
+
+def _draw(logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Actions sampled from ``logits`` on the CPU (torch's CPU RNG, which the trainer keeps
+    private, wherever the logits were computed) and their log-probabilities."""
+    distribution = torch.distributions.Categorical(logits=logits.cpu())
+    actions = distribution.sample()
+    return actions, distribution.log_prob(actions)
+
+
+def _sample(policy: ActorCriticPolicy, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """SB3's ``policy(obs)`` (actions, values, log-probabilities) for the MLP policies this module
+    builds (one features extractor shared by actor and critic), the actions drawn by ``_draw``: on
+    the CPU the very draw SB3 makes."""
+    features = policy.extract_features(obs)
+    assert isinstance(features, torch.Tensor)  # a shared extractor gives one tensor
+    latent_pi, latent_vf = policy.mlp_extractor(features)
+    actions, log_probs = _draw(policy.action_net(latent_pi))
+    return actions, policy.value_net(latent_vf).cpu(), log_probs
 
 
 def _legacy_state(rng: Any) -> tuple[Any, ...]:
