@@ -153,3 +153,14 @@ def test_bad_settings_are_refused_naming_them():
         AgentConfig(kwargs={"device": "cuda"})
     with pytest.raises(ConfigError, match="hyperparams"):
         AgentConfig(hyperparams="tuned")
+
+
+def test_a_config_left_unresolved_is_resolved_for_the_env_the_agent_gets(caplog):
+    """``make_agent`` on ``auto`` (a section built in code, e.g. APEC's) reads the venv's env id."""
+    venv = make_venv(EnvConfig(id="Pendulum-v1", n_envs=1))
+    with caplog.at_level(logging.INFO):
+        agent = make_agent(AgentConfig(), venv, seed=0)
+    venv.close()
+    assert (agent.n_steps, agent.gamma) == (1024, 0.9)
+    assert "tuned ppo settings for Pendulum-v1" in caplog.text
+    assert PrefRLConfig().agent.hyperparams == "auto"  # the class's defaults, which files go over
