@@ -40,7 +40,8 @@ def restore_trainer_state(directory: Path, optimizer: torch.optim.Optimizer, rng
                           torch_rng: torch.Generator) -> None:
     path = directory / TRAINER_STATE_FILE
     try:
-        state = torch.load(path, weights_only=True)
+        # saved on any device; the optimiser moves its state to its parameters' device
+        state = torch.load(path, map_location="cpu", weights_only=True)
         optimizer.load_state_dict(state["optimizer"])
         restore_numpy_rng(rng, state["numpy_rng"], path)
         restore_torch_rng(state["torch_rng"], torch_rng, path)
