@@ -197,7 +197,8 @@ def test_a_command_starts_with_a_one_line_summary_and_plain_progress_off_a_termi
                  "--group", "study-3"]) == 0
     out = capsys.readouterr().out.splitlines()
     progress = [line for line in out if line.startswith("pref-rl env steps")]
-    assert progress[0].startswith("pref-rl env steps  0/1024  0%  elapsed ")
+    assert re.fullmatch(r"pref-rl env steps  \d+/1024  \d+%  elapsed \d:\d\d:\d\d  eta (\d:\d\d:\d\d|\?)",
+                        progress[0])
     assert re.fullmatch(r"pref-rl env steps  1024/1024  100%  done in \d:\d\d:\d\d", progress[-1])
 
     # SB3's own metrics reach the run's JSONL, TensorBoard and W&B at SB3's step
