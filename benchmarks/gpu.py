@@ -6,13 +6,13 @@ there, and reward-training pairs/s on the GPU against the CPU. Prints one JSON l
 Stages, each on ``--device`` (default ``cuda``), each recording whether every network it built
 (and reloaded) sits there: a reward model fitted on preference pairs; an AIL run of one round with
 a SAC generator and APEC's discriminator (state-only max-ent, MLP 512x2, batches of 1000),
-checkpointed and loaded back; an AIRL round with a PPO generator and a gradient penalty (the
-generator's log-probabilities on the device); IPPO and parameter-shared PPO updates on Overcooked
-(two IPPO runs of one seed must take the same actions, which the CPU RNG samples), checkpointed
-and loaded back; an SB3 agent from ``make_agent``; and D-REX's behaviour cloning. Then the
-reward-training speed: an MLP 256x2 on 50-step segments of Hopper's sizes, batches of 256, fitted
-``--rounds`` times on each device in turn (after an untimed warm-up each), medians reported; the
-pairs are ``benchmarks/reward_training.py``'s.
+checkpointed, loaded back, and resumed by a trainer on the CPU; an AIRL round with a PPO
+generator and a gradient penalty (the generator's log-probabilities on the device); IPPO and
+parameter-shared PPO updates on Overcooked (two IPPO runs of one seed must take the same actions,
+which the CPU RNG samples), checkpointed and loaded back; an SB3 agent from ``make_agent``; and
+D-REX's behaviour cloning. Then the reward-training speed: an MLP 256x2 on 50-step segments of
+Hopper's sizes, batches of 256, fitted ``--rounds`` times on each device in turn (after an
+untimed warm-up each), medians reported; the pairs are ``benchmarks/reward_training.py``'s.
 
 Where torch sees no CUDA device it prints ``{"benchmark": "gpu", "cuda": false, ...}`` and exits 0
 (nothing measured). ``--device cpu`` runs every stage on the CPU: a dry run of this script.
@@ -102,9 +102,12 @@ def ail_sac(device: torch.device) -> dict[str, Any]:
                              {"learning_starts": 64, "batch_size": 256}, checkpoints=store)
         trainer.train()
         loaded = store.load(0, device)
+        on_cpu = AILTrainer(config.replace(rounds=2, device="cpu"), make_vec_env(ENV, n_envs=2, seed=1),
+                            demos(), "sac", {"learning_starts": 64, "batch_size": 256}, checkpoints=store)
         return {"on_device": placed(device, trainer.discriminator, trainer.generator.policy,
                                     tensors=trainer.expert_tensors.values()),
                 "reloaded_on_device": placed(device, loaded.discriminator, loaded.generator.policy),
+                "resumed_on_cpu": on_cpu.resume() == 0 and placed(torch.device("cpu"), on_cpu.discriminator),
                 "disc": trainer.records[-1].disc}
 
 
@@ -191,7 +194,7 @@ def main() -> int:
     stages["reward_training"] = run_stage(
         lambda where: reward_speed(where, args.pairs, args.epochs, args.rounds), device)
     checks = [value for record in stages.values() for key, value in record.items()
-              if key.endswith("on_device") or key.startswith("same_") or key.startswith("reloaded_same")]
+              if key.endswith(("on_device", "on_cpu")) or key.startswith(("same_", "reloaded_same"))]
     print(json.dumps({
         "benchmark": "gpu", "cuda": device.type == "cuda", "device": str(device),
         "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else None,
