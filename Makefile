@@ -11,6 +11,9 @@ $(STAMP): setup.cfg pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	# A CPU build that lies on disk; an open range would pull a multi-GB CUDA build.
 	$(BIN)/python -m pip install --quiet torch==2.13.0
+	# On a GPU machine install the CUDA build of the same version first, by hand, from PyTorch's index
+	# for your CUDA (e.g. `$(BIN)/python -m pip install torch==2.13.0 --index-url
+	# https://download.pytorch.org/whl/cu126`); the pin above is then met. Check: benchmarks/gpu.py.
 	# Every extra (web app, APEC's optimal transport, TensorBoard, PostgreSQL) and the test tools.
 	$(BIN)/python -m pip install --quiet -e '.[all,dev]'
 	touch $(STAMP)
