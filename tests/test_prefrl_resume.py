@@ -14,8 +14,10 @@ import pytest
 import torch
 
 from rlkit.errors import InvalidDataError
+from rlkit.persistence import write_header
 from rlkit.prefrl import PreferenceRL
 from rlkit.prefrl import loop as prefrl_loop
+from rlkit.prefrl import resume as prefrl_resume
 from tests.test_prefrl import small_config
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -75,7 +77,10 @@ def test_a_killed_run_resumes_at_the_round_it_was_killed_in(tmp_path, monkeypatc
     pairs, labels = killed.rounds[-1]
     np.testing.assert_array_equal(again.rounds[0][0], pairs)  # the same pairs asked again,
     np.testing.assert_array_equal(again.rounds[0][1], labels)  # and the same labels given
-    assert len(result.rounds) == 4 and len(result.dataset) == 40 + 3 * 20  # as an unbroken run
+    monkeypatch.setattr(prefrl_loop, "evaluate_reward", KilledInRound(kill_at=0))
+    unbroken = PreferenceRL(config).learn()  # as an unbroken run: its rounds and labels
+    assert [r.timestep for r in result.rounds] == [r.timestep for r in unbroken.rounds]
+    assert len(result.rounds) >= 3 and len(result.dataset) == len(unbroken.dataset)
     assert resumed.agent.num_timesteps >= config.agent.total_timesteps
 
 
@@ -88,6 +93,33 @@ def test_a_resume_with_other_settings_is_refused_naming_them(tmp_path, monkeypat
     patient = {"agent.total_timesteps": "800", "teacher.human.timeout_s": "7200"}
     longer = PreferenceRL(small_config("ppo", **patient), run_dir=tmp_path)
     assert longer.resume_point is not None  # more steps, or more patience with people, are fine
+
+
+def test_a_point_older_than_a_setting_resumes_with_what_its_run_did(tmp_path, monkeypatch):
+    """A point written before agent.hyperparams and the devices existed: SB3's defaults (what its
+    run used) resume it, rl-zoo3's settings are refused by name; a device may change at any time."""
+    monkeypatch.setattr(prefrl_loop, "evaluate_reward", KilledInRound(kill_at=1))
+    sb3 = small_config("ppo", **{"agent.hyperparams": "sb3"})
+    with pytest.raises(KeyboardInterrupt):
+        PreferenceRL(sb3, run_dir=tmp_path).learn()
+    path = tmp_path / prefrl_resume.RESUME_DIR / prefrl_resume.STATE_FILE
+    state = json.loads(path.read_text())
+    for section in state["config"].values():
+        if isinstance(section, dict):
+            section.pop("device", None)
+    del state["config"]["agent"]["hyperparams"]
+    write_header(path, prefrl_resume.KIND, {k: v for k, v in state.items() if k != "format"},
+                 covers=[path.parent / name for name in state["sha256"]])
+    folder = path.parent
+    assert prefrl_resume.check(folder, sb3.model_dump(mode="json"))
+    assert prefrl_resume.check(folder, small_config(
+        "ppo", **{"agent.hyperparams": "sb3", "agent.device": "cpu"}).model_dump(mode="json"))
+    zoo = small_config("ppo")  # Pendulum: rl-zoo3's PPO settings, not what the run used
+    assert isinstance(zoo.agent.hyperparams, dict)
+    refused = r"other settings for \['agent.hyperparams'\].*resumes with agent.hyperparams=sb3"
+    with pytest.raises(InvalidDataError, match=refused):
+        prefrl_resume.check(folder, zoo.model_dump(mode="json"))
+    assert prefrl_resume.load(folder, sb3.model_dump(mode="json")) is not None
 
 
 @pytest.mark.slow
