@@ -1,15 +1,23 @@
 """The online preference-RL loop with PPO and with SAC (replay buffer relabelled)."""
 
+from collections.abc import Callable
+
 import numpy as np
 import pytest
+from stable_baselines3 import SAC
+from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
+from stable_baselines3.common.vec_env import VecEnv
+from stable_baselines3.common.vec_env.base_vec_env import VecEnvStepReturn
 
 from rlkit.config import load_config
 from rlkit.data import SegmentPairs, TrajectoryStore, collect_trajectories, sample_pairs
+from rlkit.errors import ConfigError
 from rlkit.factories.builders import build_reward_model, make_venv
 from rlkit.factories.configs import PrefRLConfig
 from rlkit.prefrl import PreferenceRL
 from rlkit.reward.metrics import evaluate_reward
-from rlkit.wrappers import relabel_replay_buffer
+from rlkit.reward.normalize import NormalizedReward
+from rlkit.wrappers import LazyRewardReplayBuffer, relabel_replay_buffer
 
 
 def small_config(algo: str, **extra: str) -> PrefRLConfig:
@@ -30,6 +38,19 @@ def truthful_labels(pairs: SegmentPairs) -> np.ndarray:
     return (left.returns() > right.returns()).astype(np.float32)
 
 
+def count_env_steps(venv: VecEnv) -> Callable[[], int]:
+    """Counts every step of ``venv``'s envs from now on, whoever takes it; returns the reader."""
+    steps = [0]
+    step_wait = venv.step_wait
+
+    def counted() -> VecEnvStepReturn:
+        steps[0] += venv.num_envs
+        return step_wait()
+
+    venv.step_wait = counted  # type: ignore[method-assign]
+    return lambda: steps[0]
+
+
 def held_out_pairs(config: PrefRLConfig) -> SegmentPairs:
     """Pairs from random-policy episodes the loop never saw (its env, another seed)."""
     venv = make_venv(config.env)
@@ -41,9 +62,10 @@ def held_out_pairs(config: PrefRLConfig) -> SegmentPairs:
 
 
 @pytest.mark.parametrize("algo", ["ppo", "sac"])
-def test_loop_queries_refits_and_records_experience(algo):
-    config = small_config(algo, **{"trainer.max_epochs": "10"})
+def test_loop_queries_refits_and_records_experience(algo: str) -> None:
+    config = small_config(algo, **{"trainer.max_epochs": "10", "agent.total_timesteps": "800"})
     loop = PreferenceRL(config)
+    env_steps = count_env_steps(loop.venv)
     result = loop.learn()
     # the refits learned the true reward: on pairs the teacher never saw, labelled by the true
     # return, the model beats the same network unfitted (same seed), which scores ~0.73 (random
@@ -56,31 +78,42 @@ def test_loop_queries_refits_and_records_experience(algo):
         fitted = evaluate_reward(loop.model, pairs, labels)["accuracy"]
         assert fitted > 0.8
         assert fitted > evaluate_reward(unfitted, pairs, labels)["accuracy"] + 0.1
-    # 1 initial round + one every 200 agent steps over 600 steps
-    assert len(result.rounds) == 4
+    # the budget is every env step the run takes: 200 random ones for the first query, then the
+    # agent's 600; 1 initial round after the random steps + one every 200 steps
+    assert env_steps() == loop.agent.num_timesteps == 800
+    assert [r.timestep for r in result.rounds] == [200, 400, 600, 800]
     assert len(result.dataset) == 40 + 3 * 20
     assert result.dataset.sources.tolist() == ["SimulatedTeacher"] * len(result.dataset)
     assert np.isfinite(result.dataset.meta["oracle_p"]).all()
     # the agent's own experience was recorded: the store grew past the random seed data
     assert loop.store.n_steps >= 200 + 600 - 2 * 200
+    assert isinstance(loop.agent, OffPolicyAlgorithm) == (algo == "sac")
+    if isinstance(loop.agent, OffPolicyAlgorithm):  # labelled in batches; SAC's own random
+        # start (learning_starts) comes after the loop's random steps
+        assert isinstance(loop.agent.replay_buffer, LazyRewardReplayBuffer)
+        assert loop.agent.learning_starts == 100 + 200
     assert result.episodes.true_returns  # Pendulum episodes end at 200 steps
     assert loop.wrapped.num_envs == 2
 
 
-def test_sac_replay_buffer_carries_the_current_learned_reward():
+def test_sac_replay_buffer_carries_the_current_learned_reward() -> None:
     loop = PreferenceRL(small_config("sac"))
     loop.learn()
-    buffer = loop.agent.replay_buffer
+    agent = loop.agent
+    assert isinstance(agent, SAC)
+    buffer = agent.replay_buffer
+    assert buffer is not None
     n = buffer.pos
     before = buffer.rewards[:n].copy()
     # change the model and relabel: stored rewards must follow it exactly
     for parameter in loop.model.parameters():
         parameter.data.add_(0.1)
+    assert isinstance(loop.reward_fn, NormalizedReward)
     reward_fn = loop.reward_fn.reward_fn  # the un-normalised learned reward
-    assert relabel_replay_buffer(loop.agent, reward_fn) == n * buffer.n_envs
+    assert relabel_replay_buffer(agent, reward_fn) == n * buffer.n_envs
     obs = buffer.observations[:n].reshape(n * buffer.n_envs, -1)
     # SB3 keeps Box actions scaled to [-1, 1]; the reward is computed on the env's actions
-    acts = loop.agent.policy.unscale_action(buffer.actions[:n].reshape(n * buffer.n_envs, -1))
+    acts = agent.policy.unscale_action(buffer.actions[:n].reshape(n * buffer.n_envs, -1))
     assert np.abs(acts).max() > 1.0  # Pendulum's torque range is [-2, 2]
     next_obs = buffer.next_observations[:n].reshape(obs.shape)
     expected = reward_fn(obs, acts, next_obs, np.zeros(len(obs), bool))
@@ -88,6 +121,13 @@ def test_sac_replay_buffer_carries_the_current_learned_reward():
     assert not np.allclose(before, buffer.rewards[:n])
 
 
-def test_max_pairs_stops_the_queries():
+def test_random_steps_must_leave_steps_for_the_agent() -> None:
+    with pytest.raises(ConfigError, match=r"query.every_steps=600: .* agent.total_timesteps=600"):
+        PreferenceRL(small_config("ppo", **{"query.every_steps": "600"}))
+    with pytest.raises(ConfigError, match="replay_buffer_class"):
+        PreferenceRL(small_config("sac", **{"agent.kwargs": "{replay_buffer_class: ReplayBuffer}"}))
+
+
+def test_max_pairs_stops_the_queries() -> None:
     result = PreferenceRL(small_config("ppo", **{"query.max_pairs": "50"})).learn()
     assert len(result.dataset) == 60  # initial 40, one round of 20 reaches the cap of 50

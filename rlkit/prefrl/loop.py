@@ -104,6 +104,13 @@ class PreferenceRL:
             raise ConfigError(f"agent.total_timesteps={budget} is not a whole number of steps of the "
                               f"env.n_envs={n_envs} envs (each step takes one per env): use a multiple "
                               f"of {n_envs}, e.g. {budget - budget % n_envs or n_envs}")
+        # the random steps that seed the first query are env steps of the budget, as the agent's are
+        self.random_steps = -(-config.query.every_steps // n_envs) * n_envs
+        if self.random_steps >= budget:
+            raise ConfigError(f"query.every_steps={config.query.every_steps}: the random steps collected "
+                              f"for the first query ({self.random_steps}) leave none of "
+                              f"agent.total_timesteps={budget} for the agent; lower every_steps or "
+                              "raise the budget")
         scale = OrdinalScale.get(config.teacher.scale)
         self.dataset = point.dataset if point is not None else PreferenceDataset(TrajectoryStore(), scale)
         self.store = self.dataset.store
@@ -125,6 +132,8 @@ class PreferenceRL:
         self.agent = make_agent(agent_config, self.wrapped, config.seed)
         if isinstance(self.agent, OffPolicyAlgorithm):
             check_reward_env(self.agent)
+            # its clock starts after the random steps, so its own random start comes on top
+            self.agent.learning_starts += self.random_steps
         if teacher is None and config.teacher.kind == "human":
             raise ConfigError("teacher.kind=human: pass the people's teacher in "
                               "(rlkit.runners.prefrl.build_preference_rl makes it from the config)")
@@ -249,11 +258,13 @@ class PreferenceRL:
         query = self.config.query
         point = self.resume_point
         if point is None:
-            # Seed the store with random behaviour so the first queries have something to compare.
+            # Seed the store with random behaviour so the first queries have something to compare;
+            # those env steps count toward the budget: the agent's clock starts after them.
             self.store.extend(collect_trajectories(
-                self.venv, None, self.rng, n_steps=query.every_steps, max_length=200,
+                self.venv, None, self.rng, n_steps=self.random_steps, max_length=200,
                 seed=self.config.env.seed + 1,
             ))
+            self.agent.num_timesteps = self.random_steps
             self.query_and_refit(query.initial_pairs)
         else:  # the round the run was killed in (or after), asked again from its start
             self.query_and_refit(int(point.state["pending_pairs"]), save_resume_point=False)
@@ -263,7 +274,7 @@ class PreferenceRL:
         if remaining > 0:
             budget = _StopAtBudget(self.config.agent.total_timesteps)
             callbacks = [EpisodeLogCallback(self.result.episodes, self.logger), asker, budget]
-            self.agent.learn(remaining, callback=callbacks, reset_num_timesteps=point is None)
+            self.agent.learn(remaining, callback=callbacks, reset_num_timesteps=False)
         return self.result
 
     def wants_query(self) -> bool:
