@@ -16,6 +16,7 @@ from rlkit.ail.transitions import Transitions, take_rows
 from rlkit.apec.config import AILSettings, ApecConfig, DemosSettings, DrexSettings
 from rlkit.apec.demonstrator import DemonstratorConfig, train_demonstrator
 from rlkit.apec.drex import DrexConfig, train_bc
+from rlkit.config import load_config
 from rlkit.errors import ConfigError, InvalidDataError
 from rlkit.m3hf.loop import resumable
 from rlkit.m3hf.run_config import M3HFConfig
@@ -130,6 +131,14 @@ def test_apec_sections_take_a_device_and_refuse_a_bad_one(section):
     assert getattr(config, section).device == "cuda:2"
     with pytest.raises(ConfigError, match=f"{APEC_SECTIONS[section].__name__}.device: device 'GPU'"):
         APEC_SECTIONS[section](device="GPU")
+
+
+@pytest.mark.parametrize(("section", "field"), [("demos", "kwargs"), ("ail", "generator_kwargs")])
+@pytest.mark.parametrize("key", ["device", "seed"])
+def test_apec_sb3_arguments_may_not_set_the_device_or_seed(section, field, key):
+    with pytest.raises(ConfigError, match=rf"{section}: {field} sets \['{key}'\]: use {section}.device"):
+        load_config(ApecConfig, None, [f"{section}.{field}={{{key}: cpu}}"])
+    assert load_config(ApecConfig, None, [f"{section}.{field}={{batch_size: 64}}"])
 
 
 def test_apec_defaults_auto_for_its_large_networks_and_cpu_for_behaviour_cloning():

@@ -30,6 +30,12 @@ def device_field(default: str, networks: str) -> Any:
                  description=f"where {networks} run; auto: CUDA when present")
 
 
+def _sb3_kwargs_leave_device_and_seed(section: str, name: str, kwargs: dict[str, Any]) -> None:
+    """SB3 arguments must not set what the config sets itself (SB3 would get them twice)."""
+    if taken := sorted({"device", "seed"} & set(kwargs)):
+        raise InvalidDataError(f"{name} sets {taken}: use {section}.device and the config's seed")
+
+
 class ApecEnvConfig(StrictModel):
     """``horizon``: pad episodes to this length with an absorbing state (None: the plain env)."""
 
@@ -55,6 +61,11 @@ class DemosSettings(StrictModel):
     baseline: Literal["zero", "random"] = Field("zero", description="the return that counts as 0%")
     kwargs: dict[str, Any] = {}
     device: Device = device_field("auto", "the demonstrator's networks")
+
+    @model_validator(mode="after")
+    def _device_in_one_place(self) -> DemosSettings:
+        _sb3_kwargs_leave_device_and_seed("demos", "kwargs", self.kwargs)
+        return self
 
 
 REFERENCE_SAC: dict[str, Any] = {
@@ -100,6 +111,11 @@ class AILSettings(StrictModel):
     agent_buffer: int | None = Field(1000, ge=1)
     checkpoint_every: int = Field(1, ge=1)
     device: Device = device_field("auto", "the generator and the discriminator")
+
+    @model_validator(mode="after")
+    def _device_in_one_place(self) -> AILSettings:
+        _sb3_kwargs_leave_device_and_seed("ail", "generator_kwargs", self.generator_kwargs)
+        return self
 
 
 class RolloutConfig(StrictModel):
