@@ -23,7 +23,7 @@ METHODS: tuple[Method, ...] = ("apec", "gap_only", "ot_only", "drex", "raw_ail")
 five-level scale, fitted with the ordinal cross-entropy) is an option to measure, not a default."""
 
 
-def device_field(default: str, networks: str) -> Any:
+def _device_field(default: str, networks: str) -> Any:
     """A section's ``device``: written to a saved config only when it differs from ``default``, so
     the ``config.yaml`` of a run made before the field existed still matches (and resumes)."""
     return Field(default, exclude_if=default.__eq__,
@@ -60,7 +60,7 @@ class DemosSettings(StrictModel):
     eval_episodes: int = Field(3, ge=1)
     baseline: Literal["zero", "random"] = Field("zero", description="the return that counts as 0%")
     kwargs: dict[str, Any] = {}
-    device: Device = device_field("auto", "the demonstrator's networks")
+    device: Device = _device_field("auto", "the demonstrator's networks")
 
     @model_validator(mode="after")
     def _device_in_one_place(self) -> DemosSettings:
@@ -110,7 +110,7 @@ class AILSettings(StrictModel):
     updates_per_round: int = Field(1, ge=0)
     agent_buffer: int | None = Field(1000, ge=1)
     checkpoint_every: int = Field(1, ge=1)
-    device: Device = device_field("auto", "the generator and the discriminator")
+    device: Device = _device_field("auto", "the generator and the discriminator")
 
     @model_validator(mode="after")
     def _device_in_one_place(self) -> AILSettings:
@@ -170,7 +170,7 @@ class DrexSettings(StrictModel):
     rollouts_per_level: int = Field(5, ge=1)
     min_gap: float = Field(0.5, gt=0)
     bc_epochs: int = Field(200, ge=1)
-    device: Device = device_field("cpu", "the behaviour-cloning policy's networks")
+    device: Device = _device_field("cpu", "the behaviour-cloning policy's networks")
 
 
 class HeldOutSettings(StrictModel):
