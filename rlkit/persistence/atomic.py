@@ -18,7 +18,15 @@ from rlkit.errors import WrongTypeError
 
 @contextmanager
 def atomic_open(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO[Any]]:
-    """Open a temporary file beside ``path``; on success fsync it and rename it over ``path``."""
+    """Open a temporary file beside ``path``; on success fsync it and rename it over ``path``.
+
+    Args:
+        path: the file to write; its parent folders are created.
+        mode: the ``open`` mode of the temporary file (``"wb"`` or ``"w"``).
+
+    Yields:
+        The open temporary file. When the block raises, it is removed and ``path`` is untouched.
+    """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
@@ -34,12 +42,29 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO[A
 
 
 def atomic_write_json(path: str | os.PathLike[str], data: Any) -> None:
+    """Write ``data`` to ``path`` as indented JSON with sorted keys, atomically.
+
+    Args:
+        path: the file to write; its parent folders are created.
+        data: JSON data; numpy arrays and scalars (anything with ``tolist``) and paths are
+            converted.
+
+    Raises:
+        WrongTypeError: when a value is none of these and not JSON itself.
+    """
     with atomic_open(path, "w") as handle:
         json.dump(data, handle, indent=2, sort_keys=True, default=_json_default)
         handle.write("\n")
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], write: Callable[[IO[bytes]], object]) -> None:
+    """Write a binary file atomically through a callback.
+
+    Args:
+        path: the file to write; its parent folders are created.
+        write: called once with the open binary file (e.g. ``lambda f: np.savez(f, **arrays)``);
+            its return value is ignored. If it raises, ``path`` is left as it was.
+    """
     with atomic_open(path, "wb") as handle:
         write(handle)
 
@@ -56,7 +81,14 @@ def _json_default(value: Any) -> Any:
 def atomic_dir(path: str | os.PathLike[str]) -> Iterator[Path]:
     """Stage a folder beside ``path``: write into the yielded folder; when the block ends without
     an exception it replaces ``path`` whole (``replace_dir``), otherwise it is removed and ``path``
-    is left as it was."""
+    is left as it was.
+
+    Args:
+        path: the folder to write; its parent folders are created.
+
+    Yields:
+        The staging folder, empty.
+    """
     final = Path(path)
     final.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent))
@@ -72,7 +104,12 @@ def replace_dir(staging: Path, final: Path) -> None:
     """Rename the finished folder ``staging`` to ``final``. An existing ``final`` is swapped with
     it in one step where the OS can (Linux ``renameat2(RENAME_EXCHANGE)``), so ``final`` always
     names a whole folder; elsewhere it is moved aside first and removed after, so a crash leaves
-    one of the two whole (the old one then under ``.<name>.old``)."""
+    one of the two whole (the old one then under ``.<name>.old``).
+
+    Args:
+        staging: the finished folder, on the same file system as ``final``.
+        final: the folder's name once done; an existing folder there is replaced.
+    """
     if final.exists() and _exchange(staging, final):
         shutil.rmtree(staging, ignore_errors=True)  # now the old folder
     elif final.exists():

@@ -99,13 +99,33 @@ REPORTS: dict[str, str] = {
 
 
 def tag(kind: str) -> str:
-    """The current ``"<kind>/<version>"`` of a registered kind."""
+    """The current ``"<kind>/<version>"`` of a registered kind.
+
+    Args:
+        kind: a key of ``FORMATS``, e.g. ``"rlkit.reward_model"``.
+
+    Returns:
+        The tag written into new files of that kind, e.g. ``"rlkit.reward_model/1"``.
+    """
     return FORMATS[kind].tag
 
 
 def check_tag(found: Any, kind: str, where: str | os.PathLike[str]) -> int:
     """The version of a format tag ``found`` in ``where``; FileFormatError unless it is a version
-    of ``kind`` this rlkit reads."""
+    of ``kind`` this rlkit reads.
+
+    Args:
+        found: the ``format`` value read from the file (any JSON value).
+        kind: a key of ``FORMATS``.
+        where: the file, for the message.
+
+    Returns:
+        The version number, one of ``FORMATS[kind].reads``.
+
+    Raises:
+        FileFormatError: when ``found`` is another kind, not a tag, a newer version or an old one no
+            longer read.
+    """
     spec = FORMATS[kind]
     name, _, version = found.rpartition("/") if isinstance(found, str) else ("", "", "")
     if name != kind or not version.isdigit():
@@ -137,7 +157,17 @@ def payload_files(folder: str | os.PathLike[str], exclude: Iterable[str] = ()) -
 def write_header(path: str | os.PathLike[str], kind: str, data: Mapping[str, Any],
                  covers: Iterable[str | os.PathLike[str]] = ()) -> dict[str, Any]:
     """Write ``data`` as ``kind``'s header at ``path`` (atomically), stamped with the current tag
-    and the SHA-256 of each file in ``covers`` (paths under the header's folder)."""
+    and the SHA-256 of each file in ``covers`` (paths under the header's folder).
+
+    Args:
+        path: the header file to write.
+        kind: a key of ``FORMATS``.
+        data: the header's own fields (JSON data; arrays and paths are converted).
+        covers: the payload files to checksum, already written, under ``path``'s folder.
+
+    Returns:
+        The header exactly as written (and as ``read_header`` will read it back).
+    """
     path = Path(path)
     header: dict[str, Any] = {**data, "format": tag(kind)}
     files = [Path(f) for f in covers]
@@ -158,7 +188,17 @@ def _digest(header: Mapping[str, Any]) -> str:
 
 
 def read_json(path: str | os.PathLike[str]) -> Any:
-    """Parsed JSON; a missing, unreadable or malformed file is a FileFormatError naming it."""
+    """Parsed JSON; a missing, unreadable or malformed file is a FileFormatError naming it.
+
+    Args:
+        path: the JSON file.
+
+    Returns:
+        The parsed value (any JSON type).
+
+    Raises:
+        FileFormatError: when the file is missing, unreadable or not JSON.
+    """
     try:
         return json.loads(Path(path).read_bytes())
     except FileNotFoundError:
@@ -171,7 +211,20 @@ def read_header(path: str | os.PathLike[str], kind: str,
                 fields: Mapping[str, type | tuple[type, ...]] | None = None,
                 verify: bool = True) -> dict[str, Any]:
     """``kind``'s header at ``path``, checked: the tag, each of ``fields`` present with its type,
-    and (with ``verify``) every covered file's checksum."""
+    and (with ``verify``) every covered file's checksum.
+
+    Args:
+        path: the header file.
+        kind: a key of ``FORMATS``.
+        fields: field name -> the type (or tuple of types) its value must have.
+        verify: also check the SHA-256 of every payload file the header covers.
+
+    Returns:
+        The header as a dict.
+
+    Raises:
+        FileFormatError: naming the file and the first defect found.
+    """
     header = read_json(path)
     if not isinstance(header, dict):
         raise FileFormatError(f"{path}: a JSON {type(header).__name__}, expected an object of format "
@@ -226,7 +279,19 @@ def verify_checksums(path: str | os.PathLike[str], header: Mapping[str, Any]) ->
 
 def read_format_json(path: str | os.PathLike[str], expected_format: str) -> dict[str, Any]:
     """A JSON object rlkit wrote with ``"format": expected_format`` (a registered tag); anything
-    else is a FileFormatError naming the file."""
+    else is a FileFormatError naming the file.
+
+    Args:
+        path: the JSON file.
+        expected_format: the full tag, ``"<kind>/<version>"``; a kind of ``FORMATS`` is read with
+            ``read_header`` (any version it reads is accepted).
+
+    Returns:
+        The object as a dict.
+
+    Raises:
+        FileFormatError: when the file is unreadable or carries another format.
+    """
     kind = expected_format.rpartition("/")[0]
     if kind in FORMATS:
         return read_header(path, kind)
