@@ -128,6 +128,21 @@ def test_demo_writes_table_plot_and_wandb_run(tmp_path, capsys):
     assert list((tmp_path / "wandb").glob("offline-run-*/run-*.wandb"))
 
 
+def test_an_env_a_users_module_registers_is_found_by_its_module_id(tmp_path, monkeypatch, capsys):
+    (tmp_path / "my_envs.py").write_text(
+        "import gymnasium\n"
+        "gymnasium.register('MyPendulum-v0', entry_point="
+        "'gymnasium.envs.classic_control.pendulum:PendulumEnv', max_episode_steps=50)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    summary = run(capsys, "collect", "env.id=my_envs:MyPendulum-v0", "env.n_envs=1",
+                  "policies=[{n_steps: 100}]", "--run-dir", str(tmp_path / "run"))
+    assert summary["steps"] == 100
+    assert main(["collect", "env.id=no_such_module:MyPendulum-v0",
+                 "--run-dir", str(tmp_path / "refused")]) == 2
+    assert "cannot import 'no_such_module'" in capsys.readouterr().err
+    assert not (tmp_path / "refused").exists()
+
+
 @pytest.mark.parametrize(
     ("overrides", "named"),
     [

@@ -42,13 +42,24 @@ def check_before_run(command: str, config: BaseModel) -> None:
 
 
 def _check_gym_env(env_id: str, kwargs: dict[str, Any]) -> None:
+    """``env_id`` names a registered env that takes ``kwargs``; ``module:Name-v0`` (gymnasium's
+    form for an env a module registers when imported) imports the module first, as ``make`` does."""
+    import importlib
+
     import gymnasium
 
     import envs  # noqa: F401 - registers rlkit's own ids
     from rlkit.errors import ConfigError
 
+    module, _, name = env_id.rpartition(":")
+    if module:
+        try:
+            importlib.import_module(module)
+        except ImportError as error:
+            raise ConfigError(f"env.id={env_id}: cannot import {module!r}, the module that should "
+                              f"register {name!r} ({error})") from None
     try:
-        gymnasium.spec(env_id)
+        gymnasium.spec(name)
     except gymnasium.error.Error as error:
         raise ConfigError(f"env.id={env_id}: {error}") from None
     try:
