@@ -86,7 +86,19 @@ _SECRET_SOURCES = {"api_key": "the OPENAI_API_KEY environment variable"}
 
 
 def parse_override(text: str) -> tuple[list[str], Any]:
-    """``"trainer.lr=3e-4"`` -> (["trainer", "lr"], 0.0003); values are parsed as YAML."""
+    """``"trainer.lr=3e-4"`` -> (["trainer", "lr"], 0.0003); values are parsed as YAML.
+
+    Args:
+        text: one ``key=value`` override; the key is a dotted path into the config, an empty value
+            is ``None``.
+
+    Returns:
+        The key's path and the parsed value.
+
+    Raises:
+        ConfigError: when ``text`` is not ``key=value``, names a secret field, or its value is not
+            valid YAML.
+    """
     key, sep, raw = text.partition("=")
     if not sep or not key.strip():
         raise ConfigError(f"override {text!r} is not of the form key=value")
@@ -110,6 +122,18 @@ def parse_override(text: str) -> tuple[list[str], Any]:
 
 
 def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    """Set each ``key=value`` override in a nested config dict, creating missing sections.
+
+    Args:
+        data: the config as nested dicts; changed in place.
+        overrides: ``key=value`` strings (see ``parse_override``), applied in order.
+
+    Returns:
+        ``data`` itself.
+
+    Raises:
+        ConfigError: when an override is malformed or descends into a value that is not a section.
+    """
     for text in overrides:
         path, value = parse_override(text)
         node = data
@@ -125,7 +149,20 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
 def load_config(
     schema: type[Config], path: str | os.PathLike[str] | None = None, overrides: Sequence[str] = ()
 ) -> Config:
-    """Read ``path`` (optional), apply overrides, validate; errors name the offending field."""
+    """Read ``path`` (optional), apply overrides, validate; errors name the offending field.
+
+    Args:
+        schema: the config class (a ``StrictModel``); its defaults fill what is not given.
+        path: a YAML file holding a mapping; ``None`` starts from the defaults.
+        overrides: ``key=value`` strings applied over the file.
+
+    Returns:
+        The validated config, an instance of ``schema``.
+
+    Raises:
+        ConfigError: when the file is missing or not a YAML mapping, an override is malformed, or
+            validation fails (every failing field is named).
+    """
     data: dict[str, Any] = {}
     if path is not None:
         try:
@@ -164,7 +201,12 @@ def _merge(schema: type[BaseModel], defaults: dict[str, Any], given: dict[str, A
 
 
 def save_config(config: BaseModel, path: str | os.PathLike[str]) -> None:
-    """Write the resolved config so the run can be repeated exactly."""
+    """Write the resolved config so the run can be repeated exactly.
+
+    Args:
+        config: the resolved config.
+        path: the YAML file to write (atomically).
+    """
     with atomic_open(path, "w") as handle:
         yaml.safe_dump(config.model_dump(mode="json"), handle, sort_keys=False)
 
