@@ -42,14 +42,30 @@ class ArtifactLogger(Protocol):
 
 
 def log_artifacts(logger: Logger | None, artifacts: Mapping[str, tuple[str, Sequence[PathLike]]]) -> None:
-    """Each ``{name: (kind, paths)}`` to the backends of ``logger`` that keep artifacts (W&B)."""
+    """Each ``{name: (kind, paths)}`` to the backends of ``logger`` that keep artifacts (W&B).
+
+    Args:
+        logger: the run's logger; ``None`` or one without artifact backends does nothing.
+        artifacts: artifact name -> (artifact type, e.g. ``"model"``, and the files or folders it
+            holds).
+    """
     if isinstance(logger, ArtifactLogger):
         for name, (kind, paths) in artifacts.items():
             logger.log_artifact(name, kind, paths)
 
 
 def scalar_metrics(metrics: Mapping[str, Any]) -> dict[str, float | int]:
-    """Plain Python numbers from numpy/torch scalars; anything else is a caller bug, named early."""
+    """Plain Python numbers from numpy/torch scalars; anything else is a caller bug, named early.
+
+    Args:
+        metrics: metric name -> a Python number, bool, or one-element numpy array or tensor.
+
+    Returns:
+        The same keys with plain ``int``/``float`` values (bools as 0/1).
+
+    Raises:
+        InvalidDataError: when a value has more than one element or is not a number.
+    """
     return {key: _number(key, value) for key, value in metrics.items()}
 
 
@@ -79,6 +95,21 @@ def video_file(
     """The video as a file: an existing path as it is, or ``(T, H, W[, C])`` uint8 frames as a GIF.
 
     GIF because it needs no ffmpeg (Pillow writes it) and W&B and browsers show it as a video.
+
+    Args:
+        path_or_frames: a video file that exists, or uint8 frames ``(T, H, W)`` or
+            ``(T, H, W, C)`` with ``T > 0``.
+        media_dir: where a GIF is written.
+        name: the metric name (part of the file name).
+        step: the step (part of the file name).
+        fps: frames per second of the GIF.
+
+    Returns:
+        The path of the video file.
+
+    Raises:
+        InvalidDataError: when the file does not exist, the frames have another dtype or shape, or
+            ``fps`` is not positive.
     """
     if not isinstance(path_or_frames, np.ndarray):
         path = Path(path_or_frames)

@@ -34,7 +34,27 @@ def make_logger(
 
     ``group``/``job_type`` label the W&B run. ``progress`` adds a ``ProgressLogger`` (found with
     ``progress_of``) drawing on ``console``, the console backend's too, so the lines and the bars
-    share one screen."""
+    share one screen.
+
+    Args:
+        run_dir: the run's folder (created); every backend writes under it.
+        backends: names from ``"jsonl"``, ``"console"``, ``"tensorboard"``, ``"wandb"``; repeats
+            are ignored.
+        project: the W&B project.
+        config: the resolved config, logged by every backend.
+        wandb_mode: ``"online"``, ``"offline"`` or ``"disabled"``; ``None`` reads ``$WANDB_MODE``
+            (see ``resolve_wandb_mode``).
+        group: the W&B run group.
+        job_type: the W&B job type.
+        progress: add progress bars.
+        console: the rich console to draw on; a new one when ``None``.
+
+    Returns:
+        A ``MultiLogger`` over the backends, in the order given.
+
+    Raises:
+        ConfigError: when a backend name is unknown.
+    """
     unknown = [name for name in backends if name not in BACKENDS]
     if unknown:
         raise ConfigError(f"unknown logging backends {unknown}; choose from {BACKENDS}")

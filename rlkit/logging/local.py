@@ -24,7 +24,14 @@ METRICS_FILE = "metrics.jsonl"
 
 def metrics_size(run_dir: PathLike) -> int | None:
     """How many bytes ``run_dir``'s ``metrics.jsonl`` holds now (None when there is none): a resume
-    point keeps it, so a resumed run can drop what was logged after it (``rewind_metrics``)."""
+    point keeps it, so a resumed run can drop what was logged after it (``rewind_metrics``).
+
+    Args:
+        run_dir: the run's folder.
+
+    Returns:
+        The file's size in bytes, or ``None``.
+    """
     path = Path(run_dir) / METRICS_FILE
     return path.stat().st_size if path.is_file() else None
 
@@ -32,10 +39,18 @@ def metrics_size(run_dir: PathLike) -> int | None:
 def rewind_metrics(run_dir: PathLike, *, size: int | None = None, after_step: int | None = None) -> int:
     """Drop the rows of ``run_dir``'s ``metrics.jsonl`` logged after a resume point, so a resumed
     run logs them once: every byte past ``size`` (``metrics_size`` at the point), or every row from
-    the first whose step is past ``after_step`` (or that is torn). Returns the rows dropped.
+    the first whose step is past ``after_step`` (or that is torn).
 
     One ``truncate`` of the file in place: a crash leaves it whole or cut, never half-rewritten,
     and a ``JsonlLogger`` already open on it appends after the cut (its file is opened to append).
+
+    Args:
+        run_dir: the run's folder.
+        size: keep at most this many bytes.
+        after_step: keep only the rows up to this step.
+
+    Returns:
+        How many rows were dropped (0 when there is no file).
     """
     path = Path(run_dir) / METRICS_FILE
     if not path.is_file():

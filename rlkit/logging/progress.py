@@ -212,7 +212,14 @@ class ProgressLogger:
 
 
 def progress_of(logger: Logger | None) -> ProgressLogger | None:
-    """The ``ProgressLogger`` among ``logger``'s backends (nested fan-outs too), if it has one."""
+    """The ``ProgressLogger`` among ``logger``'s backends (nested fan-outs too), if it has one.
+
+    Args:
+        logger: a logger, possibly a ``MultiLogger``; ``None`` has none.
+
+    Returns:
+        The ``ProgressLogger``, or ``None``.
+    """
     if isinstance(logger, ProgressLogger):
         return logger
     if isinstance(logger, MultiLogger):

@@ -60,6 +60,14 @@ def _scalar(value: Any) -> float | int | None:
 def attach_to_sb3(model: BaseAlgorithm, logger: Logger, tb_log_name: str = "") -> Sb3Logger:
     """Give ``model`` the outputs SB3 would have chosen (stdout if verbose, TensorBoard if
     ``tensorboard_log``) plus the bridge, so SB3's metrics also land in the rlkit run.
+
+    Args:
+        model: the SB3 algorithm; its logger is replaced.
+        logger: the rlkit logger that also receives SB3's records.
+        tb_log_name: the TensorBoard run name; empty means the algorithm's class name.
+
+    Returns:
+        The SB3 logger now set on ``model``.
     """
     if model.verbose >= 1 or model.tensorboard_log is not None:
         sb3_logger = configure_logger(

@@ -21,6 +21,16 @@ def resolve_wandb_mode(mode: str | None, environ: Mapping[str, str] = os.environ
     """``mode`` or ``$WANDB_MODE`` or "offline"; "online" without ``$WANDB_API_KEY`` falls back.
 
     Without a key wandb would stop and ask for one on the terminal; a training job must not hang.
+
+    Args:
+        mode: the mode asked for; ``None`` or empty reads the environment.
+        environ: the environment to read ``WANDB_MODE`` and ``WANDB_API_KEY`` from.
+
+    Returns:
+        ``"online"``, ``"offline"`` or ``"disabled"``.
+
+    Raises:
+        ConfigError: when the mode is none of these.
     """
     text = mode or environ.get("WANDB_MODE") or "offline"
     requested = next((known for known in WANDB_MODES if known == text), None)
