@@ -5,6 +5,7 @@ import io
 import json
 import os
 import re
+import sys
 
 import numpy as np
 import pytest
@@ -133,7 +134,8 @@ def test_an_env_a_users_module_registers_is_found_by_its_module_id(tmp_path, mon
         "import gymnasium\n"
         "gymnasium.register('MyPendulum-v0', entry_point="
         "'gymnasium.envs.classic_control.pendulum:PendulumEnv', max_episode_steps=50)\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)  # beside the user, as `rlkit` run from that folder finds it
+    monkeypatch.setattr("sys.path", list(sys.path))
     summary = run(capsys, "collect", "env.id=my_envs:MyPendulum-v0", "env.n_envs=1",
                   "policies=[{n_steps: 100}]", "--run-dir", str(tmp_path / "run"))
     assert summary["steps"] == 100

@@ -45,6 +45,8 @@ def _check_gym_env(env_id: str, kwargs: dict[str, Any]) -> None:
     """``env_id`` names a registered env that takes ``kwargs``; ``module:Name-v0`` (gymnasium's
     form for an env a module registers when imported) imports the module first, as ``make`` does."""
     import importlib
+    import os
+    import sys
 
     import gymnasium
 
@@ -53,6 +55,8 @@ def _check_gym_env(env_id: str, kwargs: dict[str, Any]) -> None:
 
     module, _, name = env_id.rpartition(":")
     if module:
+        if os.getcwd() not in sys.path:  # as `python -m` would: a module beside the user is found
+            sys.path.append(os.getcwd())
         try:
             importlib.import_module(module)
         except ImportError as error:
