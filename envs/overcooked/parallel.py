@@ -307,5 +307,12 @@ parallel_env = OvercookedParallelEnv  # PettingZoo's name for the constructor, w
 
 
 def env(**kwargs: Any) -> AECEnv:
-    """The AEC version (same arguments as ``parallel_env``), through PettingZoo's own conversion."""
+    """The AEC version (same arguments as ``parallel_env``), through PettingZoo's own conversion.
+
+    Args:
+        **kwargs: settings of ``OvercookedParallelEnv``.
+
+    Returns:
+        A new AEC env.
+    """
     return parallel_to_aec(OvercookedParallelEnv(**kwargs))

@@ -42,7 +42,11 @@ def _gymnasium_make(**kwargs: Any) -> NoReturn:
 
 
 def register_envs() -> tuple[str, ...]:
-    """Add every id to gymnasium's registry (idempotent); returns the ids."""
+    """Add every id to gymnasium's registry (idempotent); returns the ids.
+
+    Returns:
+        ``ENV_IDS``, every ``rlkit/Overcooked-<layout>-<recipe>-v0``.
+    """
     for layout in LAYOUTS:
         for recipe in RECIPES:
             if env_id(layout, recipe) not in gymnasium.registry:
@@ -63,13 +67,50 @@ def _settings(id: str, overrides: dict[str, Any]) -> dict[str, Any]:
 
 
 def make(id: str, **overrides: Any) -> OvercookedParallelEnv:
-    """The ParallelEnv for an id; keyword arguments override its settings (e.g. n_agents=2)."""
+    """The ParallelEnv for an id; keyword arguments override its settings (e.g. n_agents=2).
+
+    Args:
+        id: one of ``ENV_IDS``.
+        **overrides: settings of ``OvercookedParallelEnv`` that replace the id's.
+
+    Returns:
+        A new ParallelEnv.
+
+    Raises:
+        ConfigError: when the id is unknown.
+    """
     return OvercookedParallelEnv(**_settings(id, overrides))
 
 
 def make_aec(id: str, **overrides: Any) -> AECEnv:
+    """The AEC env for an id; keyword arguments override its settings, as in ``make``.
+
+    Args:
+        id: one of ``ENV_IDS``.
+        **overrides: settings of ``OvercookedParallelEnv`` that replace the id's.
+
+    Returns:
+        A new AEC env, PettingZoo's conversion of the ParallelEnv.
+
+    Raises:
+        ConfigError: when the id is unknown.
+    """
     return env(**_settings(id, overrides))
 
 
 def make_vec(id: str, num_games: int, **overrides: Any) -> OvercookedVecEnv:
+    """Many games of an id at once, one vectorised env; keyword arguments override its settings.
+
+    Args:
+        id: one of ``ENV_IDS``.
+        num_games: how many games run side by side (``num_envs = num_games * n_agents``).
+        **overrides: settings of ``OvercookedVecEnv`` (``keep_features``, ``render_mode``) or of
+            the game that replace the id's.
+
+    Returns:
+        A new ``OvercookedVecEnv``.
+
+    Raises:
+        ConfigError: when the id is unknown or ``num_games`` is not a positive int.
+    """
     return OvercookedVecEnv(num_games, **_settings(id, overrides))

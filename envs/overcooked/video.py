@@ -17,7 +17,20 @@ Policy = Callable[[dict[str, np.ndarray], dict[str, dict[str, Any]]], dict[str, 
 
 
 def write_video(frames: Sequence[np.ndarray], path: str | Path, fps: float = 5.0) -> Path:
-    """Write RGB frames to ``path``; the suffix picks the format (.gif or .mp4). Atomic."""
+    """Write RGB frames to ``path``; the suffix picks the format (.gif or .mp4). Atomic.
+
+    Args:
+        frames: ``(H, W, 3)`` uint8 frames, at least one.
+        path: the video file; ``.gif`` or ``.mp4`` (H.264).
+        fps: frames per second.
+
+    Returns:
+        ``path``.
+
+    Raises:
+        ConfigError: when the suffix is neither.
+        InvalidDataError: when there are no frames.
+    """
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in (".gif", ".mp4"):
@@ -38,7 +51,15 @@ def record_episode(
 ) -> dict[str, Any]:
     """Play one episode from ``reset()`` with ``policy(obs, infos) -> actions`` and save it.
 
-    Returns the team return, the number of steps, whether the dish was delivered and the path.
+    Args:
+        env: the game; it is reset.
+        policy: maps the agents' observations and infos to one action per agent.
+        path: the video file (``.gif`` or ``.mp4``).
+        fps: frames per second of the video.
+
+    Returns:
+        A dict: ``return`` (the team's), ``steps``, ``delivered`` (whether the dish was
+        delivered) and ``path`` (the video file).
     """
     obs, infos = env.reset()
     frames = [env.rgb_frame()]
