@@ -26,7 +26,20 @@ class Predictor(Protocol):
 
 
 def random_actions(space: spaces.Space, n: int, rng: np.random.Generator) -> np.ndarray:
-    """``n`` uniform actions drawn from ``rng`` (not the space's own global-ish RNG)."""
+    """``n`` uniform actions drawn from ``rng`` (not the space's own global-ish RNG).
+
+    Args:
+        space: the action space: ``Box`` (infinite bounds become -1/1), ``Discrete``,
+            ``MultiDiscrete`` or ``MultiBinary``.
+        n: how many actions.
+        rng: the generator to draw from.
+
+    Returns:
+        ``(n, *space.shape)`` actions of the space's kind.
+
+    Raises:
+        InvalidDataError: for any other space.
+    """
     if isinstance(space, spaces.Box):
         low = np.where(np.isfinite(space.low), space.low, -1.0)
         high = np.where(np.isfinite(space.high), space.high, 1.0)
@@ -75,6 +88,24 @@ def collect_trajectories(
     A time-limit truncation is not terminal: its last step is not ``done`` for a reward net.
     Simulator states in ``info[STATE_KEY]`` (``rlkit.data.sim_state.RecordStates``) are kept as
     the trajectories' ``states``.
+
+    Args:
+        venv: the SB3 vectorised env; it is reset (array observations only).
+        policy: an SB3 model or policy (``predict``), a callable from a batch of observations to a
+            batch of actions, or ``None`` for uniform random actions.
+        rng: the generator of the random actions.
+        n_steps: stop after this many transitions, summed over envs.
+        n_episodes: stop once this many episodes have finished.
+        max_length: the longest trajectory piece, in steps.
+        deterministic: passed to ``predict``.
+        seed: seeds ``venv`` before the reset.
+
+    Returns:
+        The trajectories in the order they were closed.
+
+    Raises:
+        ConfigError: unless exactly one of ``n_steps`` and ``n_episodes`` is given.
+        InvalidDataError: on dict observations or a non-finite reward.
     """
     if (n_steps is None) == (n_episodes is None):
         raise ConfigError("give exactly one of n_steps or n_episodes")

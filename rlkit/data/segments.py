@@ -65,6 +65,17 @@ def check_index(store: TrajectoryStore, index: np.ndarray, name: str = "segments
 
 
 def gather(store: TrajectoryStore, index: np.ndarray) -> SegmentBatch:
+    """Gather the steps of segments from a store into one padded batch.
+
+    Args:
+        store: the trajectories.
+        index: ``(B, 3)`` rows of (traj_id, start, length), or a list of ``Segment``; not
+            validated (see ``SegmentPairs`` for checked indices).
+
+    Returns:
+        Arrays ``(B, L, ...)`` with ``L`` the longest length; steps past a segment's length repeat
+        its last step with reward 0 and ``mask`` False.
+    """
     index = as_index(index)
     return SegmentBatch(**store.gather_steps(index[:, 0], index[:, 1], index[:, 2]))
 
@@ -128,6 +139,19 @@ def sample_segments(
     """``n`` windows of ``length`` steps, uniform over every valid start in the chosen trajectories.
 
     Trajectories shorter than ``length`` are never used; each valid window is equally likely.
+
+    Args:
+        store: the trajectories.
+        n: how many windows.
+        length: steps per window.
+        rng: the generator to draw from.
+        traj_ids: the trajectories to draw from; all when ``None``.
+
+    Returns:
+        ``(n, 3)`` int64 rows of (traj_id, start, length).
+
+    Raises:
+        InvalidDataError: when no chosen trajectory has ``length`` steps.
     """
     lengths = store.lengths
     candidates = np.arange(len(store)) if traj_ids is None else np.asarray(traj_ids, np.int64)
@@ -152,7 +176,21 @@ def sample_pairs(
     rng: np.random.Generator,
     traj_ids: np.ndarray | None = None,
 ) -> SegmentPairs:
-    """``n`` pairs of independent uniformly sampled windows of ``length`` steps."""
+    """``n`` pairs of independent uniformly sampled windows of ``length`` steps.
+
+    Args:
+        store: the trajectories.
+        n: how many pairs.
+        length: steps per segment.
+        rng: the generator to draw from.
+        traj_ids: the trajectories to draw from; all when ``None``.
+
+    Returns:
+        The pairs; a segment may be paired with itself.
+
+    Raises:
+        InvalidDataError: when no chosen trajectory has ``length`` steps.
+    """
     left = sample_segments(store, n, length, rng, traj_ids)
     right = sample_segments(store, n, length, rng, traj_ids)
     return SegmentPairs(store, left, right)
