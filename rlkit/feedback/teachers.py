@@ -103,6 +103,16 @@ def beta_for_spread(return_gaps: np.ndarray, target_std: float = 2.0) -> float:
 
     Returns differ in scale by orders of magnitude between tasks; a fixed beta makes one task's
     teacher almost deterministic and another's almost random. Fit it on sample pairs instead.
+
+    Args:
+        return_gaps: ``G_A - G_B`` of sample pairs, any shape.
+        target_std: the standard deviation wanted for ``beta * (G_A - G_B)``.
+
+    Returns:
+        ``target_std / std(return_gaps)``.
+
+    Raises:
+        InvalidDataError: when every gap is equal.
     """
     spread = float(np.std(return_gaps))
     if spread == 0.0:
