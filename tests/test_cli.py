@@ -9,12 +9,14 @@ import sys
 
 import numpy as np
 import pytest
+import torch
 
 from rlkit.cli import RUNNERS, build_parser, command_schema, main
 from rlkit.feedback import PreferenceDataset
 
 os.environ.setdefault("WANDB_MODE", "offline")
 os.environ.setdefault("WANDB_SILENT", "true")
+ON_CPU_ONLY = pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
 
 
 def run(capsys, *argv: str) -> dict:
@@ -157,6 +159,10 @@ def test_an_env_a_users_module_registers_is_found_by_its_module_id(tmp_path, mon
         (["serve", "port={"], "override 'port={': the value is not valid YAML"),
         (["label", "trajectories=CONFIG_JSON"], "a .json file where a .npz file is expected"),
         (["label", "trajectories=/nonexistent/t.npz"], "no such file"),
+        pytest.param(["m3hf", "marl.device=cuda"], "marl.device=cuda: device 'cuda': torch sees no CUDA",
+                     marks=ON_CPU_ONLY),
+        pytest.param(["apec", "ail.device=cuda:1"], "ail.device=cuda:1", marks=ON_CPU_ONLY),
+        pytest.param(["pref-rl", "trainer.device=cuda"], "trainer.device=cuda", marks=ON_CPU_ONLY),
     ],
 )
 def test_what_the_run_would_refuse_is_refused_before_its_run_directory_exists(

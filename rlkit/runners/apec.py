@@ -74,7 +74,7 @@ def demonstrator_config(settings: DemosSettings, seed: int) -> DemonstratorConfi
         algo=settings.algo, total_timesteps=settings.total_timesteps,
         checkpoint_every=settings.checkpoint_every, target_fraction=settings.target_fraction,
         n_demos=settings.n_demos, eval_episodes=settings.eval_episodes, seed=seed, baseline=settings.baseline,
-        kwargs=tuple(settings.kwargs.items()),
+        kwargs=tuple(settings.kwargs.items()), device=settings.device,
     )
 
 
@@ -181,7 +181,8 @@ def run_ail(config: ApecConfig, make_venv: VenvFactory, demos: list[Trajectory],
         batch_size=settings.batch_size, updates_per_round=settings.updates_per_round,
     )
     ail_config = AILConfig(rounds=settings.rounds, steps_per_round=settings.steps_per_round,
-                           discriminator=disc, agent_buffer=settings.agent_buffer, seed=seed)
+                           discriminator=disc, agent_buffer=settings.agent_buffer, seed=seed,
+                           device=settings.device)
 
     def log(record: Any, _: AILTrainer) -> None:
         if logger is not None:
@@ -248,7 +249,7 @@ def build_dataset(method: str, config: ApecConfig, make_venv: VenvFactory, demos
         drex_config = DrexConfig(
             noise_levels=tuple(np.round(np.arange(0.0, 1.0, d.noise_step), 4)),
             rollouts_per_level=d.rollouts_per_level, min_gap=d.min_gap, n_pairs=p.n_pairs,
-            segment_length=p.segment_length, bc_epochs=d.bc_epochs, seed=config.seed,
+            segment_length=p.segment_length, bc_epochs=d.bc_epochs, seed=config.seed, device=d.device,
         )
         venv = make_venv(config.seed + 4)
         try:

@@ -13,9 +13,10 @@ def check_before_run(command: str, config: BaseModel) -> None:
     """Refuse, by name, what the run would refuse later (after creating its run directory, or
     after minutes of training): an unknown env id, env kwargs it does not take, an Overcooked
     layout that does not exist, a scripted feedback source without a script, an input file that
-    is missing or of the wrong kind."""
+    is missing or of the wrong kind, a device this machine does not have."""
     from rlkit.errors import ConfigError
 
+    _check_devices(config)
     env = getattr(config, "env", None)
     if command == "m3hf":
         _check_m3hf(config)
@@ -39,6 +40,25 @@ def check_before_run(command: str, config: BaseModel) -> None:
         if suffix is not None and path.suffix != suffix:
             raise ConfigError(f"{field}={value}: a {path.suffix or 'suffix-less'} file where a {suffix} "
                               f"file is expected (the TrajectoryStore `rlkit collect` writes)")
+
+
+def _check_devices(config: BaseModel, path: str = "") -> None:
+    """Every ``device`` field of the config (sections and lists of them included) names a device
+    torch sees here (``cuda`` on a machine without CUDA is refused, naming the field)."""
+    from rlkit.devices import resolve_device
+    from rlkit.errors import ConfigError
+
+    for name in type(config).model_fields:
+        value = getattr(config, name)
+        where = f"{path}{name}"
+        if name.endswith("device") and isinstance(value, str):
+            try:
+                resolve_device(value)
+            except ConfigError as error:
+                raise ConfigError(f"{where}={value}: {error}") from None
+        for i, item in enumerate(value if isinstance(value, (list, tuple)) else [value]):
+            if isinstance(item, BaseModel):
+                _check_devices(item, f"{where}[{i}]." if isinstance(value, (list, tuple)) else f"{where}.")
 
 
 def _check_gym_env(env_id: str, kwargs: dict[str, Any]) -> None:
