@@ -19,12 +19,31 @@ LossFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 def ordinal_cross_entropy(delta: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
     """Soft-label cross entropy -z log σ(Δ) - (1-z) log σ(-Δ): unbiased for any ordinal scale
-    whose labels have E[z] = P(A > B); a tie is z = 0.5 and pulls Δ towards 0."""
+    whose labels have E[z] = P(A > B); a tie is z = 0.5 and pulls Δ towards 0.
+
+    Args:
+        delta: ``(N,)`` return differences ``R(A) - R(B)``.
+        z: ``(N,)`` labels in [0, 1].
+
+    Returns:
+        The mean loss, a scalar tensor.
+    """
     return F.binary_cross_entropy_with_logits(delta, z.to(delta.dtype))
 
 
 def bradley_terry(delta: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
-    """Binary Bradley-Terry; refuses soft labels, which would silently become a different model."""
+    """Binary Bradley-Terry; refuses soft labels, which would silently become a different model.
+
+    Args:
+        delta: ``(N,)`` return differences ``R(A) - R(B)``.
+        z: ``(N,)`` labels, each 0 or 1.
+
+    Returns:
+        The mean loss, a scalar tensor.
+
+    Raises:
+        InvalidLabelError: when a label is not 0 or 1.
+    """
     _check_levels(z, (0.0, 1.0), "bradley_terry")
     return F.binary_cross_entropy_with_logits(delta, z.to(delta.dtype))
 
@@ -34,6 +53,16 @@ def rao_kupper_ties(theta: float) -> LossFn:
 
     P(A>B) = σ(Δ - ln θ), P(B>A) = σ(-Δ - ln θ), P(tie) = (θ² - 1) σ(Δ - ln θ) σ(-Δ - ln θ);
     θ > 1 sets how much probability ties get around Δ = 0.
+
+    Args:
+        theta: the tie parameter θ, finite and > 1.
+
+    Returns:
+        A loss ``(delta, z) -> mean loss``; it raises ``InvalidLabelError`` on a label outside
+        {0, 0.5, 1}.
+
+    Raises:
+        ConfigError: when ``theta`` is not finite and > 1.
     """
     if not (math.isfinite(theta) and theta > 1.0):
         raise ConfigError(f"rao_kupper_ties needs a finite theta > 1, got theta={theta}")
@@ -52,7 +81,18 @@ def rao_kupper_ties(theta: float) -> LossFn:
 
 
 def hinge(margin: float) -> LossFn:
-    """z relu(m/2 - Δ) + (1 - z) relu(m/2 + Δ): asks for a return gap of at least m/2 per side."""
+    """z relu(m/2 - Δ) + (1 - z) relu(m/2 + Δ): asks for a return gap of at least m/2 per side.
+
+    Args:
+        margin: m, the wanted return gap between a preferred and a rejected segment, finite and
+            >= 0.
+
+    Returns:
+        A loss ``(delta, z) -> mean loss``; soft labels weigh the two sides.
+
+    Raises:
+        ConfigError: when ``margin`` is negative or not finite.
+    """
     if not (math.isfinite(margin) and margin >= 0.0):
         raise ConfigError(f"hinge needs a finite margin >= 0, got margin={margin}")
 
@@ -65,7 +105,19 @@ def hinge(margin: float) -> LossFn:
 
 
 def make_loss(name: str, hinge_margin: float = 2.0, rao_kupper_theta: float = 2.0) -> LossFn:
-    """The loss for a config's name: "ordinal", "bt", "rao_kupper" or "hinge"."""
+    """The loss for a config's name: "ordinal", "bt", "rao_kupper" or "hinge".
+
+    Args:
+        name: the config's loss name.
+        hinge_margin: the margin of ``"hinge"``.
+        rao_kupper_theta: θ of ``"rao_kupper"``.
+
+    Returns:
+        A loss ``(delta, z) -> mean loss``.
+
+    Raises:
+        ConfigError: on an unknown name or a bad margin or θ.
+    """
     if name == "ordinal":
         return ordinal_cross_entropy
     if name == "bt":

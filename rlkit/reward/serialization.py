@@ -48,7 +48,16 @@ def save_reward_model(
     norm: RunningNorm | None = None,
 ) -> Path:
     """Write both files atomically. The JSON, written last, records the weights' SHA-256, so a
-    crash between the two writes or a damaged weights file is caught on load, never loaded."""
+    crash between the two writes or a damaged weights file is caught on load, never loaded.
+
+    Args:
+        model: a reward net or an ensemble.
+        directory: the folder of ``model.safetensors`` and ``model.json`` (created).
+        norm: the reward normaliser's statistics, saved with the model.
+
+    Returns:
+        ``directory``.
+    """
     directory = Path(directory)
     state = {key: value.detach().cpu().contiguous() for key, value in model.state_dict().items()}
     weights = safetensors.torch.save(state, metadata={"format": FORMAT})
@@ -70,7 +79,21 @@ def load_reward_model(
     action_space: spaces.Space | None = None,
     device: str = "cpu",
 ) -> LoadedRewardModel:
-    """Rebuild a saved model; with spaces given, first check it fits the env they come from."""
+    """Rebuild a saved model; with spaces given, first check it fits the env they come from.
+
+    Args:
+        directory: a folder written by ``save_reward_model``.
+        observation_space: the env's observation space, checked against the saved spec.
+        action_space: the env's action space, checked against the saved spec.
+        device: where the model is put.
+
+    Returns:
+        ``(model, norm)``; ``reward_fn()`` gives the numpy reward.
+
+    Raises:
+        FileFormatError: when a file is missing, damaged or of another format.
+        IncompatibleModelError: when the model does not fit the spaces given.
+    """
     directory = Path(directory)
     header, raw = _read_header(directory / SPEC_FILE)
     specs = header["specs"]
