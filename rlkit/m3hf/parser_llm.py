@@ -313,7 +313,14 @@ def _validation_summary(error: ValidationError) -> str:
 
 
 def make_parser(config: LLMConfig | None = None) -> FeedbackParser:
-    """The LLM parser when a key or a server is configured, else the offline ``RuleParser``."""
+    """The LLM parser when a key or a server is configured, else the offline ``RuleParser``.
+
+    Args:
+        config: the model, endpoint and key; defaults when ``None``.
+
+    Returns:
+        An ``LLMParser`` when an API key or ``base_url`` is set, else a ``RuleParser``.
+    """
     config = config or LLMConfig()
     if config.resolved_api_key() is None and config.base_url is None:
         log.info("no OPENAI_API_KEY and no base_url: parsing feedback with the offline RuleParser")

@@ -92,7 +92,18 @@ class PoolRewardFn:
 
 
 def pool_reward_fns(shaper: PoolShaper, env: object) -> dict[str, PoolRewardFn]:
-    """``{agent_name: RewardFn}`` for ``PettingZooRewardWrapper(env, ..., mode="add")``."""
+    """``{agent_name: RewardFn}`` for ``PettingZooRewardWrapper(env, ..., mode="add")``.
+
+    Args:
+        shaper: the agents' weighted pools.
+        env: the live Overcooked parallel env; its ``features()`` is read at each reward.
+
+    Returns:
+        Agent name -> that agent's pool as a ``RewardFn`` (a batch of one step).
+
+    Raises:
+        WrongTypeError: when ``env`` has no ``features()``.
+    """
     features = getattr(env, "features", None)
     if not callable(features):
         raise WrongTypeError(f"{type(env).__name__} has no features(): the pools need the env's state arrays")

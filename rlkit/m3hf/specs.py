@@ -250,7 +250,18 @@ class RewardSpec(BaseModel):
 
 
 def validate_specs(data: Sequence[Mapping[str, Any]], scene: Scene | None = None) -> list[RewardSpec]:
-    """Validate a list of JSON objects into specs (names checked against ``scene`` if given)."""
+    """Validate a list of JSON objects into specs (names checked against ``scene`` if given).
+
+    Args:
+        data: the specs as parsed JSON objects.
+        scene: the env's names; when given, every name a spec uses must be one of them.
+
+    Returns:
+        One ``RewardSpec`` per object, in order.
+
+    Raises:
+        pydantic.ValidationError: naming the first object's fields that do not validate.
+    """
     context = {"scene": scene} if scene is not None else None
     return [RewardSpec.model_validate(item, context=context) for item in data]
 

@@ -42,7 +42,21 @@ Term = Callable[[State, np.ndarray, int], np.ndarray]
 
 
 def compile_term(params: TemplateParams, scene: Scene) -> Term:
-    """The vectorised reward function of one template; raises ``ValueError`` for names the scene lacks."""
+    """The vectorised reward function of one template.
+
+    Args:
+        params: one template's validated parameters.
+        scene: the env's names of agents, entities, items and actions.
+
+    Returns:
+        A term ``(state, actions, agent) -> rewards``: ``state`` is the env's ``features()``,
+        ``actions`` the agents' action ids, ``agent`` the index of the agent rewarded.
+
+    Raises:
+        InvalidDataError: when the parameters name an entity, item, action or status the scene
+            lacks.
+        WrongTypeError: when ``params`` is not a template's parameters.
+    """
     match params:
         case DistanceParams():
             return _distance(params, scene)
