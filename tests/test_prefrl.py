@@ -110,7 +110,12 @@ def test_sac_replay_buffer_carries_the_current_learned_reward() -> None:
         parameter.data.add_(0.1)
     assert isinstance(loop.reward_fn, NormalizedReward)
     reward_fn = loop.reward_fn.reward_fn  # the un-normalised learned reward
+    assert isinstance(buffer, LazyRewardReplayBuffer)
+    buffer.add(buffer.observations[0], buffer.next_observations[0], buffer.actions[0],  # one more
+               buffer.rewards[0], buffer.dones[0], [{}] * buffer.n_envs)  # row waits for its label
+    n = buffer.pos
     assert relabel_replay_buffer(agent, reward_fn) == n * buffer.n_envs
+    assert buffer.n_waiting == 0  # relabelled: not to be labelled (and normalised) again
     obs = buffer.observations[:n].reshape(n * buffer.n_envs, -1)
     # SB3 keeps Box actions scaled to [-1, 1]; the reward is computed on the env's actions
     acts = agent.policy.unscale_action(buffer.actions[:n].reshape(n * buffer.n_envs, -1))
@@ -118,7 +123,7 @@ def test_sac_replay_buffer_carries_the_current_learned_reward() -> None:
     next_obs = buffer.next_observations[:n].reshape(obs.shape)
     expected = reward_fn(obs, acts, next_obs, np.zeros(len(obs), bool))
     np.testing.assert_allclose(buffer.rewards[:n].reshape(-1), expected, rtol=1e-5)
-    assert not np.allclose(before, buffer.rewards[:n])
+    assert not np.allclose(before, buffer.rewards[:len(before)])
 
 
 def test_random_steps_must_leave_steps_for_the_agent() -> None:

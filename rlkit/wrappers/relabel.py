@@ -108,8 +108,8 @@ def relabel_replay_buffer(agent: OffPolicyAlgorithm, reward_fn: RewardFn,
 
     A ``LazyRewardReplayBuffer``'s waiting rows are labelled here too (with ``reward_fn``)."""
     buffer = agent.replay_buffer
-    if buffer is None or agent.action_space.shape is None:
-        raise StateError(f"{type(agent).__name__} has no replay buffer or no action shape to relabel")
+    if buffer is None:
+        raise StateError(f"{type(agent).__name__} has no replay buffer to relabel")
     size = buffer.buffer_size if buffer.full else buffer.pos
     step = max(chunk // buffer.n_envs, 1)
     for start in range(0, size, step):
