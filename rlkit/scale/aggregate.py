@@ -21,7 +21,16 @@ MAX_PLOTTED = 12
 
 
 def interval(values: Sequence[float], level: float = 0.95) -> dict[str, Any]:
-    """``{"mean", "sd", "n", "half_width", "low", "high"}`` of ``values`` (sd with ddof=1)."""
+    """``{"mean", "sd", "n", "half_width", "low", "high"}`` of ``values`` (sd with ddof=1).
+
+    Args:
+        values: one metric's value per finished seed.
+        level: the interval's coverage.
+
+    Returns:
+        The statistics; ``mean`` is NaN with no values, and ``sd``, ``half_width``, ``low`` and
+        ``high`` are ``None`` with fewer than two.
+    """
     from scipy import stats
 
     x = np.asarray(values, dtype=float)
@@ -35,6 +44,15 @@ def interval(values: Sequence[float], level: float = 0.95) -> dict[str, Any]:
 
 
 def aggregate(units: Sequence[Unit], results: Mapping[str, UnitResult]) -> dict[str, Any]:
+    """A sweep's table: per grid point, each metric's ``interval`` over the trials that finished.
+
+    Args:
+        units: the sweep's trials (payload ``point`` and ``seed``).
+        results: every unit's result by id; a ``"done"`` result's ``metrics`` are counted.
+
+    Returns:
+        ``{"rows": one row per grid point, "problems": the trials not done, with their errors}``.
+    """
     points: dict[str, dict[str, Any]] = {}
     problems = []
     for unit in units:
@@ -64,6 +82,18 @@ def point_label(point: Mapping[str, str]) -> str:
 
 def write_aggregate(spec: Any, units: Sequence[Unit], results: Mapping[str, UnitResult],
                     sweep_dir: Path) -> dict[str, Any]:
+    """Aggregate a sweep and write ``results.json``, ``results.md`` and ``results.png`` into its folder.
+
+    Args:
+        spec: the sweep's ``SweepSpec`` (its command, grid and seeds head the table).
+        units: the sweep's trials.
+        results: every unit's result by id.
+        sweep_dir: the sweep's folder.
+
+    Returns:
+        The table written to ``results.json``: ``aggregate``'s rows and problems with the sweep's
+        settings.
+    """
     from rlkit.persistence import atomic_open, atomic_write_json
 
     table = aggregate(units, results)

@@ -25,7 +25,14 @@ ERROR = "rlkit_error"
 
 
 def import_ray() -> Any:
-    """``ray`` with Tune, or ``MissingExtraError`` naming the extra (pip install 'rlkit[ray]')."""
+    """``ray`` with Tune, or ``MissingExtraError`` naming the extra (pip install 'rlkit[ray]').
+
+    Returns:
+        The ``ray`` module.
+
+    Raises:
+        MissingExtraError: when Ray or Ray Tune is not installed.
+    """
     from rlkit.extras import extra
 
     with extra("ray", "--backend ray (Ray Tune)"):
@@ -35,7 +42,11 @@ def import_ray() -> Any:
 
 
 def in_tune_trial() -> bool:
-    """True inside a Ray Tune trial (where ``ray.tune.report`` reaches the scheduler)."""
+    """True inside a Ray Tune trial (where ``ray.tune.report`` reaches the scheduler).
+
+    Returns:
+        Whether this process runs a Tune trial; False also when Ray is not installed.
+    """
     try:
         from ray.tune import get_context
 

@@ -37,7 +37,18 @@ def split_values(text: str) -> list[str]:
 
 
 def parse_grid(items: Sequence[str]) -> dict[str, list[str]]:
-    """``["trainer.lr=1e-3,3e-4", "model.hidden=[32],[64]"]`` -> ``{key: [values]}``."""
+    """``["trainer.lr=1e-3,3e-4", "model.hidden=[32],[64]"]`` -> ``{key: [values]}``.
+
+    Args:
+        items: ``--grid`` arguments, ``key=v1,v2,...``; commas inside brackets or braces stay.
+
+    Returns:
+        Each key's values, as strings in the order given.
+
+    Raises:
+        ConfigError: when an item is not ``key=values``, a key repeats, or a value is empty or
+            repeated.
+    """
     grid: dict[str, list[str]] = {}
     for item in items:
         key, sep, values = item.partition("=")
@@ -54,7 +65,17 @@ def parse_grid(items: Sequence[str]) -> dict[str, list[str]]:
 
 
 def parse_resources(text: str) -> dict[str, float]:
-    """``cpu=1,gpu=0.5`` -> ``{"cpu": 1.0, "gpu": 0.5}``."""
+    """``cpu=1,gpu=0.5`` -> ``{"cpu": 1.0, "gpu": 0.5}``.
+
+    Args:
+        text: comma-separated ``cpu=N`` / ``gpu=N`` with N >= 0; empty gives the defaults.
+
+    Returns:
+        CPUs and GPUs per trial; 1 CPU and 0 GPUs unless given.
+
+    Raises:
+        ConfigError: on another key or a number that is missing or negative.
+    """
     out = {"cpu": 1.0, "gpu": 0.0}
     for item in filter(None, (part.strip() for part in text.split(","))):
         key, sep, value = item.partition("=")
@@ -152,7 +173,23 @@ def prepare_sweep_dir(spec: SweepSpec, sweep_dir: Path, resume: bool) -> None:
 def run_sweep(spec: SweepSpec, sweep_dir: str | os.PathLike[str] | None = None,
               backend: Backend | None = None, resume: bool = False,
               echo: Any = None) -> dict[str, Any]:
-    """Run (or finish, with ``resume``) a sweep; returns the aggregate written beside it."""
+    """Run (or finish, with ``resume``) a sweep; returns the aggregate written beside it.
+
+    Args:
+        spec: what to run: the command, the grid, the seeds and the shared overrides.
+        sweep_dir: the sweep's folder; a new ``runs/sweep-<command>-<time>`` when ``None``.
+        backend: where trials run; local processes when ``None``.
+        resume: finish the sweep already in ``sweep_dir`` (finished trials are skipped).
+        echo: called with one line of text per finished trial, when given.
+
+    Returns:
+        The aggregate, as written to ``results.json``.
+
+    Raises:
+        ConfigError: when ``sweep_dir`` holds a sweep and ``resume`` is False, or with ``resume``
+            holds none or a different one.
+        MissingExtraError: for the Ray backend without Ray installed.
+    """
     from rlkit.scale.aggregate import write_aggregate
     from rlkit.scale.trial import run_trial
 

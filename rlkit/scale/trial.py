@@ -49,7 +49,19 @@ def trial_argv(payload: Mapping[str, Any], rerun: bool = False) -> list[str]:
 
 def run_trial(unit: Unit, report: Callable[[dict[str, float]], None]) -> dict[str, Any]:
     """Run ``rlkit COMMAND`` for one trial (payload: command, overrides, run_dir, config, logger,
-    torch_threads, env); returns ``{"metrics": flat summary numbers, "run_dir": ...}``."""
+    torch_threads, env); returns ``{"metrics": flat summary numbers, "run_dir": ...}``.
+
+    Args:
+        unit: the trial; its ``payload`` is described above.
+        report: called with the latest metrics as the run logs them (for Tune's schedulers).
+
+    Returns:
+        ``{"metrics", "run_dir", "attempt", "logs"}``: ``attempt`` counts this trial's starts,
+        ``logs`` is the folder of its stdout and stderr.
+
+    Raises:
+        UnitError: when the command exits with a non-zero code (its last stderr line is quoted).
+    """
     payload = unit.payload
     run_dir = Path(payload["run_dir"])
     log_dir = Path(payload.get("log_dir") or run_dir.parent.parent / "logs" / unit.id)
@@ -128,7 +140,15 @@ def _last_line(path: Path) -> str:
 
 
 def read_summary(run_dir: Path, stdout_path: Path | None = None) -> dict[str, Any]:
-    """What a finished run reports: its ``summary.json``/``metrics.json`` or last printed JSON."""
+    """What a finished run reports: its ``summary.json``/``metrics.json`` or last printed JSON.
+
+    Args:
+        run_dir: the run's folder.
+        stdout_path: the run's captured standard output, searched from the end for a JSON object.
+
+    Returns:
+        The summary, or an empty dict when none is found.
+    """
     for name in SUMMARY_FILES:
         path = run_dir / name
         if path.is_file():

@@ -98,7 +98,18 @@ class Backend:
 
 
 def stages(units: Sequence[Unit]) -> list[list[Unit]]:
-    """The units in stages: each after every stage holding one of its prerequisites."""
+    """The units in stages: each after every stage holding one of its prerequisites.
+
+    Args:
+        units: the units; ids unique, each ``after`` naming other units.
+
+    Returns:
+        Stage lists in run order; within a stage, the units' given order.
+
+    Raises:
+        InvalidDataError: on an id that is not a plain file name, a repeated id, an unknown
+            prerequisite or a cycle.
+    """
     by_id: dict[str, Unit] = {}
     for unit in units:
         if not _ID.match(unit.id):
@@ -189,6 +200,23 @@ def run_units(
     in the driver as each unit's result is known. ``progress`` shows the units done with an ETA
     (default: a display on stderr, live on a terminal, plain lines otherwise); units finished in
     an earlier run count as done from the start, not as speed.
+
+    Args:
+        units: the units; see ``stages``.
+        fn: runs one unit: ``fn(unit, report) -> result``; raising fails the unit.
+        root: the folder of the status files.
+        backend: where units run; local processes when ``None``.
+        resume: skip units ``root`` records as finished; run the others again.
+        name: the progress bar's and Ray experiment's name; ``root``'s name when ``None``.
+        on_result: see above.
+        progress: see above.
+
+    Returns:
+        Every unit's result by id: ``"done"``, ``"stopped"`` (by a scheduler) or ``"failed"``
+        (with its error; a unit whose prerequisite did not finish fails without running).
+
+    Raises:
+        InvalidDataError: when the units' ids or prerequisites are malformed (see ``stages``).
     """
     if not units:
         return {}
