@@ -160,3 +160,37 @@ def test_recorder_closes_trajectories_at_episode_ends_and_cuts_long_ones():
     recorder = TrajectoryRecorder(truncated, n_envs=1)
     recorder(obs[:1], acts[:1], obs[:1], np.ones(1), np.array([True]), np.array([False]), [{}])
     assert not truncated[0].terminal  # a time-limit end is not a terminal state
+
+
+def with_states(trajectory: Trajectory, width: int, offset: float) -> Trajectory:
+    steps = len(trajectory.acts)
+    states = offset + np.arange(steps * width, dtype=np.float64).reshape(steps, width)
+    return Trajectory(trajectory.obs, trajectory.acts, trajectory.rews, trajectory.terminal,
+                      states=states)
+
+
+def test_the_store_keeps_simulator_states_through_appends_saves_and_chunks(tmp_path):
+    rng = np.random.default_rng(5)
+    trajectories = [with_states(make_trajectory(n, rng), 4, 100.0 * i) for i, n in enumerate((3, 5, 2))]
+    store = TrajectoryStore()
+    store.extend(trajectories[:2])
+    store.extend(trajectories[2:])
+    for i, trajectory in enumerate(trajectories):
+        np.testing.assert_array_equal(store[i].states, trajectory.states)
+    np.testing.assert_array_equal(TrajectoryStore.load(store.save(tmp_path / "all"))[2].states,
+                                  trajectories[2].states)
+    chunks = [store.save(tmp_path / "a", 0, 2), store.save(tmp_path / "b", 2, 3)]
+    joined = TrajectoryStore.load_chunks(chunks)
+    for i, trajectory in enumerate(trajectories):
+        np.testing.assert_array_equal(joined[i].states, trajectory.states)
+
+
+def test_a_store_mixing_trajectories_with_and_without_states_keeps_none():
+    rng = np.random.default_rng(6)
+    store = TrajectoryStore()
+    store.extend([with_states(make_trajectory(3, rng), 4, 0.0), make_trajectory(4, rng)])
+    assert store[0].states is None and store[1].states is None
+    wider = TrajectoryStore()
+    wider.extend([with_states(make_trajectory(3, rng), 4, 0.0)])
+    wider.extend([with_states(make_trajectory(3, rng), 6, 0.0)])  # another env's state width
+    assert wider[0].states is None

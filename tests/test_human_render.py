@@ -33,16 +33,6 @@ def pendulum_trajectories(n_steps: int = 60, length: int = 8) -> list[Trajectory
     return [t for t in trajectories if len(t) == length]
 
 
-def states_of(trajectories: list[Trajectory]):
-    """Segment states read from the trajectories themselves (what ``segment_states`` reads from a
-    store that keeps them)."""
-    def states(store: TrajectoryStore, segment: np.ndarray) -> np.ndarray | None:
-        traj, start, length = (int(x) for x in segment)
-        found = trajectories[traj].states
-        return None if found is None else found[start:start + length]
-    return states
-
-
 class GatedRenderer(MujocoRenderer):
     """Renders only once ``gate`` is set: the state a page sees while the worker is busy."""
 
@@ -153,8 +143,7 @@ def mujoco_pairs(tmp_path: Path, gate: threading.Event) -> tuple[HumanTeacher, S
     store.extend(trajectories)
     pairs = SegmentPairs(store, np.array([[0, 0, 6], [2, 1, 6]]), np.array([[1, 2, 6], [0, 0, 6]]))
     teacher = HumanTeacher(LabelStore(tmp_path), HumanTeacherConfig(wait=False, fps=5),
-                           media_dir=tmp_path / "media", renderer=GatedRenderer(gate),
-                           states=states_of(trajectories))
+                           media_dir=tmp_path / "media", renderer=GatedRenderer(gate))
     teacher.label(pairs)
     return teacher, pairs, teacher.store.add_queries(pairs)
 
@@ -186,3 +175,12 @@ def test_the_label_api_shows_plots_while_the_worker_renders_then_the_videos(tmp_
     teacher.label(pairs)
     assert teacher.renders.pending == 0
     assert (tmp_path / "media" / "seg-0-0-6.webm").stat().st_mtime_ns == written
+
+
+def test_pref_rl_renders_videos_for_mujoco_envs_and_plots_for_others():
+    from rlkit.factories.configs import EnvConfig
+    from rlkit.runners.prefrl import segment_renderer
+
+    renderer = segment_renderer(EnvConfig(id="InvertedPendulum-v5", n_envs=1))
+    assert isinstance(renderer, MujocoRenderer) and renderer.env_id == "InvertedPendulum-v5"
+    assert segment_renderer(EnvConfig(id="Pendulum-v1", n_envs=1)) is None

@@ -26,6 +26,9 @@ class TrajectoryStore:
     Trajectories are kept concatenated: ``obs`` (each trajectory contributes ``T + 1`` rows),
     ``acts`` and ``rews`` (``T`` rows each), plus per-trajectory offsets. Appends are buffered and
     consolidated on the next read, so building a store costs one copy, not one per append.
+    ``states`` (optional, ``T`` rows each, like ``acts``): the simulator state after each step,
+    kept while every trajectory has them at one width (``Trajectory.states``); what rendering a
+    queried segment as video needs.
     """
 
     def __init__(self) -> None:
@@ -34,6 +37,7 @@ class TrajectoryStore:
         self._rews = np.zeros(0, dtype=np.float32)
         self._lengths = np.zeros(0, dtype=np.int64)
         self._terminal = np.zeros(0, dtype=bool)
+        self._states: np.ndarray | None = None
         self._pending: list[Trajectory] = []
 
     # -- building -------------------------------------------------------------------------
@@ -62,6 +66,8 @@ class TrajectoryStore:
         if not self._pending:
             return
         pending, self._pending = self._pending, []
+        had_states = len(self._lengths) == 0 or self._states is not None  # a store without keeps none
+        self._states = _joined_states(self._states, [t.states for t in pending]) if had_states else None
         obs = [t.obs for t in pending]
         acts = [t.acts for t in pending]
         if self._obs is not None:
@@ -90,6 +96,7 @@ class TrajectoryStore:
             acts=self._acts[s : s + n],  # type: ignore[index]
             rews=self._rews[s : s + n],
             terminal=bool(self._terminal[traj_id]),
+            states=None if self._states is None else self._states[s : s + n],
         )
 
     def __iter__(self) -> Iterator[Trajectory]:
@@ -124,6 +131,7 @@ class TrajectoryStore:
         return int(
             obs.nbytes + acts.nbytes + self._rews.nbytes + self._lengths.nbytes
             + self._terminal.nbytes + self._obs_offsets.nbytes + self._step_offsets.nbytes
+            + (0 if self._states is None else self._states.nbytes)
         )
 
     def _arrays(self) -> tuple[np.ndarray, np.ndarray]:
@@ -170,7 +178,8 @@ class TrajectoryStore:
             stop: one past the last (None: the store's length).
 
         Returns:
-            ``obs``, ``acts``, ``rews``, ``lengths`` and ``terminal`` of those trajectories.
+            ``obs``, ``acts``, ``rews``, ``lengths`` and ``terminal`` of those trajectories, and
+            ``states`` when the store keeps them.
         """
         obs, acts = self._arrays()
         stop = len(self._lengths) if stop is None else stop
@@ -180,9 +189,10 @@ class TrajectoryStore:
         obs_end = int(self._obs_offsets[last] + self._lengths[last] + 1)
         step_end = int(self._step_offsets[last] + self._lengths[last])
         o, s = int(self._obs_offsets[start]), int(self._step_offsets[start])
+        states = {} if self._states is None else {"states": self._states[s:step_end]}
         return {
             "obs": obs[o:obs_end], "acts": acts[s:step_end], "rews": self._rews[s:step_end],
-            "lengths": self._lengths[start:stop], "terminal": self._terminal[start:stop],
+            "lengths": self._lengths[start:stop], "terminal": self._terminal[start:stop], **states,
         }
 
     @classmethod
@@ -219,6 +229,14 @@ class TrajectoryStore:
                 raise FileFormatError(f"{origin}: {name} holds {values.dtype}, not numbers")
             if np.issubdtype(values.dtype, np.floating) and not np.isfinite(values).all():
                 raise InvalidDataError(f"{origin}: {name} holds NaN or inf")
+        if "states" in arrays:
+            states = np.asarray(arrays["states"])
+            if states.ndim != 2 or len(states) != n_steps or states.dtype.kind != "f":
+                raise FileFormatError(f"{origin}: states must be floats with {n_steps} rows, got "
+                                      f"{states.dtype} {states.shape}")
+            if not np.isfinite(states).all():
+                raise InvalidDataError(f"{origin}: states holds NaN or inf")
+            store._states = states
         store._lengths = lengths
         store._terminal = terminal
         store._obs_offsets = np.concatenate([[0], np.cumsum(lengths + 1)[:-1]]).astype(np.int64)
@@ -267,6 +285,9 @@ class TrajectoryStore:
         except ValueError as error:
             raise FileFormatError(f"{' + '.join(map(str, paths))}: chunks do not fit together "
                                   f"({error})") from None
+        states = _joined_states(None, [part.get("states") for part in parts])
+        if states is not None:
+            joined["states"] = states
         return cls.from_arrays(joined, origin=" + ".join(str(path) for path in paths))
 
 
@@ -275,3 +296,12 @@ def _read(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
     check_npz_header(arrays, _KIND, path)
     arrays.pop("_header")
     return arrays
+
+
+def _joined_states(kept: np.ndarray | None, new: list[np.ndarray | None]) -> np.ndarray | None:
+    """``kept`` and the new trajectories' states in one array; None unless every new trajectory
+    has states, all at one width (a store mixing them keeps none)."""
+    if any(states is None for states in new):
+        return None
+    parts = [states for states in (kept, *new) if states is not None]
+    return np.concatenate(parts) if len({states.shape[1] for states in parts}) == 1 else None

@@ -14,6 +14,7 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from rlkit.data import TrajectoryStore, collect_trajectories, sample_pairs
 from rlkit.data.segments import SegmentPairs
+from rlkit.data.sim_state import record_states_if_mujoco
 from rlkit.devices import resolve_device
 from rlkit.errors import ConfigError
 from rlkit.factories.algorithms import ALGORITHMS
@@ -37,9 +38,22 @@ from rlkit.persistence.agents import load_agent
 from rlkit.reward import RewardEnsemble, RewardNet, TrainerConfig, build_reward_net
 
 
-def make_venv(env: EnvConfig, seed_offset: int = 0) -> VecEnv:
+def make_venv(env: EnvConfig, seed_offset: int = 0, record_states: bool = False) -> VecEnv:
+    """The vectorised env ``env`` describes.
+
+    Args:
+        env: the env section of a command's config.
+        seed_offset: added to ``env.seed`` (streams that must differ from the training env's).
+        record_states: keep a MuJoCo env's simulator state after each step in
+            ``info["sim_state"]`` (``rlkit.data.sim_state``): what rendering the segments people
+            label as video needs. Other envs are left as they are.
+
+    Returns:
+        An SB3 ``VecEnv`` of ``env.n_envs`` copies, seeded ``env.seed + seed_offset`` onwards.
+    """
     return make_vec_env(env.id, n_envs=env.n_envs, seed=env.seed + seed_offset,
-                        env_kwargs=dict(env.kwargs))
+                        env_kwargs=dict(env.kwargs),
+                        wrapper_class=record_states_if_mujoco if record_states else None)
 
 
 def load_policy(algo: str, path: str | os.PathLike[str], trust_pickle: bool = False,

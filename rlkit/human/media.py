@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,8 +29,6 @@ from rlkit.errors import StateError
 if TYPE_CHECKING:
     from rlkit.human.render import RenderQueue
 
-# A segment (traj, start, length) of a store -> its simulator states (length, state size), or None.
-StatesFn = Callable[[TrajectoryStore, np.ndarray], np.ndarray | None]
 HEIGHT, WIDTH = 96, 160
 _PALETTE = np.array([[31, 119, 180], [255, 127, 14], [44, 160, 44], [214, 39, 40], [148, 103, 189],
                      [140, 86, 75], [227, 119, 194], [127, 127, 127], [188, 189, 34], [23, 190, 207]],
@@ -120,7 +117,7 @@ def write_webm(frames: np.ndarray, path: Path, fps: float) -> None:
 
 def render_pairs(
     pairs: SegmentPairs, media_dir: str | os.PathLike[str], *, fps: float = 10.0,
-    renders: RenderQueue | None = None, states: StatesFn = segment_states,
+    renders: RenderQueue | None = None,
 ) -> tuple[list[str], list[str]]:
     """Media for each distinct segment (files already there are kept); returns (left, right) names.
 
@@ -141,7 +138,7 @@ def render_pairs(
         if not path.exists():
             write_webm(np.asarray(obs if image else plot_frames(obs, low, high), dtype=np.uint8), path, fps)
         names[tuple(segment)] = path.name
-        found = None if image or renders is None else states(pairs.store, segment)
+        found = None if image or renders is None else segment_states(pairs.store, segment)
         if renders is not None and found is not None:
             video = media / segment_name(segment)
             if not video.exists():

@@ -19,11 +19,11 @@ from typing import Any
 
 import numpy as np
 
-from rlkit.data.segments import SegmentPairs, segment_states
+from rlkit.data.segments import SegmentPairs
 from rlkit.errors import InvalidLabelError
 from rlkit.factories.configs import HumanTeacherConfig
 from rlkit.feedback.answers import Answers
-from rlkit.human.media import StatesFn, render_pairs
+from rlkit.human.media import render_pairs
 from rlkit.human.render import RenderQueue, StateRenderer
 from rlkit.human.store import LabelStore
 
@@ -48,17 +48,15 @@ class HumanTeacher:
         config: HumanTeacherConfig | None = None,
         media_dir: str | Path | None = None,
         renderer: StateRenderer | None = None,
-        states: StatesFn = segment_states,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        """``renderer`` (e.g. ``MujocoRenderer(env_id)``) turns a segment's simulator states, read
-        by ``states`` (default: the trajectory store's), into the frames of its video."""
+        """``renderer`` (e.g. ``MujocoRenderer(env_id)``) turns a segment's simulator states (kept
+        by the trajectory store, ``Trajectory.states``) into the frames of its video."""
         self.store = store
         self.config = config or HumanTeacherConfig()
         if self.config.render_media and media_dir is None:
             raise InvalidLabelError("render_media needs media_dir (the folder `rlkit serve` serves)")
         self.media_dir = None if media_dir is None else Path(media_dir)
-        self.states = states
         self.renders = None if renderer is None else RenderQueue(renderer, self.config.fps)
         self.clock = clock
         self.batches = 0
@@ -81,8 +79,7 @@ class HumanTeacher:
         """Ask people about the pairs and wait (as configured); every response, a row each."""
         media = None
         if self.config.render_media and self.media_dir is not None:
-            media = render_pairs(pairs, self.media_dir, fps=self.config.fps, renders=self.renders,
-                                 states=self.states)
+            media = render_pairs(pairs, self.media_dir, fps=self.config.fps, renders=self.renders)
         ids = self.store.add_queries(pairs, batch=f"batch-{self.batches}",
                                      redundancy=self.config.redundancy, media=media)
         self.batches += 1

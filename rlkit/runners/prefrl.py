@@ -10,10 +10,12 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from rlkit.data.sim_state import has_mujoco_state
 from rlkit.errors import InvalidDataError
-from rlkit.factories.configs import PrefRLConfig, PrefRLTeacherSettings
+from rlkit.factories.configs import EnvConfig, PrefRLConfig, PrefRLTeacherSettings
 from rlkit.feedback import OrdinalScale
 from rlkit.human.dashboard import with_dashboard
+from rlkit.human.render import MujocoRenderer
 from rlkit.human.store import LabelStore
 from rlkit.human.teacher import HumanTeacher
 from rlkit.logging import Logger, Track, attach_to_sb3, progress_of
@@ -33,7 +35,8 @@ def build_preference_rl(config: PrefRLConfig, logger: Logger | None = None,
     teacher: Teacher | None = None
     if config.teacher.kind == "human":
         resuming = run_dir is not None and prefrl_resume.exists(Path(run_dir) / prefrl_resume.RESUME_DIR)
-        human = make_human_teacher(config.teacher, run_dir, resuming=resuming)
+        renderer = segment_renderer(config.env) if config.teacher.human.render_media else None
+        human = make_human_teacher(config.teacher, run_dir, resuming=resuming, renderer=renderer)
         logger = with_dashboard(logger, human.store, Path(str(run_dir)) / "media")  # the curves too
         teacher = human
     loop = PreferenceRL(config, logger, teacher, run_dir)
@@ -46,9 +49,30 @@ def build_preference_rl(config: PrefRLConfig, logger: Logger | None = None,
     return loop
 
 
+def segment_renderer(env: EnvConfig) -> MujocoRenderer | None:
+    """What renders the segments people label as real video: a ``MujocoRenderer`` for a MuJoCo
+    env (the loop then records its simulator states), None for others (they are shown as plots).
+
+    Args:
+        env: the env section of the command's config.
+
+    Returns:
+        The renderer, or None when the env has no MuJoCo state to render from.
+    """
+    import gymnasium
+
+    probe = gymnasium.make(env.id, **env.kwargs)
+    try:
+        return MujocoRenderer(env.id, **env.kwargs) if has_mujoco_state(probe) else None
+    finally:
+        probe.close()
+
+
 def make_human_teacher(settings: PrefRLTeacherSettings, run_dir: str | Path | None,
-                       resuming: bool = False) -> HumanTeacher:
-    """People at ``rlkit serve --run-dir run_dir``: queries in its label store, videos in its media/."""
+                       resuming: bool = False, renderer: MujocoRenderer | None = None
+                       ) -> HumanTeacher:
+    """People at ``rlkit serve --run-dir run_dir``: queries in its label store, videos in its
+    media/ (rendered from simulator states by ``renderer`` when given, else plots)."""
     if run_dir is None:
         raise InvalidDataError("teacher.kind=human needs a run directory: the one `rlkit serve --run-dir` "
                                "serves to annotators")
@@ -61,6 +85,5 @@ def make_human_teacher(settings: PrefRLTeacherSettings, run_dir: str | Path | No
         )
     store.set_scale(OrdinalScale.get(settings.scale))
     log.info("queries wait for labels at `rlkit serve --run-dir %s`", run_dir)
-    return HumanTeacher(store, settings.human,
-                        media_dir=Path(run_dir) / "media")
+    return HumanTeacher(store, settings.human, media_dir=Path(run_dir) / "media", renderer=renderer)
 
