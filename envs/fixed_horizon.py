@@ -79,7 +79,20 @@ class FixedHorizon(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
 
 def make_fixed_horizon(env_id: str, horizon: int | None = None, **kwargs: Any) -> FixedHorizon:
     """``gym.make(env_id)`` padded to ``horizon`` steps (default: its registered time limit,
-    e.g. 1000 for Hopper-v5), with the time limit raised to the horizon when it is shorter."""
+    e.g. 1000 for Hopper-v5), with the time limit raised to the horizon when it is shorter.
+
+    Args:
+        env_id: a registered gymnasium id, e.g. ``"Hopper-v5"``.
+        horizon: the episode length, in steps; the registered time limit when ``None``.
+        **kwargs: passed to ``gym.make``.
+
+    Returns:
+        The wrapped env; every episode lasts exactly ``horizon`` steps.
+
+    Raises:
+        InvalidDataError: when no horizon is given and the id has no time limit, the horizon is
+            below 1, or the observations are not a flat ``Box``.
+    """
     limit = gym.spec(env_id).max_episode_steps
     horizon = horizon if horizon is not None else limit
     if horizon is None:

@@ -22,7 +22,17 @@ DEVICE_CHOICES = "auto, cpu, cuda or cuda:N"
 
 
 def check_device_name(name: str) -> str:
-    """``name`` if it is a device rlkit knows how to place networks on, else a ``ConfigError``."""
+    """``name`` if it is a device rlkit knows how to place networks on, else a ``ConfigError``.
+
+    Args:
+        name: ``auto``, ``cpu``, ``cuda`` or ``cuda:N``.
+
+    Returns:
+        ``name``, unchanged.
+
+    Raises:
+        ConfigError: for any other name.
+    """
     if not _NAME.match(name):
         raise ConfigError(f"device {name!r} is not one of {DEVICE_CHOICES}")
     return name
@@ -34,7 +44,18 @@ Device = Annotated[str, AfterValidator(check_device_name)]
 
 def resolve_device(name: str | torch.device) -> torch.device:
     """The ``torch.device`` a config's ``name`` means; ``cuda`` asked for on a machine without CUDA
-    (or an index past its GPUs) is a ``ConfigError`` naming what torch sees."""
+    (or an index past its GPUs) is a ``ConfigError`` naming what torch sees.
+
+    Args:
+        name: a device name (``auto`` picks CUDA when torch sees it, else the CPU), or a
+            ``torch.device``, returned as it is.
+
+    Returns:
+        The device.
+
+    Raises:
+        ConfigError: on an unknown name, or CUDA that torch does not see.
+    """
     import torch
 
     if isinstance(name, torch.device):
