@@ -69,10 +69,12 @@ FORMATS: dict[str, Format] = {f.kind: f for f in (
            "generator.zip/.json, reward/, shaping/, trainer_state.pt",
            "sha256 of every payload file in meta.json", "rlkit.ail.checkpoints", older=(1,),
            checksummed=True),
-    Format("rlkit.prefrl.resume", 2, "resume/state.json",
-           "tensors.pt, replay.npz, preferences.npz/.json, reward/",
-           "sha256 of every payload file in state.json", "rlkit.prefrl.resume", older=(1,),
-           checksummed=True),
+    # /3: written a round at a time (only new trajectory and replay chunks); /1 and /2 still load
+    Format("rlkit.prefrl.resume", 3, "resume/state.json",
+           "round-NNNNNNN/ (tensors.pt, pairs.npz, reward/), store/traj-*.npz, "
+           "replay/rows-*.npz + rewards-*.npz",
+           "sha256 of the round's files and of every chunk in state.json", "rlkit.prefrl.resume",
+           older=(1, 2), checksummed=True),
     Format("rlkit.marl.checkpoint", 2, "meta.json", "policies.pt",
            "sha256 of policies.pt in meta.json", "rlkit.marl.checkpoint", older=(1,), checksummed=True),
     # /3: generations carry the performance signal and the best is chosen by it (rollback); runs of
