@@ -183,3 +183,10 @@ def test_policy_replay_is_seeded_with_ail_rollouts_paid_on_the_next_state():
     assert np.allclose(buffer.rewards[:10, 0], expected)
     assert np.allclose(buffer.actions[:10, 0, 0], np.concatenate([t.acts[:, 0] for t in trajectories]) / 2)
     assert not buffer.dones[:10].any()
+
+
+def test_policies_on_learned_rewards_keep_the_reference_settings_not_rl_zoo3s():
+    from rlkit.apec.config import REFERENCE_POLICY_SAC, ApecConfig
+
+    agent = ApecConfig().policy.agent
+    assert agent.hyperparams == "sb3" and dict(agent.kwargs) == dict(REFERENCE_POLICY_SAC)

@@ -216,13 +216,15 @@ class PolicySettings(StrictModel):
     reported). As the reference (apec_mjc/eval_reward.py:138-173): SAC paid ``r(s')``, its replay
     buffer seeded with ``seed_rollouts`` rollouts of the AIL checkpoints (drawn with replacement,
     replay_buffer.py:281-293), no reward normalisation. The paper trains 1M steps (the reference
-    script 3M, eval_reward.py:162)."""
+    script 3M, eval_reward.py:162). SB3's defaults under the reference's settings
+    (``hyperparams: sb3``), never rl-zoo3's, so the comparison stays the reference's."""
 
     methods: list[Method] = ["apec", "drex"]
     reward_on: Literal["obs", "next_obs"] = "next_obs"
     seed_rollouts: int = Field(10, ge=0)
     agent: AgentConfig = AgentConfig(algo="sac", total_timesteps=1_000_000, eval_episodes=10,
-                                     normalize_reward=False, kwargs=REFERENCE_POLICY_SAC)
+                                     normalize_reward=False, hyperparams="sb3",
+                                     kwargs=REFERENCE_POLICY_SAC)
 
 
 class ApecConfig(StrictModel):
