@@ -190,3 +190,18 @@ def test_policies_on_learned_rewards_keep_the_reference_settings_not_rl_zoo3s():
 
     agent = ApecConfig().policy.agent
     assert agent.hyperparams == "sb3" and dict(agent.kwargs) == dict(REFERENCE_POLICY_SAC)
+
+
+def test_the_heldout_set_needs_no_demonstrator_checkpoints():
+    """Demonstrations of one's own (``demos.path``) come without a demonstrator's checkpoints: the
+    held-out set is then random and AIL rollouts only, not an error."""
+    from stable_baselines3.common.env_util import make_vec_env
+
+    from rlkit.apec.evaluation import SOURCE_AIL, SOURCE_RANDOM, heldout_store
+
+    venv = make_vec_env(POINT_ID, n_envs=2, seed=0)
+    towards_zero = (0, lambda obs: -np.sign(obs[:, :1]).astype(np.float32))
+    store, sources = heldout_store(venv, np.random.default_rng(0), [towards_zero], [],
+                                   episodes_per_policy=3, random_episodes=2, seed=0)
+    assert sources.tolist() == [SOURCE_RANDOM] * 2 + [SOURCE_AIL] * 3 and len(store) == 5
+    assert np.mean([t.ret for t in store][2:]) > np.mean([t.ret for t in store][:2])  # AIL: the policy

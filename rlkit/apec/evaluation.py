@@ -8,6 +8,7 @@ true return; every figure comes with the number of pairs (or trajectories) it re
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 from typing import Any
 
@@ -39,15 +40,20 @@ def heldout_store(
     seed: int,
 ) -> tuple[TrajectoryStore, np.ndarray]:
     """Rollouts of every given policy plus random-action episodes; returns the store and each
-    trajectory's source (``SOURCE_*``)."""
+    trajectory's source (``SOURCE_*``). Either set of policies may be empty (demonstrations of
+    one's own come without a demonstrator's checkpoints)."""
     store, sources = TrajectoryStore(), []
     if random_episodes:
         store.extend(collect_trajectories(venv, None, rng, n_episodes=random_episodes,
                                           seed=seed)[:random_episodes])
         sources += [SOURCE_RANDOM] * random_episodes
     config = RolloutConfig(per_checkpoint=episodes_per_policy, seed=seed + 1)
-    for source, policies in ((SOURCE_AIL, ail_policies), (SOURCE_DEMONSTRATOR, demonstrator_policies)):
-        part, _ = policy_rollouts(policies, venv, rng, config)
+    for source, given in ((SOURCE_AIL, ail_policies), (SOURCE_DEMONSTRATOR, demonstrator_policies)):
+        policies = iter(given)  # lazy: one checkpoint's policy in memory at a time
+        first = next(policies, None)
+        if first is None:
+            continue
+        part, _ = policy_rollouts(itertools.chain([first], policies), venv, rng, config)
         store.extend(part)
         sources += [source] * len(part)
     return store, np.asarray(sources, dtype=np.int64)
