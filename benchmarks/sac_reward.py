@@ -78,9 +78,9 @@ def timed_round(agent: SAC, steps: int, clock: Callable[[], float]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--env", default="Pendulum-v1")
-    parser.add_argument("--warmup", type=int, default=5000, help="random steps before training")
-    parser.add_argument("--round", type=int, default=300, help="env steps per turn")
-    parser.add_argument("--rounds", type=int, default=7, help="turns per agent")
+    parser.add_argument("--warmup", type=int, default=10_000, help="random steps before training")
+    parser.add_argument("--round", type=int, default=200, help="env steps per turn")
+    parser.add_argument("--rounds", type=int, default=15, help="turns per agent")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--clock", choices=tuple(CLOCKS), default="wall")
     args = parser.parse_args()
