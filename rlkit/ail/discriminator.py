@@ -147,7 +147,23 @@ class Discriminator(nn.Module):
 
 def build_discriminator(config: DiscriminatorConfig, observation_space: spaces.Space,
                         action_space: spaces.Space, seed: int | None = None) -> Discriminator:
-    """Nets for an env's spaces; state-only reads ``obs`` alone, otherwise ``(obs, act)``."""
+    """Nets for an env's spaces; state-only reads ``obs`` alone, otherwise ``(obs, act)``.
+
+    Args:
+        config: the discriminator settings (``loss``, ``state_only``, ``hidden``, ``activation``,
+            and the rest the ``Discriminator`` reads).
+        observation_space: the env's observation space (a Box).
+        action_space: the env's action space (Box or Discrete, starting at 0).
+        seed: seeds the reward net's initial weights (AIRL's shaping net takes ``seed + 1``);
+            ``None``: torch's global RNG.
+
+    Returns:
+        The discriminator, with a shaping net ``h(s)`` only for ``loss="airl"``.
+
+    Raises:
+        InvalidDataError: on an observation space that is not a Box, or an action space that is
+            neither a Box nor a Discrete starting at 0.
+    """
     inputs = ("obs",) if config.state_only else ("obs", "act")
     reward = build_reward_net(observation_space, action_space, inputs, config.hidden,
                               activation=config.activation, seed=seed)

@@ -26,7 +26,24 @@ GENERATORS = ("ppo", "sac")  # keys of rlkit.factories.ALGORITHMS
 def make_generator(algo: str, venv: VecEnv, steps_per_round: int, seed: int,
                    device: str | torch.device = "cpu", kwargs: Mapping[str, Any] | None = None) -> Generator:
     """PPO or SAC with an MLP policy. PPO's rollout defaults to one round of steps, so each
-    round is exactly one rollout collected under one (fixed) discriminator."""
+    round is exactly one rollout collected under one (fixed) discriminator.
+
+    Args:
+        algo: ``"ppo"`` or ``"sac"`` (any case).
+        venv: the env it trains on, normally wrapped to pay the discriminator's reward.
+        steps_per_round: env steps per AIL round, summed over envs; PPO's ``n_steps`` defaults to
+            ``steps_per_round // venv.num_envs`` (at least 2) and its ``batch_size`` to
+            ``min(64, n_steps * num_envs)``.
+        seed: SB3's seed.
+        device: where the networks run (a name SB3 takes, or a ``torch.device``).
+        kwargs: further SB3 constructor arguments; they override the PPO defaults above.
+
+    Returns:
+        The untrained SB3 algorithm.
+
+    Raises:
+        InvalidDataError: when ``algo`` is neither PPO nor SAC.
+    """
     name = algo.lower()
     if name not in GENERATORS:
         raise InvalidDataError(f"generator must be one of {list(GENERATORS)}, got {algo!r}")
@@ -40,7 +57,20 @@ def make_generator(algo: str, venv: VecEnv, steps_per_round: int, seed: int,
 
 
 def policy_log_prob(generator: Generator, obs: np.ndarray, acts: np.ndarray) -> torch.Tensor:
-    """``log pi(a | s)`` of env actions under the current generator (no grad), for AIRL's logit."""
+    """``log pi(a | s)`` of env actions under the current generator (no grad), for AIRL's logit.
+
+    Args:
+        generator: a SAC or on-policy (PPO) SB3 generator.
+        obs: a batch of observations, ``(n, *obs_shape)``.
+        acts: the actions taken, in the env's units, ``(n, *act_shape)``; for SAC they are
+            scaled to the policy's ``[-1, 1]`` and clipped to it before scoring.
+
+    Returns:
+        ``log pi(a | s)``, shape ``(n,)``, on the policy's device.
+
+    Raises:
+        InvalidDataError: when ``generator`` is neither a SAC nor an on-policy algorithm.
+    """
     policy = generator.policy
     obs_tensor, _ = policy.obs_to_tensor(obs)
     with torch.no_grad():
@@ -61,7 +91,19 @@ def policy_log_prob(generator: Generator, obs: np.ndarray, acts: np.ndarray) -> 
 
 
 def relabel_generator_buffer(generator: Generator, reward_fn: RewardFn) -> int:
-    """Give an off-policy generator's stored transitions the current reward (on-policy: no-op)."""
+    """Give an off-policy generator's stored transitions the current reward (on-policy: no-op).
+
+    Args:
+        generator: the SB3 generator; only an off-policy one has a buffer to relabel.
+        reward_fn: the current reward (``Discriminator.generator_reward``), one batched call per
+            chunk of stored transitions.
+
+    Returns:
+        The transitions relabelled (0 for an on-policy generator).
+
+    Raises:
+        StateError: when an off-policy generator has no replay buffer.
+    """
     if not isinstance(generator, OffPolicyAlgorithm):
         return 0
     return relabel_replay_buffer(generator, reward_fn)

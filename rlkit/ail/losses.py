@@ -18,17 +18,43 @@ GailReward = Literal["positive", "logit"]
 
 
 def logistic_loss(expert_logits: torch.Tensor, agent_logits: torch.Tensor) -> torch.Tensor:
-    """GAIL's discriminator loss ``-E_expert[log D] - E_agent[log(1 - D)]`` (softplus: no overflow)."""
+    """GAIL's discriminator loss ``-E_expert[log D] - E_agent[log(1 - D)]`` (softplus: no overflow).
+
+    Args:
+        expert_logits: discriminator logits of expert transitions, any shape (averaged).
+        agent_logits: discriminator logits of the generator's transitions, any shape (averaged).
+
+    Returns:
+        The loss, a scalar tensor.
+    """
     return F.softplus(-expert_logits).mean() + F.softplus(agent_logits).mean()
 
 
 def airl_logits(f: torch.Tensor, log_pi: torch.Tensor) -> torch.Tensor:
-    """AIRL's ``D = exp f / (exp f + pi)`` written as a logit: ``f - log pi``; its loss is logistic."""
+    """AIRL's ``D = exp f / (exp f + pi)`` written as a logit: ``f - log pi``; its loss is logistic.
+
+    Args:
+        f: the discriminator's ``f(s, a, s') = g + gamma (1 - done) h(s') - h(s)``, one per
+            transition.
+        log_pi: the generator's ``log pi(a | s)`` of the same transitions, the same shape.
+
+    Returns:
+        The logits ``f - log_pi``, shaped like ``f``.
+    """
     return f - log_pi
 
 
 def maxent_irl_loss(expert_rewards: torch.Tensor, agent_rewards: torch.Tensor) -> torch.Tensor:
-    """APEC's max-ent IRL reward loss ``E_agent[r] - E_expert[r]``: push expert reward up."""
+    """APEC's max-ent IRL reward loss ``E_agent[r] - E_expert[r]``: push expert reward up.
+
+    Args:
+        expert_rewards: the reward net's ``r`` of expert states, any shape (averaged).
+        agent_rewards: its ``r`` of the generator's states, any shape (averaged).
+
+    Returns:
+        The loss, a scalar tensor (unscaled: ``DiscriminatorConfig.loss_scale`` is applied by the
+        discriminator).
+    """
     return agent_rewards.mean() - expert_rewards.mean()
 
 
@@ -37,6 +63,16 @@ def gail_reward(logits: torch.Tensor, form: GailReward = "positive") -> torch.Te
 
     ``"positive"``: ``-log(1 - D)`` = ``softplus(x)`` (always > 0, a survival bonus);
     ``"logit"``: ``log D - log(1 - D)`` = ``x`` (unbiased in sign, for envs with early termination).
+
+    Args:
+        logits: discriminator logits ``x``, any shape.
+        form: ``"positive"`` or ``"logit"``, as above.
+
+    Returns:
+        The rewards, shaped like ``logits``.
+
+    Raises:
+        ConfigError: when ``form`` is neither ``"positive"`` nor ``"logit"``.
     """
     if form == "positive":
         return F.softplus(logits)
@@ -56,6 +92,18 @@ def gradient_penalty(
     Only floating inputs are mixed (and differentiated); others (discrete actions, done flags)
     are taken from the expert side; inputs the score ignores add nothing. Keeps the discriminator
     smooth so its reward stays informative.
+
+    Args:
+        score: the discriminator's raw output on a batch (``Discriminator.score``): one value per
+            transition.
+        expert: an expert batch, tensors keyed ``obs``, ``acts``, ``next_obs``, ``dones`` with the
+            batch first.
+        agent: a generator batch with the same keys and shapes as ``expert``.
+        generator: a CPU torch RNG for the mixing weights (one uniform ``alpha`` per transition,
+            moved to the batch's device).
+
+    Returns:
+        The penalty, a scalar tensor that keeps its graph (so it can be backpropagated).
     """
     n = next(iter(expert.values())).shape[0]
     alpha = torch.rand(n, generator=generator).to(next(iter(expert.values())).device)

@@ -88,7 +88,21 @@ def train_bc(demos: Sequence[Trajectory], action_space: spaces.Space,
              config: DrexConfig = DEFAULT_DREX) -> BCPolicy:
     """Fit a BCPolicy to the demos' (state, action) pairs with MSE on ``config.device`` (the demos
     copied there once; initial weights and minibatch order from the CPU RNG, the same on any
-    device); leaves torch's global RNG alone."""
+    device); leaves torch's global RNG alone.
+
+    Args:
+        demos: the demonstrations; each step's observation (flattened) and action is one sample.
+        action_space: the env's action space; a Box (the policy's outputs are clipped to it).
+        config: ``hidden``, ``bc_epochs``, ``bc_lr``, ``bc_batch_size``, ``seed`` and ``device``.
+
+    Returns:
+        The fitted policy on ``config.device``, in eval mode.
+
+    Raises:
+        ConfigError: when ``config.device`` is CUDA that torch does not see.
+        InvalidDataError: when ``demos`` is empty, ``action_space`` is not a Box, or a demo's
+            action rows are shaped unlike it.
+    """
     device = resolve_device(config.device)
     if not demos:
         raise InvalidDataError("demos is empty: behaviour cloning needs demonstrations")
@@ -119,7 +133,18 @@ def train_bc(demos: Sequence[Trajectory], action_space: spaces.Space,
 
 def noisy_rollouts(policy: BCPolicy, venv: VecEnv, rng: np.random.Generator,
                    config: DrexConfig = DEFAULT_DREX) -> tuple[TrajectoryStore, np.ndarray]:
-    """Episodes at each noise level (each step random with probability eps); returns eps per trajectory."""
+    """Episodes at each noise level (each step random with probability eps); returns eps per trajectory.
+
+    Args:
+        policy: the behaviour-cloning policy (``train_bc``).
+        venv: the env to roll out in; reseeded with ``config.seed + k`` for the k-th noise level.
+        rng: draws which steps are random, and their uniformly random actions.
+        config: ``noise_levels``, ``rollouts_per_level`` (finished episodes per level) and
+            ``seed``.
+
+    Returns:
+        The store of every episode, and each trajectory's eps (float64, one per trajectory).
+    """
     store, noise = TrajectoryStore(), []
     for k, eps in enumerate(config.noise_levels):
         def act(obs: np.ndarray, eps: float = eps) -> np.ndarray:
@@ -139,7 +164,24 @@ def noisy_rollouts(policy: BCPolicy, venv: VecEnv, rng: np.random.Generator,
 
 def drex_pairs(store: TrajectoryStore, noise: np.ndarray, rng: np.random.Generator,
                config: DrexConfig = DEFAULT_DREX) -> PreferenceDataset:
-    """Uniform trajectory pairs whose noise differs by >= min_gap; the lower-noise one is preferred."""
+    """Uniform trajectory pairs whose noise differs by >= min_gap; the lower-noise one is preferred.
+
+    Args:
+        store: the noisy rollouts.
+        noise: each trajectory's eps, shape ``(len(store),)`` (as ``noisy_rollouts`` returns it).
+        rng: draws the pairs, the segment windows and the sides.
+        config: ``n_pairs``, ``min_gap``, ``segment_length`` (None: whole trajectories) and
+            ``max_draws``.
+
+    Returns:
+        ``n_pairs`` pairs with binary labels (sides shuffled), source ``"drex"``, with
+        ``noise_*`` and ``return_*`` meta columns for diagnostics.
+
+    Raises:
+        InvalidDataError: when ``noise`` has the wrong shape, no usable trajectories span
+            ``min_gap`` of noise, or ``max_draws * n_pairs`` draws find fewer than ``n_pairs``
+            pairs.
+    """
     noise = np.asarray(noise, dtype=np.float64)
     if noise.shape != (len(store),):
         raise InvalidDataError(f"noise has shape {noise.shape}, expected ({len(store)},)")
@@ -185,7 +227,21 @@ def drex_pairs(store: TrajectoryStore, noise: np.ndarray, rng: np.random.Generat
 
 def drex(demos: Sequence[Trajectory], venv: VecEnv, rng: np.random.Generator,
          config: DrexConfig = DEFAULT_DREX) -> PreferenceDataset:
-    """The whole baseline: BC on the demos, noisy rollouts over the grid, labelled pairs."""
+    """The whole baseline: BC on the demos, noisy rollouts over the grid, labelled pairs.
+
+    Args:
+        demos: the demonstrations the BC policy is fitted to.
+        venv: the env of the noisy rollouts (its action space must be a Box).
+        rng: draws the noise, the pairs and the sides.
+        config: the D-REX settings (see ``train_bc``, ``noisy_rollouts`` and ``drex_pairs``).
+
+    Returns:
+        The labelled pairs, as ``drex_pairs`` returns them.
+
+    Raises:
+        ConfigError: when ``config.device`` is CUDA that torch does not see.
+        InvalidDataError: as ``train_bc`` and ``drex_pairs`` raise it.
+    """
     policy = train_bc(demos, venv.action_space, config)
     store, noise = noisy_rollouts(policy, venv, rng, config)
     return drex_pairs(store, noise, rng, config)

@@ -45,7 +45,21 @@ def reference_ot_distance(states: np.ndarray, demo_states: np.ndarray, reg: floa
                           iterations: int = 100) -> float:
     """The reference's ``ot_distance * 1000`` (apec_mjc/utils/replay_buffer.py:433-470): cosine
     cost C on states + 1e-4, P = ``ot.sinkhorn`` with uniform weights, ``mean_i (P C^T)_ii * 1000``
-    = ``<P, C> * 1000 / n`` for ``n`` states (``<P, C>`` itself for n = 1000)."""
+    = ``<P, C> * 1000 / n`` for ``n`` states (``<P, C>`` itself for n = 1000).
+
+    Args:
+        states: a rollout's real states, ``(n, d)`` (``real_states``).
+        demo_states: one demo's real states, ``(m, d)``.
+        reg: Sinkhorn's entropic regularisation (the reference's 0.01).
+        iterations: Sinkhorn's iteration cap (the reference's 100; it often stops short of
+            convergence, as the reference's does, and the warning is silenced).
+
+    Returns:
+        The distance, in the reference's units (``OT_SCALE`` = 1000 times the mean).
+
+    Raises:
+        InvalidDataError: when either side has no state.
+    """
     if len(states) == 0 or len(demo_states) == 0:
         raise InvalidDataError("an OT distance needs at least one real state on each side")
     x, y = states + COSINE_EPS, demo_states + COSINE_EPS
@@ -65,7 +79,23 @@ def demo_ot_distances(
 ) -> np.ndarray:
     """Each trajectory's ``reference_ot_distance`` to the demos, averaged over the demos as the
     reference does (replay_buffer.py:467-471); one solve per (trajectory, demo), so pair
-    selection never recomputes a distance (the reference solves per candidate pair)."""
+    selection never recomputes a distance (the reference solves per candidate pair).
+
+    Args:
+        store: the rollouts.
+        demos: the demonstrations; their observations shaped like the store's.
+        reg: Sinkhorn's entropic regularisation (``PairConfig.ot_reg``).
+        iterations: Sinkhorn's iteration cap (``PairConfig.ot_iterations``).
+        absorbing_flag: the observations end in the fixed-horizon absorbing flag
+            (``envs.fixed_horizon``): absorbing states and the flag are left out on both sides.
+
+    Returns:
+        Each trajectory's mean distance to the demos, float64, shape ``(len(store),)``.
+
+    Raises:
+        InvalidDataError: when ``demos`` is empty, their observations are shaped unlike the
+            store's, or a trajectory or demo has no real state.
+    """
     if not demos:
         raise InvalidDataError("demos is empty: the OT filter needs demonstrations")
     for k, demo in enumerate(demos):
@@ -152,6 +182,32 @@ def select_pairs(
 
     Pass ``ot_distances`` (from ``demo_ot_distances``) to reuse them across ablations;
     otherwise they are computed from ``demos`` when the OT filter is on.
+
+    Args:
+        store: rollouts of the AIL checkpoints.
+        checkpoint: each trajectory's checkpoint index, shape ``(len(store),)`` (as
+            ``policy_rollouts`` returns it).
+        rng: draws the pairs, the segment windows and the sides.
+        config: ``n_pairs``, ``gap``, ``ot_threshold`` (None: no OT filter), ``segment_length``,
+            ``labels`` and ``scale``, ``max_draws``; ``ot_reg`` and ``ot_iterations`` when the
+            distances are computed here.
+        demos: the demonstrations; needed when the OT filter is on and ``ot_distances`` is not
+            given (distances computed here keep every state: pass ``ot_distances`` computed with
+            ``absorbing_flag`` to leave absorbing states out).
+        ot_distances: each trajectory's distance to the demos, shape ``(len(store),)``; without
+            the OT filter they are only recorded.
+
+    Returns:
+        ``n_pairs`` labelled pairs (the later checkpoint preferred, sides shuffled), source
+        ``"apec"``, with ``checkpoint_*``, ``ot_*`` (NaN without distances) and ``return_*``
+        meta columns for diagnostics.
+
+    Raises:
+        InvalidDataError: when ``checkpoint`` or ``ot_distances`` has the wrong shape, the OT
+            filter has no demos, ``gap`` leaves no pair, ``segment_length`` is longer than every
+            trajectory, ``max_draws * n_pairs`` draws find fewer than ``n_pairs`` pairs, or
+            ``labels="gap"`` uses a scale without discrete levels above 0.5.
+        InvalidLabelError: when ``labels="gap"`` names an unknown scale.
     """
     checkpoint = np.asarray(checkpoint, dtype=np.int64)
     if checkpoint.shape != (len(store),):
@@ -214,7 +270,25 @@ def ot_only_pairs(
 ) -> PreferenceDataset:
     """The "OT only" ablation: two rollouts of any checkpoints, the one closer to the demos
     preferred, kept when closer by more than ``ot_threshold`` (any margin when None). The
-    checkpoint index plays no part; ``gap`` and ``labels="gap"`` are ignored (labels binary)."""
+    checkpoint index plays no part; ``gap`` and ``labels="gap"`` are ignored (labels binary).
+
+    Args:
+        store: rollouts of the AIL checkpoints.
+        checkpoint: each trajectory's checkpoint index, shape ``(len(store),)``; recorded only.
+        ot_distances: each trajectory's distance to the demos (``demo_ot_distances``), shape
+            ``(len(store),)``.
+        rng: draws the pairs, the segment windows and the sides.
+        config: ``n_pairs``, ``ot_threshold``, ``segment_length`` and ``max_draws``.
+
+    Returns:
+        ``n_pairs`` labelled pairs (the closer rollout preferred, sides shuffled), source
+        ``"apec_ot_only"``, with ``checkpoint_*``, ``ot_*`` and ``return_*`` meta columns.
+
+    Raises:
+        InvalidDataError: when ``checkpoint`` or ``ot_distances`` has the wrong shape, fewer than
+            two trajectories are usable, ``segment_length`` is longer than every trajectory, or
+            ``max_draws * n_pairs`` draws find fewer than ``n_pairs`` pairs.
+    """
     checkpoint = np.asarray(checkpoint, dtype=np.int64)
     distances = np.asarray(ot_distances, np.float64)
     for name, array in (("checkpoint", checkpoint), ("ot_distances", distances)):

@@ -33,7 +33,16 @@ _FIELDS = {"config": dict, "num_timesteps": int, "n_updates": list, "numpy_rng":
 
 
 def save_checkpoint(trainer: MultiAgentPPO, path: str | Path) -> Path:
-    """Write ``trainer``'s state to the directory ``path`` (replaced whole if it exists)."""
+    """Write ``trainer``'s state to the directory ``path`` (replaced whole if it exists).
+
+    Args:
+        trainer: the run to save: its policies, optimizers, counters, recent-episode statistics
+            and RNG states.
+        path: the checkpoint directory.
+
+    Returns:
+        The directory written.
+    """
     target = Path(path)
     with atomic_dir(target) as staging:
         tensors: dict[str, Any] = {"torch_rng": trainer._torch_rng}
@@ -63,7 +72,22 @@ def save_checkpoint(trainer: MultiAgentPPO, path: str | Path) -> Path:
 
 
 def load_checkpoint(path: str | Path, env: AgentRows, logger: Logger | None = None) -> MultiAgentPPO:
-    """A trainer on ``env`` in the state ``save_checkpoint`` wrote; the env must match the saved one."""
+    """A trainer on ``env`` in the state ``save_checkpoint`` wrote; the env must match the saved one.
+
+    Args:
+        path: a directory ``save_checkpoint`` wrote.
+        env: the rows to train on; same agent names, observation shape and action count as saved.
+        logger: where the resumed trainer logs (``None``: nowhere).
+
+    Returns:
+        The trainer, its config, weights, optimizers, counters and RNG states restored.
+
+    Raises:
+        IncompatibleModelError: when ``env``'s agents, observation shape or action count differ
+            from the saved ones.
+        FileFormatError: when a file is missing, damaged or of another format, or the saved
+            config, weights or counters do not fit together.
+    """
     folder = Path(path)
     meta = _read_meta(folder)
     found = {

@@ -27,6 +27,19 @@ def evaluate(
     team return when the env pays a team reward), the shaped return, the episode length, and the
     share of games the env ended itself (``terminated``, not a time limit; Overcooked: delivered).
     ``on_step`` sees every step (e.g. to record frames); sampled actions advance the trainer's RNG.
+
+    Args:
+        trainer: the policies to evaluate.
+        rows: the evaluation games, ``num_games * n_agents`` rows; reset here.
+        seed: passed to ``rows.reset`` (``ParallelEnvRows``: game g starts from ``seed + g``;
+            Overcooked has no randomness).
+        deterministic: take each policy's most likely action instead of sampling.
+        on_step: called with each ``RowStep``, the rows of games already finished included.
+
+    Returns:
+        ``eval/original_return`` and its standard deviation over games
+        (``eval/original_return_std``), ``eval/shaped_return``, ``eval/episode_length`` and
+        ``eval/terminated``.
     """
     n_games, n_agents = rows.num_games, rows.n_agents
     obs = rows.reset(seed=seed)
