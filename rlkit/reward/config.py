@@ -28,12 +28,12 @@ class TrainerConfig(StrictModel):
     dataset extends the one fitted last: same store, the old pairs first, new ones after; online
     preference RL). ``epochs``: up to ``max_epochs`` passes over every label again. ``steps``: a
     budget tied to the labels added since the last fit, ``ceil(new_labels * refit_epochs /
-    batch_size)`` gradient steps per member, drawn from all labels (shuffled passes, the last one
-    cut short), starting from the weights and optimizer state the last fit left (warm start), as
-    PEBBLE and imitation refit. Either way a first fit, or one on data that does not extend the
-    last, trains up to ``max_epochs`` passes; validation after every pass keeps the best weights
-    and ``patience`` stops early. ``refit_epochs`` (None: ``max_epochs``): passes' worth of the
-    new labels a ``steps`` refit spends; with the default each label gets the training it would
+    batch_size)`` gradient steps per member (at least one), drawn from all labels (shuffled passes,
+    the last one cut short), starting from the weights and optimizer state the last fit left (warm
+    start), as PEBBLE and imitation refit. Either way a first fit, or one on data that does not
+    extend the last, trains up to ``max_epochs`` passes; validation after every pass keeps the best
+    weights and ``patience`` stops early. ``refit_epochs`` (None: ``max_epochs``): passes' worth of
+    the new labels a ``steps`` refit spends; with the default each label gets the training it would
     have had in a first fit. A trainer rebuilt around restored weights and optimizer state (a
     resumed run) learns which labels its weights were fitted on from ``RewardTrainer.mark_fitted``.
     ``batch_members``: train the members of an ensemble of one architecture as one batched model
