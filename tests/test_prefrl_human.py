@@ -29,7 +29,7 @@ FIVE = (0.0, 0.2, 0.5, 0.8, 1.0)
 
 def human_config(**extra: str) -> PrefRLConfig:
     return small_config("ppo", **{
-        "agent.total_timesteps": "200", "query.initial_pairs": "3", "query.pairs_per_round": "2",
+        "agent.total_timesteps": "400", "query.initial_pairs": "3", "query.pairs_per_round": "2",
         "query.candidates_per_query": "2", "teacher.kind": "human", "teacher.human.poll_s": "0.02", **extra,
     })
 
@@ -116,7 +116,7 @@ def test_with_nobody_answering_the_run_times_out_into_skipped_labels(tmp_path, c
     overrides = [f"{k}={v}" for k, v in {
         "env.id": "Pendulum-v1", "env.n_envs": 2,
         "agent.kwargs": "{n_steps: 64, batch_size: 64, n_epochs: 1}",
-        "agent.total_timesteps": 200, "agent.eval_episodes": 1, "query.every_steps": 200,
+        "agent.total_timesteps": 400, "agent.eval_episodes": 1, "query.every_steps": 200,
         "query.initial_pairs": 3, "query.pairs_per_round": 2, "query.segment_length": 10,
         "model.hidden": "[8]", "teacher.kind": "human", "teacher.human.timeout_s": 0.1,
         "teacher.human.poll_s": 0.02, "teacher.human.render_media": "false",

@@ -148,4 +148,5 @@ def test_the_command_killed_with_sigkill_resumes_when_run_again(tmp_path):
     assert again.returncode == 0, again.stderr
     assert f"at step {killed_at}" in again.stderr  # it said where it resumed
     summary = json.loads((tmp_path / "summary.json").read_text())
-    assert len(summary["rounds"]) == 1 + 1200 // 200 and summary["labels"] == 20 + 6 * 10
+    # the first round after the 200 random steps (part of the budget), then one every 200 steps
+    assert len(summary["rounds"]) == 1 + (1200 - 200) // 200 and summary["labels"] == 20 + 5 * 10
