@@ -184,3 +184,24 @@ def test_pref_rl_renders_videos_for_mujoco_envs_and_plots_for_others():
     renderer = segment_renderer(EnvConfig(id="InvertedPendulum-v5", n_envs=1))
     assert isinstance(renderer, MujocoRenderer) and renderer.env_id == "InvertedPendulum-v5"
     assert segment_renderer(EnvConfig(id="Pendulum-v1", n_envs=1)) is None
+
+
+def test_pref_rl_with_people_on_a_mujoco_env_records_states_and_renders_the_queried_segments(tmp_path):
+    from rlkit.config import load_config
+    from rlkit.factories.configs import PrefRLConfig
+    from rlkit.runners.prefrl import build_preference_rl
+
+    config = load_config(PrefRLConfig, None, [
+        "env.id=InvertedPendulum-v5", "env.n_envs=2", "agent.algo=ppo", "agent.hyperparams=sb3",
+        "agent.kwargs={n_steps: 64, batch_size: 64, n_epochs: 1}", "agent.total_timesteps=200",
+        "query.every_steps=100", "query.initial_pairs=2", "query.max_pairs=2",
+        "query.candidates_per_query=1", "query.segment_length=5", "model.hidden=[8]",
+        "trainer.max_epochs=1", "teacher.kind=human", "teacher.human.wait=false",
+    ])
+    loop = build_preference_rl(config, run_dir=tmp_path)
+    loop.learn()
+    assert all(t.states is not None and t.states.shape[1] == 4 for t in loop.store)  # qpos + qvel
+    assert loop.teacher.renders.wait(timeout_s=120)
+    videos = sorted(p.name for p in (tmp_path / "media").glob("seg-*.webm") if ".plot." not in p.name)
+    assert len(videos) == len({tuple(s) for s in np.concatenate([loop.dataset.pairs.left,
+                                                                   loop.dataset.pairs.right])})

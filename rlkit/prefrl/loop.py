@@ -98,7 +98,8 @@ class PreferenceRL:
         self.resume_point = point
         self.rng = np.random.default_rng(config.seed)
         torch.manual_seed(config.seed)
-        self.venv = make_venv(config.env)
+        people_watch = config.teacher.kind == "human" and config.teacher.human.render_media
+        self.venv = make_venv(config.env, record_states=people_watch)  # MuJoCo states: their videos
         budget, n_envs = config.agent.total_timesteps, self.venv.num_envs
         if budget % n_envs:
             raise ConfigError(f"agent.total_timesteps={budget} is not a whole number of steps of the "
