@@ -174,7 +174,8 @@ def test_rlkit_pref_rl_killed_with_sigkill_mid_rollout_resumes_as_an_unbroken_ru
     assert f"at step {killed_at}" in again.stderr
     summary = json.loads((run_dir / "summary.json").read_text())
     expected = json.loads((tmp_path / "unbroken" / "summary.json").read_text())
-    assert summary["labels"] == expected["labels"] == 20 + 4 * 10  # rounds at 200 (the random steps'), 400, ..., 1000
+    # rounds at 200 (after the random steps), 400, ..., 1000
+    assert summary["labels"] == expected["labels"] == 20 + 4 * 10
     assert [r["timestep"] for r in summary["rounds"]] == [r["timestep"] for r in expected["rounds"]]
     assert summary["rounds"][-1]["timestep"] == 1000  # the budget, not the end of a rollout (1024)
     assert shape(rows(run_dir)) == shape(rows(tmp_path / "unbroken"))  # no row twice
