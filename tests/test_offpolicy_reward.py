@@ -155,3 +155,43 @@ def test_vec_normalize_that_cannot_see_the_learned_reward_is_refused() -> None:
     agent = SAC("MlpPolicy", VecNormalize(wrapped), **SMALL_SAC, **kwargs)
     with pytest.raises(ConfigError, match="norm_reward"):
         agent.learn(SMALL_SAC["learning_starts"] + 2)
+
+
+def test_make_agent_refuses_that_combination_for_every_off_policy_agent_it_builds() -> None:
+    from rlkit.factories.builders import make_agent
+    from rlkit.factories.configs import AgentConfig
+
+    def learned(obs: Array, acts: Array, next_obs: Array, dones: Array) -> Array:
+        return -np.abs(acts[:, 0]).astype(np.float32)
+
+    inside = RewardVecEnvWrapper(VecNormalize(DummyVecEnv([lambda: gym.make("Pendulum-v1")])), learned)
+    config = AgentConfig(algo="sac", hyperparams="sb3", device="cpu")
+    with pytest.raises(ConfigError, match="inside the reward wrapper"):
+        make_agent(config, inside, seed=0)
+    assert make_agent(config.replace(algo="ppo"), inside, seed=0) is not None  # PPO reads the rollout
+
+
+def test_episode_log_leaves_out_the_learned_return_when_no_episode_reported_one() -> None:
+    """With rewards paid later (the lazy buffer), episodes carry no learned return: the log says
+    nothing about it rather than a NaN (and numpy's empty-slice warning)."""
+    import warnings
+
+    from rlkit.factories.agent import EpisodeLog, EpisodeLogCallback
+
+    logged: list[dict[str, float]] = []
+
+    class Recorder:
+        def log(self, metrics: dict[str, float], step: int) -> None:
+            logged.append(metrics)
+
+    callback = EpisodeLogCallback(EpisodeLog(), Recorder(), every=2)  # type: ignore[arg-type]
+    callback.num_timesteps = 10
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for infos in ([{"episode": {"r": -3.0}}], [{"episode": {"r": -1.0}}],
+                      [{"episode": {"r": -5.0}, "learned_episode_return": 2.0}],
+                      [{"episode": {"r": -7.0}}]):
+            callback.locals = {"infos": infos}
+            callback._on_step()
+    assert logged == [{"agent/true_return": -2.0},
+                      {"agent/true_return": -6.0, "agent/learned_return": 2.0}]

@@ -43,12 +43,11 @@ class EpisodeLogCallback(BaseCallback):
                 self.log.true_returns.append(float(info["episode"]["r"]))
                 self.log.learned_returns.append(float(info.get("learned_episode_return", np.nan)))
                 if self.rlkit_logger is not None and len(self.log.true_returns) % self.every == 0:
-                    self.rlkit_logger.log({
-                        "agent/true_return": float(np.mean(self.log.true_returns[-self.every:])),
-                        "agent/learned_return": float(
-                            np.nanmean(self.log.learned_returns[-self.every:])
-                        ),
-                    }, step=self.num_timesteps)
+                    metrics = {"agent/true_return": float(np.mean(self.log.true_returns[-self.every:]))}
+                    learned = np.asarray(self.log.learned_returns[-self.every:])
+                    if np.isfinite(learned).any():  # none when rewards are paid later (lazy buffer)
+                        metrics["agent/learned_return"] = float(np.nanmean(learned))
+                    self.rlkit_logger.log(metrics, step=self.num_timesteps)
         return True
 
 

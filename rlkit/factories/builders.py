@@ -10,6 +10,7 @@ import numpy as np
 from gymnasium import spaces
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
 
 from rlkit.data import TrajectoryStore, collect_trajectories, sample_pairs
@@ -36,6 +37,7 @@ from rlkit.feedback import (
 )
 from rlkit.persistence.agents import load_agent
 from rlkit.reward import RewardEnsemble, RewardNet, TrainerConfig, build_reward_net
+from rlkit.wrappers.relabel import check_reward_env
 
 
 def make_venv(env: EnvConfig, seed_offset: int = 0, record_states: bool = False) -> VecEnv:
@@ -178,7 +180,10 @@ def make_agent(config: AgentConfig, venv: VecEnv, seed: int) -> BaseAlgorithm:
     kwargs: dict[str, Any] = {"verbose": 0, "seed": seed, "device": str(resolve_device(config.device))}
     kwargs.update(sb3_kwargs(hyperparams, algorithm, action_dim))
     kwargs.update(config.kwargs)
-    return algorithm("MlpPolicy", venv, **kwargs)
+    agent = algorithm("MlpPolicy", venv, **kwargs)
+    if isinstance(agent, OffPolicyAlgorithm):
+        check_reward_env(agent)  # VecNormalize inside a reward wrapper: the env's reward stored
+    return agent
 
 
 def true_return(

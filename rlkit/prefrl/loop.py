@@ -53,7 +53,6 @@ from rlkit.types import RewardFn, Teacher
 from rlkit.wrappers import (
     LazyRewardReplayBuffer,
     RewardVecEnvWrapper,
-    check_reward_env,
     per_sample_reward,
     relabel_replay_buffer,
 )
@@ -131,8 +130,7 @@ class PreferenceRL:
         else:
             self.wrapped = RewardVecEnvWrapper(self.venv, self.reward_fn, observers=[recorder])
         self.agent = make_agent(agent_config, self.wrapped, config.seed)
-        if isinstance(self.agent, OffPolicyAlgorithm):
-            check_reward_env(self.agent)
+        if isinstance(self.agent, OffPolicyAlgorithm):  # (make_agent checked its reward env)
             # its clock starts after the random steps, so its own random start comes on top
             self.agent.learning_starts += self.random_steps
         if teacher is None and config.teacher.kind == "human":
