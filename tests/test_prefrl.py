@@ -27,7 +27,8 @@ def small_config(algo: str, **extra: str) -> PrefRLConfig:
         "env.id=Pendulum-v1", "env.n_envs=2", f"agent.algo={algo}", f"agent.kwargs={kwargs}",
         "agent.total_timesteps=600", "query.every_steps=200", "query.initial_pairs=40",
         "query.pairs_per_round=20", "query.segment_length=10", "model.hidden=[32, 32]",
-        "trainer.max_epochs=3", *(f"{k}={v}" for k, v in extra.items()),
+        # three whole passes per refit (a steps refit would give 20 new labels one step here)
+        "trainer.max_epochs=3", "trainer.refit=epochs", *(f"{k}={v}" for k, v in extra.items()),
     ]
     return load_config(PrefRLConfig, None, overrides)
 

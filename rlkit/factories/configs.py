@@ -238,7 +238,7 @@ class PrefRLConfig(StrictModel):
     query: QueryConfig = QueryConfig()
     teacher: PrefRLTeacherSettings = PrefRLTeacherSettings()
     model: RewardModelConfig = RewardModelConfig(ensemble_size=3)
-    trainer: TrainerConfig = TrainerConfig(max_epochs=30)
+    trainer: TrainerConfig = TrainerConfig(max_epochs=30, refit="steps")
     seed: int = 0
 
     @model_validator(mode="before")

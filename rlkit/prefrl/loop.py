@@ -158,6 +158,7 @@ class PreferenceRL:
     def _restore(self, point: prefrl_resume.ResumePoint) -> None:
         self.model.load_state_dict(point.reward.model.state_dict())
         self.trainer.optimizer.load_state_dict(point.tensors["reward_optimizer"])
+        self.trainer.mark_fitted(self.dataset)  # a steps refit counts labels added since this fit
         if isinstance(self.reward_fn, NormalizedReward) and point.reward.norm is not None:
             self.reward_fn.norm = point.reward.norm
         point.restore_agent(self.agent)
