@@ -22,21 +22,6 @@ import pytest
 
 ROOT = Path(__file__).parents[1]
 
-# Exported functions whose docstrings do not have their sections yet. This set must shrink to
-# empty: add the sections, then delete the name here (the test fails while a listed name passes).
-NOT_YET = {
-    "rlkit.reward.build_reward_net",
-    "rlkit.reward.evaluate_dataset",
-    "rlkit.reward.evaluate_reward",
-    "rlkit.reward.oracle_cross_entropy",
-    "rlkit.reward.pearson",
-    "rlkit.reward.preference_accuracy",
-    "rlkit.reward.tie_aware_accuracy",
-    "rlkit.wrappers.per_rollout_reward",
-    "rlkit.wrappers.relabel_replay_buffer",
-    "rlkit.prefrl.make_selector",
-}
-
 SECTION = re.compile(r"^(\w[\w ]*):\s*$")  # "Args:", "Returns:", ... alone on a line
 ENTRY = re.compile(r"^ {4}(\*{0,2}\w+)\s*(\([^)]*\))?:")  # "    name:" or "    name (type):"
 GENERATORS = ("Iterator", "Generator", "AsyncIterator", "AsyncGenerator", "Iterable")
@@ -152,21 +137,12 @@ def test_the_pages_document_functions() -> None:
     assert len(functions) > 50, functions  # the walk finds the packages' functions at all
 
 
-def test_not_yet_names_only_exported_functions() -> None:
-    stale = sorted(NOT_YET - set(EXPORTED))
-    assert not stale, f"NOT_YET names {stale}, which the API pages do not export: remove them"
-
-
 @pytest.mark.parametrize("dotted", EXPORTED)
 def test_exported_function_has_args_and_returns(dotted: str) -> None:
     fn = exported_function(dotted)
     if fn is None:
         return  # a class, constant or type alias: out of scope (see the module docstring)
     found = problems(fn)
-    # a page may name a function twice (``rlkit.apec.drex`` and ``rlkit.apec.drex.drex``)
-    if dotted in NOT_YET or any(inspect.unwrap(resolve(name)) is inspect.unwrap(fn) for name in NOT_YET):
-        assert found, f"{dotted} is complete now: delete it from NOT_YET in {Path(__file__).name}"
-        return
     assert not found, f"{dotted} ({inspect.getsourcefile(fn)}): " + "; ".join(found)
 
 

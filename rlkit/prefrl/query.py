@@ -129,7 +129,19 @@ def _count(members: Members) -> int:
 
 def make_selector(name: str, members: Members = ()) -> QuerySelector:
     """The selector ``name`` over ``members`` (a reward model or its members' reward functions;
-    torch models are scored in batched passes)."""
+    torch models are scored in batched passes).
+
+    Args:
+        name: ``"uniform"``, ``"disagreement"`` or ``"entropy"``.
+        members: a ``RewardEnsemble``, a ``RewardNet`` or a sequence of reward functions; unused
+            by ``"uniform"``.
+
+    Returns:
+        The selector.
+
+    Raises:
+        ConfigError: on an unknown name, or ``"disagreement"`` with fewer than two members.
+    """
     if name == "uniform":
         return UniformSelector()
     if name == "disagreement":

@@ -25,6 +25,13 @@ def preference_accuracy(delta: np.ndarray, z: np.ndarray) -> float:
     """Share of non-tied, labelled pairs whose predicted winner is the labelled one.
 
     Ties (z = 0.5) and skips (NaN) are left out; Δ = 0 counts as half right. NaN if none is left.
+
+    Args:
+        delta: ``(N,)`` predicted return differences ``R(left) - R(right)``.
+        z: ``(N,)`` labels in [0, 1] (> 0.5: left preferred; 0.5: tie; NaN: skipped).
+
+    Returns:
+        The accuracy in [0, 1], or NaN when no pair is decided.
     """
     delta, z = np.asarray(delta, np.float64), np.asarray(z, np.float64)
     decided = np.isfinite(z) & (z != 0.5)
@@ -38,7 +45,17 @@ def tie_aware_accuracy(
     delta: np.ndarray, z: np.ndarray, tie_margin: float = DEFAULT_TIE_MARGIN
 ) -> float:
     """3-class accuracy: a pair is predicted tied when |Δ| <= tie_margin, and is tied when z = 0.5
-    (otherwise its class is the side of 0.5 z falls on). Skipped pairs are left out."""
+    (otherwise its class is the side of 0.5 z falls on). Skipped pairs are left out.
+
+    Args:
+        delta: ``(N,)`` predicted return differences ``R(left) - R(right)``.
+        z: ``(N,)`` labels in [0, 1] (0.5: tie; NaN: skipped).
+        tie_margin: the largest ``|Δ|`` predicted as a tie; the default ln 3 is Bayes-optimal
+            for 3-level labels (see ``DEFAULT_TIE_MARGIN``).
+
+    Returns:
+        The accuracy in [0, 1], or NaN when every pair is skipped.
+    """
     delta, z = np.asarray(delta, np.float64), np.asarray(z, np.float64)
     labelled = np.isfinite(z)
     if not labelled.any():
@@ -51,6 +68,13 @@ def oracle_cross_entropy(delta: np.ndarray, p: np.ndarray) -> float:
     """Mean -p log σ(Δ) - (1-p) log σ(-Δ) against the oracle probability (NaN p left out).
 
     Its floor is the oracle's own entropy, reached when σ(Δ) = p.
+
+    Args:
+        delta: ``(N,)`` predicted return differences ``R(left) - R(right)``.
+        p: ``(N,)`` the oracle's probability that left is preferred (NaN: unknown).
+
+    Returns:
+        The mean cross-entropy in nats, or NaN when no ``p`` is known.
     """
     delta, p = np.asarray(delta, np.float64), np.asarray(p, np.float64)
     known = np.isfinite(p)
@@ -62,7 +86,18 @@ def oracle_cross_entropy(delta: np.ndarray, p: np.ndarray) -> float:
 
 
 def pearson(a: np.ndarray, b: np.ndarray) -> float:
-    """Pearson correlation of two equally long arrays (flattened); NaN if either is constant."""
+    """Pearson correlation of two equally long arrays (flattened); NaN if either is constant.
+
+    Args:
+        a: the first values, any shape.
+        b: the second values, as many as ``a`` (any shape).
+
+    Returns:
+        The correlation in [-1, 1], or NaN when either array is constant (or empty).
+
+    Raises:
+        InvalidDataError: when ``a`` and ``b`` differ in size.
+    """
     a = np.asarray(a, np.float64).ravel()
     b = np.asarray(b, np.float64).ravel()
     if a.shape != b.shape:
@@ -86,6 +121,22 @@ def evaluate_reward(
     probability is known), ``step_pearson`` (predicted vs true reward over real steps),
     ``return_pearson`` (predicted vs true segment returns, left and right), ``n_pairs``.
     Pairs are processed ``chunk_pairs`` at a time to bound memory.
+
+    Args:
+        reward: a ``RewardFn`` or a torch reward module (net or ensemble; wrapped in
+            ``TorchRewardFn``).
+        pairs: the ``N`` segment pairs.
+        labels: ``(N,)`` labels in [0, 1] (> 0.5: left preferred; 0.5: tie; NaN: skipped).
+        oracle_p: ``(N,)`` the oracle's probability that left is preferred (NaN: unknown), or None.
+        tie_margin: the largest ``|Δ|`` ``tie_aware_accuracy`` predicts as a tie.
+        chunk_pairs: pairs per reward call.
+
+    Returns:
+        The metrics by the keys above, floats (``n_pairs`` an int); a metric is NaN when it is
+        undefined (no decided or labelled pair; a constant reward for the correlations).
+
+    Raises:
+        InvalidLabelError: when ``labels`` or ``oracle_p`` is not of shape ``(N,)``.
     """
     reward_fn: RewardFn = TorchRewardFn(reward) if isinstance(reward, nn.Module) else reward
     labels = np.asarray(labels, np.float64)
@@ -122,7 +173,16 @@ def evaluate_reward(
 def evaluate_dataset(
     reward: RewardFn | nn.Module, dataset: Any, **options: Any
 ) -> dict[str, float]:
-    """``evaluate_reward`` on a ``PreferenceDataset`` (its pairs, labels and oracle_p, if any)."""
+    """``evaluate_reward`` on a ``PreferenceDataset`` (its pairs, labels and oracle_p, if any).
+
+    Args:
+        reward: a ``RewardFn`` or a torch reward module.
+        dataset: the ``PreferenceDataset``; its ``oracle_p`` metadata column is used if present.
+        **options: ``tie_margin`` and ``chunk_pairs``, passed to ``evaluate_reward``.
+
+    Returns:
+        ``evaluate_reward``'s metrics.
+    """
     return evaluate_reward(
         reward, dataset.pairs, dataset.labels, dataset.meta.get("oracle_p"), **options
     )

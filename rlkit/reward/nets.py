@@ -118,7 +118,23 @@ def build_reward_net(
     activation: str = "relu",
     seed: int | None = None,
 ) -> RewardNet:
-    """A reward net for an env's spaces; ``kind="auto"`` picks a CNN for image observations."""
+    """A reward net for an env's spaces; ``kind="auto"`` picks a CNN for image observations.
+
+    Args:
+        observation_space: the env's observation space; a Box (uint8 ``H x W x C`` for a CNN).
+        action_space: the env's action space, a Box or a Discrete starting at 0 (one-hot encoded).
+        inputs: what the net reads, distinct names from ``("obs", "act", "next_obs", "done")``.
+        hidden: the widths of the MLP (or the CNN's MLP head), each >= 1.
+        kind: ``"mlp"``, ``"cnn"`` or ``"auto"``.
+        activation: a key of ``ACTIVATIONS`` (``"relu"``, ``"tanh"``, ...).
+        seed: seeds the initial weights (without touching torch's global RNG); None: unseeded.
+
+    Returns:
+        The freshly initialised ``RewardNet``, its ``spec`` holding all of the above.
+
+    Raises:
+        InvalidDataError: on an unsupported space or an invalid input, width, kind or activation.
+    """
     obs_shape = observation_shape(observation_space)
     act_shape, n_actions = action_shape(action_space)
     if kind == "auto":

@@ -97,7 +97,17 @@ def per_rollout_reward(venv: VecEnv, reward_fn: RewardFn, observers: Sequence[St
                        ) -> tuple[RewardVecEnvWrapper, RolloutRewardRelabeller]:
     """The env to train on and the callback to pass to ``learn``: the agent sees ``reward_fn``,
     evaluated per rollout; ``info["original_reward"]`` and SB3's ``ep_rew_mean`` stay true.
-    ``observers`` see every step too (e.g. AIL's buffer of recent agent transitions)."""
+    ``observers`` see every step too (e.g. AIL's buffer of recent agent transitions).
+
+    Args:
+        venv: the envs of an on-policy algorithm (PPO, A2C).
+        reward_fn: the learned reward the agent trains on.
+        observers: more observers of every step.
+
+    Returns:
+        The wrapped env and the ``RolloutRewardRelabeller`` callback, which raises
+        ``WrongTypeError`` at training start if the algorithm is not on-policy.
+    """
     relabeller = RolloutRewardRelabeller(reward_fn)
     return RewardVecEnvWrapper(venv, _no_reward, observers=[relabeller, *observers]), relabeller
 
@@ -106,7 +116,21 @@ def relabel_replay_buffer(agent: OffPolicyAlgorithm, reward_fn: RewardFn,
                           chunk: int = 65_536) -> int:
     """Recompute every stored reward with the current model; returns the transitions relabelled.
 
-    A ``LazyRewardReplayBuffer``'s waiting rows are labelled here too (with ``reward_fn``)."""
+    A ``LazyRewardReplayBuffer``'s waiting rows are labelled here too (with ``reward_fn``).
+
+    Args:
+        agent: an off-policy algorithm with a replay buffer.
+        reward_fn: the reward to write, called on the stored transitions as the reward wrapper
+            saw them (see ``buffer_transitions``).
+        chunk: transitions per ``reward_fn`` call, rounded down to whole buffer rows of
+            ``n_envs`` transitions (at least one row).
+
+    Returns:
+        The number of transitions relabelled: filled rows times ``n_envs``.
+
+    Raises:
+        StateError: when the agent has no replay buffer.
+    """
     buffer = agent.replay_buffer
     if buffer is None:
         raise StateError(f"{type(agent).__name__} has no replay buffer to relabel")
