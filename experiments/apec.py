@@ -28,11 +28,14 @@ import numpy as np
 import torch
 
 from rlkit.apec.config import ApecConfig
+from rlkit.apec.rollouts import sequential_map
 from rlkit.config import StrictModel, apply_overrides, experiment_parser, load_config, save_config
 from rlkit.logging import make_logger
 from rlkit.runners.apec import run_apec, run_demos
 from rlkit.scale.command import add_backend_arguments, backend_from_args
+from rlkit.scale.tasks import close_map, task_map
 from rlkit.scale.units import Backend, Unit, run_units
+from rlkit.types import TaskMap
 
 METRICS = (("accuracy", "held-out accuracy"), ("step_pearson", "per-step reward r"),
            ("return_pearson", "segment return r"), ("trajectory_pearson", "trajectory return r"),
@@ -83,8 +86,10 @@ def run_task_demos(config: ApecExperimentConfig, task: TaskSettings, out: Path) 
             "returns": [float(t.ret) for t in demos]}
 
 
-def run_seed(config: ApecExperimentConfig, task: TaskSettings, seed: int, out: Path) -> list[dict[str, Any]]:
-    """One (task, seed): the pipeline on the task's shared demos; its rows land in its run dir."""
+def run_seed(config: ApecExperimentConfig, task: TaskSettings, seed: int, out: Path,
+             task_map: TaskMap | None = None) -> list[dict[str, Any]]:
+    """One (task, seed): the pipeline on the task's shared demos; its rows land in its run dir.
+    ``task_map`` runs its checkpoint and held-out rollouts (default: in this process)."""
     first = demo_dir(config, task, out)
     run_dir = out / task.id / f"seed{seed}"
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -97,7 +102,7 @@ def run_seed(config: ApecExperimentConfig, task: TaskSettings, seed: int, out: P
     logger = make_logger(run_dir, backends=("jsonl", "wandb"), project="rlkit-apec",
                          config=pipeline.model_dump(mode="json"))
     try:
-        results = run_apec(pipeline, run_dir, logger)
+        results = run_apec(pipeline, run_dir, logger, task_map or sequential_map)
     finally:
         logger.close()
     rows = []
@@ -115,9 +120,13 @@ def run_seed(config: ApecExperimentConfig, task: TaskSettings, seed: int, out: P
     return rows
 
 
-def units(config: ApecExperimentConfig, out: Path) -> list[Unit]:
-    """One demonstrator unit per task, then one unit per (task, seed) after its task's demos."""
+def units(config: ApecExperimentConfig, out: Path, backend: Backend | None = None) -> list[Unit]:
+    """One demonstrator unit per task, then one unit per (task, seed) after its task's demos. On
+    the ray backend a (task, seed) unit runs its rollouts as Ray tasks (``rlkit.scale.tasks``)."""
     base = {"config": config.model_dump(mode="json"), "out": str(out.absolute())}
+    if backend is not None and backend.name == "ray":
+        base["tasks"] = {"name": "ray", "address": backend.address, "num_cpus": backend.num_cpus,
+                         "resources": dict(backend.resources)}
     demos = [Unit(f"demos-{i}-{_name(t.id)}", base | {"kind": "demos", "task": i})
              for i, t in enumerate(config.tasks)]
     seeds = [Unit(f"apec-{i}-{_name(t.id)}-s{seed}", base | {"kind": "seed", "task": i, "seed": seed},
@@ -134,7 +143,11 @@ def run_unit(unit: Unit, report: Any) -> dict[str, Any]:
     task, out = config.tasks[payload["task"]], Path(payload["out"])
     if payload["kind"] == "demos":
         return run_task_demos(config, task, out)
-    return {"rows": run_seed(config, task, payload["seed"], out)}
+    tasks = task_map(Backend(**payload["tasks"]) if "tasks" in payload else None)
+    try:
+        return {"rows": run_seed(config, task, payload["seed"], out, tasks)}
+    finally:
+        close_map(tasks)
 
 
 def _name(task_id: str) -> str:
@@ -143,7 +156,7 @@ def _name(task_id: str) -> str:
 
 def run_all(config: ApecExperimentConfig, out: Path, backend: Backend, resume: bool = False) -> None:
     fn = importlib.import_module("experiments.apec").run_unit  # by name, not a pickled copy
-    results = run_units(units(config, out), fn, out, backend, resume=resume, name="apec",
+    results = run_units(units(config, out, backend), fn, out, backend, resume=resume, name="apec",
                         on_result=lambda r: print(
                             f"unit {r.id}: {'done earlier' if r.skipped else r.status} "
                             f"({r.seconds:.0f} s){': ' + (r.error or '') if r.status == 'failed' else ''}",

@@ -98,6 +98,10 @@ def build_parser() -> argparse.ArgumentParser:
                                   "and more threads thrash when other processes share the cores)")
         command.add_argument("--print-config", action="store_true",
                              help="print the resolved config as YAML and exit")
+        if name == "apec":  # its checkpoint and held-out rollouts may run as Ray tasks
+            from rlkit.scale.command import add_task_arguments  # argparse only; no ray
+
+            add_task_arguments(command)
         if name == "label":
             command.add_argument("--human", action="store_true",
                                  help="label the pairs yourself in this terminal (rich prompts, same "
@@ -340,15 +344,19 @@ def _run_demos(config: DemosConfig, args: argparse.Namespace) -> int:
 def _run_apec(config: ApecConfig, args: argparse.Namespace) -> int:
     from rlkit.runners.apec import run_apec
     from rlkit.runners.session import log_outputs
+    from rlkit.scale.command import task_map_from_args
+    from rlkit.scale.tasks import close_map
 
     run_dir, logger = _session("apec", config, args)
+    tasks = task_map_from_args(args)
     try:
-        results = run_apec(config, run_dir, logger)
+        results = run_apec(config, run_dir, logger, tasks)
         outputs = {"reward_models": ("model", run_dir / "rewards"),
                    "datasets": ("dataset", run_dir / "datasets")}
         log_outputs(logger, run_dir, **{name: (kind, [path]) for name, (kind, path) in outputs.items()
                                         if path.is_dir()})  # raw_ail alone has neither
     finally:
+        close_map(tasks)
         logger.close()
     for method, metrics in results["methods"].items():
         policy = metrics.get("policy", {}).get("final_true_return")

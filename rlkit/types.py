@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -41,3 +41,14 @@ class TeamRewardShaper(Protocol):
     """
 
     def __call__(self, state: Mapping[str, np.ndarray], actions: np.ndarray) -> np.ndarray: ...
+
+
+@runtime_checkable
+class TaskMap(Protocol):
+    """Runs ``fn`` on every item and returns the results in the items' order: one process (the
+    default, ``rlkit.apec.rollouts.sequential_map``), a process pool, or Ray tasks
+    (``rlkit.scale.tasks``). ``fn`` is a top-level function and the items pickle, so that any of
+    them may run it elsewhere; the code that passes a map in decides where its tasks run.
+    """
+
+    def __call__(self, fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]: ...

@@ -9,7 +9,7 @@ true return; every figure comes with the number of pairs (or trajectories) it re
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -17,14 +17,23 @@ from scipy import stats
 from stable_baselines3.common.vec_env import VecEnv
 from torch import nn
 
-from rlkit.apec.rollouts import RolloutConfig, policy_rollouts
+from rlkit.apec.rollouts import (
+    PolicyLoader,
+    RolloutConfig,
+    RolloutTask,
+    VenvFactory,
+    policy_rollouts,
+    random_policy,
+    run_rollout_task,
+    sequential_map,
+)
 from rlkit.data import Trajectory, TrajectoryStore, collect_trajectories
 from rlkit.data.rollout import ActionFn, Predictor
 from rlkit.data.segments import gather
 from rlkit.errors import InvalidDataError
 from rlkit.feedback.dataset import PreferenceDataset
 from rlkit.reward.metrics import pearson, predict_step_rewards
-from rlkit.types import RewardFn
+from rlkit.types import RewardFn, TaskMap
 
 SOURCE_RANDOM, SOURCE_AIL, SOURCE_DEMONSTRATOR = 0, 1, 2
 SOURCE_NAMES = ("random", "ail", "demonstrator")
@@ -57,6 +66,63 @@ def heldout_store(
         store.extend(part)
         sources += [source] * len(part)
     return store, np.asarray(sources, dtype=np.int64)
+
+
+def heldout_tasks(make_venv: VenvFactory, ail_policies: Sequence[tuple[int, PolicyLoader]],
+                  demonstrator_policies: Sequence[tuple[int, PolicyLoader]], episodes_per_policy: int,
+                  random_episodes: int, seed: int) -> tuple[list[RolloutTask], list[int]]:
+    """The held-out set as independent rollout tasks (see ``rlkit.apec.rollouts.RolloutTask``):
+    random actions, then each AIL policy, then each demonstrator policy; each source has a base
+    seed of its own (``seed``, ``seed + 1``, ``seed + 2``), so no two tasks share their seeds.
+
+    Args:
+        make_venv: a picklable env factory (seed -> ``VecEnv``).
+        ail_policies: ``(index, loader)`` of the separate AIL run's checkpoints (may be empty).
+        demonstrator_policies: ``(index, loader)`` of the demonstrator's checkpoints (may be empty).
+        episodes_per_policy: finished episodes per policy.
+        random_episodes: random-action episodes (0: none).
+        seed: the base seed.
+
+    Returns:
+        The tasks, and each task's source (``SOURCE_*``), in the same order.
+    """
+    tasks: list[RolloutTask] = []
+    sources: list[int] = []
+    if random_episodes:
+        tasks.append(RolloutTask(0, random_policy, make_venv, random_episodes, seed=seed))
+        sources.append(SOURCE_RANDOM)
+    for source, offset, given in ((SOURCE_AIL, 1, ail_policies),
+                                  (SOURCE_DEMONSTRATOR, 2, demonstrator_policies)):
+        for index, load in given:
+            tasks.append(RolloutTask(int(index), load, make_venv, episodes_per_policy, seed=seed + offset))
+            sources.append(source)
+    return tasks, sources
+
+
+def heldout_rollouts(tasks: Sequence[RolloutTask], sources: Sequence[int],
+                     task_map: TaskMap = sequential_map) -> tuple[TrajectoryStore, np.ndarray]:
+    """Run the held-out tasks of ``heldout_tasks`` through ``task_map``.
+
+    Args:
+        tasks: the tasks.
+        sources: each task's source (``SOURCE_*``).
+        task_map: where the tasks run; the result is the same whichever runs them.
+
+    Returns:
+        The store, and each trajectory's source (int64, in store order).
+
+    Raises:
+        InvalidDataError: when there is no task.
+    """
+    if len(tasks) != len(sources):
+        raise InvalidDataError(f"sources: {len(sources)} for {len(tasks)} tasks")
+    if not tasks:
+        raise InvalidDataError("tasks is empty: no held-out policy to roll out")
+    store, out = TrajectoryStore(), []
+    for source, trajectories in zip(sources, task_map(run_rollout_task, list(tasks)), strict=True):
+        store.extend(trajectories)
+        out += [source] * len(trajectories)
+    return store, np.asarray(out, dtype=np.int64)
 
 
 def heldout_pairs(store: TrajectoryStore, rng: np.random.Generator, n_pairs: int | None = None,

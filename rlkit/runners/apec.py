@@ -15,7 +15,8 @@ stage resumes from its last checkpoint). Layout::
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.vec_env import VecEnv
 
 from envs.fixed_horizon import make_fixed_horizon
 from rlkit.ail import AILConfig, AILTrainer, CheckpointStore, DiscriminatorConfig, load_demos, save_demos
@@ -38,9 +40,22 @@ from rlkit.apec.demonstrator import (
     train_demonstrator,
 )
 from rlkit.apec.drex import DrexConfig, drex_pairs, noisy_rollouts, train_bc
-from rlkit.apec.evaluation import ail_progress, heldout_metrics, heldout_pairs, heldout_store, label_agreement
+from rlkit.apec.evaluation import (
+    ail_progress,
+    heldout_metrics,
+    heldout_pairs,
+    heldout_rollouts,
+    heldout_tasks,
+    label_agreement,
+)
 from rlkit.apec.pairs import demo_ot_distances, ot_only_pairs, select_pairs
-from rlkit.apec.rollouts import policy_rollouts
+from rlkit.apec.rollouts import (
+    checkpoint_tasks,
+    load_generator,
+    policy_rollouts,
+    rollout_tasks,
+    sequential_map,
+)
 from rlkit.data import Trajectory, TrajectoryStore
 from rlkit.data.store import load_npz
 from rlkit.errors import InvalidDataError
@@ -55,18 +70,29 @@ from rlkit.persistence.arrays import save_npz
 from rlkit.reward import RewardNet, RewardTrainer, build_reward_net, load_reward_model, save_reward_model
 from rlkit.reward.nets import TorchRewardFn
 from rlkit.reward.normalize import NormalizedReward, RunningNorm
-from rlkit.types import RewardFn
+from rlkit.types import RewardFn, TaskMap
 from rlkit.wrappers import RewardVecEnvWrapper
+
+
+def _one_env(env: ApecEnvConfig) -> gym.Env[Any, Any]:
+    if env.horizon is None:
+        return gym.make(env.id, **env.kwargs)
+    return make_fixed_horizon(env.id, env.horizon, **env.kwargs)
+
+
+@dataclass(frozen=True)
+class EnvFactory:
+    """``seed -> VecEnv`` of an env config; picklable, so rollout tasks build their own env."""
+
+    env: ApecEnvConfig
+
+    def __call__(self, seed: int) -> VecEnv:
+        return make_vec_env(partial(_one_env, self.env), n_envs=self.env.n_envs, seed=seed)
 
 
 def venv_factory(env: ApecEnvConfig) -> VenvFactory:
     """Fixed-horizon (absorbing state) envs when ``horizon`` is set, as APEC uses."""
-    def one() -> gym.Env[Any, Any]:
-        if env.horizon is None:
-            return gym.make(env.id, **env.kwargs)
-        return make_fixed_horizon(env.id, env.horizon, **env.kwargs)
-
-    return lambda seed: make_vec_env(one, n_envs=env.n_envs, seed=seed)
+    return EnvFactory(env)
 
 
 def demonstrator_config(settings: DemosSettings, seed: int) -> DemonstratorConfig:
@@ -106,9 +132,12 @@ def run_demos(env: ApecEnvConfig, settings: DemosSettings, seed: int, out_dir: P
     return demos
 
 
-def run_apec(config: ApecConfig, run_dir: Path, logger: Logger | None = None) -> dict[str, Any]:
+def run_apec(config: ApecConfig, run_dir: Path, logger: Logger | None = None,
+             task_map: TaskMap = sequential_map) -> dict[str, Any]:
     """Every stage in order; returns (and writes to ``metrics.json``) the per-method results,
-    the AIL run's progress diagnostic and each dataset's label agreement with the true return."""
+    the AIL run's progress diagnostic and each dataset's label agreement with the true return.
+    ``task_map`` runs the checkpoint and held-out rollouts (one task per policy; Ray's map from
+    ``rlkit.scale.tasks`` fans them out); the results do not depend on it."""
     make_venv = venv_factory(config.env)
     policies = [method for method in config.policy.methods if method in config.methods]
     stages = _stage_bar(logger, 4 + len(config.methods) + len(policies))
@@ -116,7 +145,8 @@ def run_apec(config: ApecConfig, run_dir: Path, logger: Logger | None = None) ->
     _advance(stages)
     checkpoints = run_ail(config, make_venv, demos, run_dir / "ail", logger)
     _advance(stages)
-    store, index, distances = run_rollouts(config, make_venv, checkpoints, demos, run_dir / "rollouts")
+    store, index, distances = run_rollouts(config, make_venv, checkpoints, demos, run_dir / "rollouts",
+                                           task_map)
     _advance(stages)
     space_venv = make_venv(config.seed)
     observation_space, action_space = space_venv.observation_space, space_venv.action_space
@@ -135,7 +165,7 @@ def run_apec(config: ApecConfig, run_dir: Path, logger: Logger | None = None) ->
             training[method] |= label_agreement(dataset)
         _advance(stages)
 
-    heldout, pairs, sources = run_heldout(config, make_venv, demos, run_dir, logger)
+    heldout, pairs, sources = run_heldout(config, make_venv, demos, run_dir, logger, task_map)
     _advance(stages)
     results: dict[str, Any] = {"methods": {}, "demos": _demo_summary(run_dir / "demos", demos),
                                "ail_progress": ail_progress(index, store)}
@@ -207,21 +237,18 @@ def run_ail(config: ApecConfig, make_venv: VenvFactory, demos: list[Trajectory],
 
 
 def run_rollouts(config: ApecConfig, make_venv: VenvFactory, checkpoints: CheckpointStore,
-                 demos: list[Trajectory], out_dir: Path) -> tuple[TrajectoryStore, np.ndarray, np.ndarray]:
-    """Rollouts of the first ``max_checkpoints`` checkpoints and their OT distances to the demos."""
+                 demos: list[Trajectory], out_dir: Path, task_map: TaskMap = sequential_map,
+                 ) -> tuple[TrajectoryStore, np.ndarray, np.ndarray]:
+    """Rollouts of the first ``max_checkpoints`` checkpoints (a task each, run by ``task_map``,
+    seeded by ``config.seed + 2`` and the round) and their OT distances to the demos."""
     if (out_dir / "index.npz").is_file():
         arrays = load_npz(out_dir / "index.npz")
         return TrajectoryStore.load(out_dir / "store.npz"), arrays["checkpoint"], arrays["ot_distance"]
     rounds = checkpoints.rounds()[: config.rollouts.max_checkpoints]
     if len(rounds) < 2:
         raise InvalidDataError(f"{checkpoints.root}: {len(rounds)} checkpoint(s); pairs need at least 2")
-    venv = make_venv(config.seed + 2)
-    try:
-        store, index = policy_rollouts(
-            _generators(checkpoints, rounds), venv, np.random.default_rng(config.seed + 2),
-            config.rollouts.replace(seed=config.seed + 2))
-    finally:
-        venv.close()
+    tasks = checkpoint_tasks(checkpoints, rounds, make_venv, config.rollouts.replace(seed=config.seed + 2))
+    store, index = rollout_tasks(tasks, task_map)
     distances = demo_ot_distances(store, demos, config.pairs.ot_reg, config.pairs.ot_iterations,
                                   absorbing_flag=config.env.horizon is not None)
     store.save(out_dir / "store.npz")
@@ -262,10 +289,12 @@ def build_dataset(method: str, config: ApecConfig, make_venv: VenvFactory, demos
 
 
 def run_heldout(config: ApecConfig, make_venv: VenvFactory, demos: list[Trajectory], run_dir: Path,
-                logger: Logger | None = None) -> tuple[TrajectoryStore, np.ndarray, np.ndarray]:
+                logger: Logger | None = None, task_map: TaskMap = sequential_map,
+                ) -> tuple[TrajectoryStore, np.ndarray, np.ndarray]:
     """The held-out store and each trajectory's source (cached), and its true-return pairs
     (rebuilt from the seed). Its AIL trajectories come from a separate AIL run (seed
-    ``config.heldout_ail_seed``, in ``heldout/ail``), never from the run that made the pairs."""
+    ``config.heldout_ail_seed``, in ``heldout/ail``), never from the run that made the pairs.
+    Each policy's rollouts are a task of their own, run by ``task_map``."""
     out_dir, settings = run_dir / "heldout", config.heldout
     if not (out_dir / "store.npz").is_file():
         checkpoints = run_ail(config, make_venv, demos, out_dir / "ail", logger, seed=config.heldout_ail_seed)
@@ -274,14 +303,11 @@ def run_heldout(config: ApecConfig, make_venv: VenvFactory, demos: list[Trajecto
         ail_rounds = [rounds[int(k)] for k in picks]
         demo_ckpts = demonstrator_checkpoints(run_dir / "demos" / "demonstrator")
         algo = ALGORITHMS[config.demos.algo]
-        venv = make_venv(config.seed + 5)
-        try:
-            store, sources = heldout_store(
-                venv, np.random.default_rng(config.seed + 5), _generators(checkpoints, ail_rounds),
-                ((k, load_demonstrator(algo, path)) for k, path in enumerate(demo_ckpts)),
-                settings.episodes_per_policy, settings.random_episodes, seed=config.seed + 5)
-        finally:
-            venv.close()
+        tasks, task_sources = heldout_tasks(
+            make_venv, [(r, partial(load_generator, str(checkpoints.root), r)) for r in ail_rounds],
+            [(k, partial(load_demonstrator, algo, path)) for k, path in enumerate(demo_ckpts)],
+            settings.episodes_per_policy, settings.random_episodes, seed=config.seed + 5)
+        store, sources = heldout_rollouts(tasks, task_sources, task_map)
         store.save(out_dir / "store.npz")
         _save_arrays(out_dir / "sources.npz", source=sources)
     store = TrajectoryStore.load(out_dir / "store.npz")
@@ -365,10 +391,6 @@ def seed_replay(agent: Any, trajectories: list[Trajectory], reward_fn: RewardFn)
         for k in range(n):
             buffer.add(t.obs[k][None], t.obs[k + 1][None], np.asarray(actions[k])[None],
                        rewards[k:k + 1], dones[k:k + 1], [{}])
-
-
-def _generators(checkpoints: CheckpointStore, rounds: list[int]) -> Iterator[tuple[int, Any]]:
-    return ((r, checkpoints.load(r).generator) for r in rounds)
 
 
 def _cached_dataset(path: Path, build: Callable[[], PreferenceDataset]) -> PreferenceDataset:

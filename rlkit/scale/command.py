@@ -64,6 +64,31 @@ def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--storage", help="ray: where Tune keeps its state (a shared dir or a URI)")
 
 
+def add_task_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--backend``, ``--address``, ``--num-cpus`` and ``--resources`` of a command whose own
+    small tasks may fan out (``rlkit apec``'s checkpoint and held-out rollouts)."""
+    group = parser.add_argument_group("where the rollout tasks run (rlkit.scale.tasks)")
+    group.add_argument("--backend", choices=("local", "ray"), default="local",
+                       help="local: one after another in this process; ray: a Ray task each")
+    group.add_argument("--address", help="ray: a running cluster (auto, ray://head:10001); "
+                                          "default: start a local Ray")
+    group.add_argument("--num-cpus", type=int, help="ray without --address: CPUs the local Ray uses")
+    group.add_argument("--resources", default="cpu=1,gpu=0", help="ray: per task: cpu=N,gpu=N")
+
+
+def task_map_from_args(args: argparse.Namespace) -> Any:
+    """The ``rlkit.types.TaskMap`` the arguments of ``add_task_arguments`` describe (close it with
+    ``rlkit.scale.tasks.close_map``)."""
+    from rlkit.scale.sweep import parse_resources
+    from rlkit.scale.tasks import task_map
+    from rlkit.scale.units import Backend
+
+    if args.backend == "local":
+        return task_map(None)
+    return task_map(Backend(name="ray", address=args.address, num_cpus=args.num_cpus,
+                            resources=parse_resources(args.resources)))
+
+
 def backend_from_args(args: argparse.Namespace, metric: str | None = None,
                       mode: Literal["max", "min"] | None = None) -> Any:
     """The ``rlkit.scale.units.Backend`` the arguments of ``add_backend_arguments`` describe."""

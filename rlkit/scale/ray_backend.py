@@ -48,11 +48,37 @@ def in_tune_trial() -> bool:
         Whether this process runs a Tune trial; False also when Ray is not installed.
     """
     try:
+        import warnings
+
         from ray.tune import get_context
 
-        return get_context().get_trial_id() is not None
+        with warnings.catch_warnings():  # outside a trial Ray warns before it answers None
+            warnings.simplefilter("ignore")
+            return get_context().get_trial_id() is not None
     except Exception:  # noqa: BLE001 - no ray, or no session
         return False
+
+
+def init_ray(ray: Any, backend: Backend) -> bool:
+    """Connect to ``backend``'s Ray unless this process already is (a driver that started it, or a
+    Tune trial): the cluster at ``backend.address``, else a local Ray of ``backend.num_cpus``.
+
+    Args:
+        ray: the ``ray`` module (``import_ray()``).
+        backend: the ray backend's settings.
+
+    Returns:
+        True when this call started the connection (the caller shuts it down), else False.
+    """
+    if ray.is_initialized():
+        return False
+    kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
+                              "configure_logging": False}
+    if backend.address is None and backend.num_cpus is not None:
+        kwargs["num_cpus"] = backend.num_cpus
+    os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
+    ray.init(address=backend.address, **kwargs)
+    return True
 
 
 def _trainable(config: dict[str, Any], fn: UnitFn, units: dict[str, Unit], root: str) -> None:
@@ -80,15 +106,7 @@ class RayRunner:
         self.backend = backend
         self.root = root
         self.name = name
-        self.started = False
-        if not self.ray.is_initialized():
-            kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
-                                      "configure_logging": False}
-            if backend.address is None and backend.num_cpus is not None:
-                kwargs["num_cpus"] = backend.num_cpus
-            os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
-            self.ray.init(address=backend.address, **kwargs)
-            self.started = True
+        self.started = init_ray(self.ray, backend)
         alive = [n for n in self.ray.nodes() if n.get("Alive")]
         # one node that this process started or shares (local Ray): nothing to check
         self.nodes = (check_shared_storage(self.ray, root) if backend.address is not None
