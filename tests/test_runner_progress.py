@@ -42,7 +42,8 @@ def test_m3hf_bars_follow_generations_and_env_steps_and_a_resumed_run_starts_whe
     assert env_steps[-1].startswith("m3hf env steps  192/192  100%  done in")
 
 
-def test_a_person_typing_feedback_at_the_terminal_gets_plain_lines(tmp_path):
+def test_a_person_typing_feedback_at_the_terminal_gets_plain_lines(tmp_path, monkeypatch):
+    monkeypatch.delenv("CI", raising=False)  # live bars are for a terminal outside CI
     for source, live in (("terminal", False), ("simulated", True)):
         logger = progress_logger(tmp_path / source, io.StringIO(), terminal=True)
         progress = progress_of(logger)
