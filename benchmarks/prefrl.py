@@ -67,9 +67,8 @@ def main() -> None:
     parser.add_argument("overrides", nargs="*", help="pref-rl config overrides (key=value)")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    rows = []
-    for i, seed in enumerate(args.seeds):
-        config = config_for(seed, args.steps, args.labels, args.overrides)
+    rows, configs = [], [config_for(seed, args.steps, args.labels, args.overrides) for seed in args.seeds]
+    for i, (seed, config) in enumerate(zip(args.seeds, configs, strict=True)):
         runs = {}
         order = ("prefrl", "true_reward") if i % 2 == 0 else ("true_reward", "prefrl")
         for name in order:
@@ -80,7 +79,7 @@ def main() -> None:
              for name in ("prefrl", "true_reward")}
     returns = [row["prefrl_return"] for row in rows]
     ratio = walls["prefrl"] / walls["true_reward"]
-    hyperparams = config_for(0, args.steps, args.labels, args.overrides).agent.hyperparams
+    hyperparams = configs[0].agent.hyperparams
     print(json.dumps({
         "benchmark": "prefrl", "steps": args.steps, "labels": args.labels, "n_seeds": len(rows),
         "agent_hyperparams": hyperparams if isinstance(hyperparams, str) else "rl-zoo3's, resolved",
