@@ -15,6 +15,10 @@ positions, not velocities: stack frames (as DrQ does, three) to see motion.
 
 ``info["state"]`` carries the low-dimensional state behind every frame, for diagnostics only (an
 agent learning from pixels must not read it).
+
+``StackFrames(env, k)`` turns any such env's frames into the channel-first stack every pixel
+network in rlkit reads: ``(k * C, H, W)`` uint8, oldest frame first (``make_pixel_env`` builds a
+task and stacks it in one call).
 """
 
 from __future__ import annotations
@@ -27,6 +31,11 @@ from gymnasium import spaces
 from gymnasium.envs.classic_control.pendulum import PendulumEnv
 
 from rlkit.errors import ConfigError
+
+__all__ = [
+    "PIXEL_ENV_IDS", "Canvas", "PixelPendulum", "PixelPointMass", "StackFrames", "make_pixel_env",
+    "register_pixel_envs",
+]
 
 PIXEL_ENV_IDS = ("rlkit/PixelPendulum-v0", "rlkit/PixelPointMass-v0")
 BACKGROUND = np.array([30, 30, 40], dtype=np.uint8)
@@ -153,6 +162,67 @@ class PixelPointMass(gymnasium.Env[np.ndarray, np.ndarray]):
 
     def render(self) -> np.ndarray:
         return self._draw()
+
+
+class StackFrames(gymnasium.Wrapper[np.ndarray, Any, np.ndarray, Any],
+                  gymnasium.utils.RecordConstructorArgs):
+    """The last ``k`` frames of an env of uint8 ``(H, W, C)`` frames as one channel-first uint8
+    observation ``(k * C, H, W)``: oldest frame first, the newest in the last ``C`` channels. On
+    reset every slot holds the first frame (as DrQ does). Each observation is a fresh array.
+
+    Args:
+        env: an env whose observation space is a uint8 Box of shape ``(H, W, C)``.
+        k: how many frames to stack (>= 1).
+    """
+
+    def __init__(self, env: gymnasium.Env[np.ndarray, Any], k: int = 3) -> None:
+        gymnasium.utils.RecordConstructorArgs.__init__(self, k=k)  # env.spec can rebuild the stack
+        gymnasium.Wrapper.__init__(self, env)
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+            raise ConfigError(f"StackFrames: k must be an integer >= 1, got k={k!r}")
+        space = env.observation_space
+        if not (isinstance(space, spaces.Box) and space.dtype == np.uint8 and len(space.shape) == 3):
+            raise ConfigError(
+                f"StackFrames needs uint8 frames of shape (H, W, C); the env's observation space is "
+                f"{space}")
+        self.k = int(k)
+        self.channels = space.shape[2]
+        low, high = (np.tile(np.transpose(bound, (2, 0, 1)), (self.k, 1, 1))
+                     for bound in (space.low, space.high))
+        self.observation_space = spaces.Box(low, high, dtype=np.uint8)
+        self._stack = np.zeros(self.observation_space.shape, dtype=np.uint8)
+
+    def _frame(self, frame: np.ndarray) -> np.ndarray:
+        return np.transpose(np.asarray(frame, dtype=np.uint8), (2, 0, 1))
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
+              ) -> tuple[np.ndarray, dict[str, Any]]:
+        frame, info = self.env.reset(seed=seed, options=options)
+        self._stack[:] = np.tile(self._frame(frame), (self.k, 1, 1))
+        return self._stack.copy(), info
+
+    def step(self, action: Any) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
+        frame, reward, terminated, truncated, info = self.env.step(action)
+        c = self.channels
+        self._stack[:-c] = self._stack[c:].copy()
+        self._stack[-c:] = self._frame(frame)
+        return self._stack.copy(), reward, terminated, truncated, info
+
+
+def make_pixel_env(env_id: str, frame_stack: int = 3, **kwargs: Any) -> gymnasium.Env[np.ndarray, Any]:
+    """A registered pixel task with its frames stacked (channel-first; see ``StackFrames``).
+
+    Args:
+        env_id: a gymnasium id whose observations are uint8 ``(H, W, C)`` frames, e.g.
+            ``"rlkit/PixelPendulum-v0"`` (the rlkit tasks are registered first).
+        frame_stack: frames per observation (>= 1).
+        **kwargs: passed to ``gymnasium.make`` (``size``, ``max_episode_steps``, ...).
+
+    Returns:
+        The wrapped env.
+    """
+    register_pixel_envs()
+    return StackFrames(gymnasium.make(env_id, **kwargs), frame_stack)
 
 
 def register_pixel_envs() -> tuple[str, ...]:

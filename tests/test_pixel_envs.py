@@ -1,12 +1,22 @@
 """The numpy-drawn pixel tasks: valid gymnasium envs whose frames show their state."""
 
+import warnings
+
 import gymnasium
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
-from envs.pixels import PIXEL_ENV_IDS, Canvas, PixelPendulum, PixelPointMass, register_pixel_envs
+from envs.pixels import (
+    PIXEL_ENV_IDS,
+    Canvas,
+    PixelPendulum,
+    PixelPointMass,
+    StackFrames,
+    make_pixel_env,
+    register_pixel_envs,
+)
 from rlkit.errors import ConfigError
 
 
@@ -98,3 +108,50 @@ def test_frames_are_fresh_arrays_not_the_canvas():
 def test_a_tiny_canvas_is_refused():
     with pytest.raises(ConfigError, match="at least 8x8"):
         Canvas(4, 1.0)
+
+
+def test_stacked_frames_are_channel_first_oldest_first_and_reset_fills_every_slot():
+    raw, stacked = PixelPointMass(size=16), StackFrames(PixelPointMass(size=16), k=3)
+    assert stacked.observation_space.shape == (9, 16, 16)
+    frames = [raw.reset(seed=5)[0]]
+    obs, _ = stacked.reset(seed=5)
+    assert obs.dtype == np.uint8 and obs.shape == (9, 16, 16)
+    assert np.array_equal(obs, np.concatenate([frames[0].transpose(2, 0, 1)] * 3))
+    previous = obs
+    for step in range(4):
+        action = np.array([1.0, -0.5]) * (step + 1) / 4
+        frames.append(raw.step(action)[0])
+        obs = stacked.step(action)[0]
+        window = [frames[max(i, 0)] for i in range(len(frames) - 3, len(frames))]
+        assert np.array_equal(obs, np.concatenate([f.transpose(2, 0, 1) for f in window]))
+        assert not np.shares_memory(obs, previous)  # each observation is a fresh array
+        previous = obs
+    assert not np.array_equal(frames[-1], frames[-2])  # the steps above did move the scene
+
+
+def test_a_stack_of_one_is_the_transposed_frame():
+    env = StackFrames(PixelPendulum(size=16), k=1)
+    frame = PixelPendulum(size=16).reset(seed=2)[0]
+    assert np.array_equal(env.reset(seed=2)[0], frame.transpose(2, 0, 1))
+
+
+@pytest.mark.parametrize("env_id", PIXEL_ENV_IDS)
+def test_a_stacked_task_passes_the_checkers_and_rebuilds_from_its_spec(env_id):
+    env = make_pixel_env(env_id, frame_stack=3, size=32)
+    assert env.observation_space.shape == (9, 32, 32)
+    with warnings.catch_warnings():  # it is a wrapped env on purpose: the stack is what we check
+        warnings.filterwarnings("ignore", message=".*different from the unwrapped")
+        check_env(env, skip_render_check=True)
+    sb3_check_env(env, warn=False)
+    assert gymnasium.make(env.spec).observation_space.shape == (9, 32, 32)
+
+
+@pytest.mark.parametrize("k", [0, -1, 2.0, True])
+def test_a_bad_stack_size_is_refused(k):
+    with pytest.raises(ConfigError, match="k must be an integer >= 1"):
+        StackFrames(PixelPointMass(size=16), k=k)
+
+
+def test_stacking_needs_uint8_channel_last_frames():
+    with pytest.raises(ConfigError, match=r"uint8 frames of shape \(H, W, C\)"):
+        StackFrames(gymnasium.make("Pendulum-v1"), k=3)
