@@ -8,8 +8,9 @@ from pathlib import Path
 
 import numpy as np
 
+from rlkit.data.frames import frames_of_stacks, stacked_view
 from rlkit.data.trajectory import Trajectory
-from rlkit.errors import FileFormatError, InvalidDataError
+from rlkit.errors import ConfigError, FileFormatError, InvalidDataError
 from rlkit.persistence import tag
 from rlkit.persistence.arrays import load_npz, save_npz
 from rlkit.persistence.formats import check_npz_header, npz_header
@@ -29,26 +30,58 @@ class TrajectoryStore:
     ``states`` (optional, ``T`` rows each, like ``acts``): the simulator state after each step,
     kept while every trajectory has them at one width (``Trajectory.states``); what rendering a
     queried segment as video needs.
+
+    ``frame_stack = k > 1`` is for pixel observations stacked ``k`` frames deep (``(k * C, H, W)``,
+    oldest first, as ``envs.pixels.StackFrames`` makes them): each trajectory keeps its first
+    observation's ``k`` frames and then only each following observation's newest ``C`` channels
+    (``T + k`` frames for ``T + 1`` observations), so memory is about ``1 / k`` of the stacks'; its
+    ``obs`` are read back as exact read-only strided views over those frames (``frames``).
+
+    Args:
+        frame_stack: frames per observation (1: observations are stored as they come).
     """
 
-    def __init__(self) -> None:
-        self._obs: np.ndarray | None = None
+    def __init__(self, frame_stack: int = 1) -> None:
+        if isinstance(frame_stack, bool) or not isinstance(frame_stack, (int, np.integer)) or (
+                frame_stack < 1):
+            raise ConfigError(f"TrajectoryStore: frame_stack must be an integer >= 1, got {frame_stack!r}")
+        self.frame_stack = int(frame_stack)
+        self._frames: np.ndarray | None = None  # each frame once; the observations when k = 1
+        self._obs: np.ndarray | None = None  # the observations: _frames, or stacks viewing them
         self._acts: np.ndarray | None = None
         self._rews = np.zeros(0, dtype=np.float32)
         self._lengths = np.zeros(0, dtype=np.int64)
         self._terminal = np.zeros(0, dtype=bool)
         self._states: np.ndarray | None = None
-        self._pending: list[Trajectory] = []
+        self._pending: list[tuple[np.ndarray, Trajectory]] = []  # (its frames, the trajectory)
 
     # -- building -------------------------------------------------------------------------
     def append(self, trajectory: Trajectory) -> int:
-        """Add one trajectory; returns its id."""
-        reference = self._pending[0] if self._pending else None
+        """Add one trajectory (kept until the next read, then joined to the rest in one copy).
+
+        Args:
+            trajectory: the trajectory; with ``frame_stack = k > 1`` its obs are ``(T + 1, k * C,
+                ...)`` stacks, each the previous one shifted by one frame.
+
+        Returns:
+            Its id.
+
+        Raises:
+            InvalidDataError: when its spaces differ from the store's, or (``k > 1``) its obs are
+                not overlapping stacks of ``k`` frames (naming the first step where they are not).
+        """
+        reference = self._pending[0][1] if self._pending else None
         if self._obs is not None:
             self._check_spaces(trajectory, self._obs.shape[1:], self._acts.shape[1:])  # type: ignore[union-attr]
         elif reference is not None:
             self._check_spaces(trajectory, reference.obs.shape[1:], reference.acts.shape[1:])
-        self._pending.append(trajectory)
+        if self.frame_stack == 1:
+            self._pending.append((trajectory.obs, trajectory))
+            return len(self) - 1
+        frames = frames_of_stacks(trajectory.obs, self.frame_stack)  # the stacks are not kept
+        kept = Trajectory(obs=stacked_view(frames, self.frame_stack), acts=trajectory.acts,
+                          rews=trajectory.rews, terminal=trajectory.terminal, states=trajectory.states)
+        self._pending.append((frames, kept))
         return len(self) - 1
 
     def extend(self, trajectories: Iterable[Trajectory]) -> list[int]:
@@ -65,20 +98,30 @@ class TrajectoryStore:
     def _consolidate(self) -> None:
         if not self._pending:
             return
-        pending, self._pending = self._pending, []
+        frames = [piece for piece, _ in self._pending]
+        pending, self._pending = [t for _, t in self._pending], []
         had_states = len(self._lengths) == 0 or self._states is not None  # a store without keeps none
         self._states = _joined_states(self._states, [t.states for t in pending]) if had_states else None
-        obs = [t.obs for t in pending]
         acts = [t.acts for t in pending]
-        if self._obs is not None:
-            obs.insert(0, self._obs)
+        if self._frames is not None:
+            frames.insert(0, self._frames)
             acts.insert(0, self._acts)  # type: ignore[arg-type]
-        self._obs = np.concatenate(obs)
+        self._set_frames(np.concatenate(frames))
         self._acts = np.concatenate(acts)
         self._rews = np.concatenate([self._rews, *(t.rews.astype(np.float32) for t in pending)])
         self._lengths = np.concatenate([self._lengths, [len(t) for t in pending]]).astype(np.int64)
         self._terminal = np.concatenate([self._terminal, [t.terminal for t in pending]]).astype(bool)
-        self._obs_offsets = np.concatenate([[0], np.cumsum(self._lengths + 1)[:-1]]).astype(np.int64)
+        self._set_offsets()
+
+    def _set_frames(self, frames: np.ndarray) -> None:
+        self._frames = frames
+        self._obs = frames if self.frame_stack == 1 else stacked_view(frames, self.frame_stack)
+
+    def _set_offsets(self) -> None:
+        # trajectory i's observations are rows _obs_offsets[i] .. + T_i of _obs: it holds T_i + k
+        # frames, and with k > 1 the windows that straddle two trajectories are never read
+        per_trajectory = self._lengths + self.frame_stack
+        self._obs_offsets = np.concatenate([[0], np.cumsum(per_trajectory)[:-1]]).astype(np.int64)
         self._step_offsets = np.concatenate([[0], np.cumsum(self._lengths)[:-1]]).astype(np.int64)
 
     # -- reading --------------------------------------------------------------------------
@@ -125,11 +168,18 @@ class TrajectoryStore:
         return int(self.lengths.sum())
 
     @property
+    def frames(self) -> np.ndarray:
+        """Every stored frame once, ``(N, C, ...)``: the array the stacked ``obs`` are views of
+        (with ``frame_stack = 1``, the observations themselves)."""
+        self._arrays()
+        return self._frames  # type: ignore[return-value]
+
+    @property
     def nbytes(self) -> int:
-        """Bytes held by the stored arrays."""
-        obs, acts = self._arrays()
+        """Bytes held by the stored arrays (frames counted once, not per stack)."""
+        _, acts = self._arrays()
         return int(
-            obs.nbytes + acts.nbytes + self._rews.nbytes + self._lengths.nbytes
+            self.frames.nbytes + acts.nbytes + self._rews.nbytes + self._lengths.nbytes
             + self._terminal.nbytes + self._obs_offsets.nbytes + self._step_offsets.nbytes
             + (0 if self._states is None else self._states.nbytes)
         )
@@ -179,25 +229,45 @@ class TrajectoryStore:
 
         Returns:
             ``obs``, ``acts``, ``rews``, ``lengths`` and ``terminal`` of those trajectories, and
-            ``states`` when the store keeps them.
+            ``states`` when the store keeps them; with ``frame_stack = k > 1``, ``frames`` (each
+            trajectory's ``T + k`` frames) and ``frame_stack`` (``k``, 0-d) in place of ``obs``.
         """
-        obs, acts = self._arrays()
+        _, acts = self._arrays()
+        frames = self.frames
         stop = len(self._lengths) if stop is None else stop
         if not 0 <= start < stop <= len(self._lengths):
             raise IndexError(f"trajectories {start} to {stop}: the store holds {len(self._lengths)}")
         last = stop - 1
-        obs_end = int(self._obs_offsets[last] + self._lengths[last] + 1)
+        obs_end = int(self._obs_offsets[last] + self._lengths[last] + self.frame_stack)
         step_end = int(self._step_offsets[last] + self._lengths[last])
         o, s = int(self._obs_offsets[start]), int(self._step_offsets[start])
         states = {} if self._states is None else {"states": self._states[s:step_end]}
+        observations = {"obs": frames[o:obs_end]} if self.frame_stack == 1 else {
+            "frames": frames[o:obs_end], "frame_stack": np.array(self.frame_stack, dtype=np.int64)}
         return {
-            "obs": obs[o:obs_end], "acts": acts[s:step_end], "rews": self._rews[s:step_end],
+            **observations, "acts": acts[s:step_end], "rews": self._rews[s:step_end],
             "lengths": self._lengths[start:stop], "terminal": self._terminal[start:stop], **states,
         }
 
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray], origin: str = "arrays") -> TrajectoryStore:
-        missing = {"obs", "acts", "rews", "lengths", "terminal"} - set(arrays)
+        """A store of the arrays ``arrays`` returned (or a file ``save`` wrote held), checked.
+
+        Args:
+            arrays: ``obs`` (or ``frames`` and ``frame_stack``), ``acts``, ``rews``, ``lengths``,
+                ``terminal`` and optionally ``states``; kept as they are, not copied (frames that
+                are not C-contiguous are copied once).
+            origin: what they came from, for error messages.
+
+        Returns:
+            The store.
+
+        Raises:
+            FileFormatError: when an array is missing, of the wrong kind or does not match the lengths.
+            InvalidDataError: when float arrays hold NaN or inf.
+        """
+        name, k = _observation_layout(arrays, origin)
+        missing = {name, "acts", "rews", "lengths", "terminal"} - set(arrays)
         if missing:
             raise FileFormatError(f"{origin}: missing arrays {sorted(missing)}")
         try:
@@ -206,9 +276,10 @@ class TrajectoryStore:
             terminal = np.asarray(arrays["terminal"], dtype=bool)
         except (TypeError, ValueError) as error:
             raise FileFormatError(f"{origin}: lengths, rews or terminal are not numbers ({error})") from None
-        if lengths.ndim != 1 or rews.ndim != 1 or terminal.ndim != 1 or np.ndim(arrays["obs"]) < 1 or (
-                np.ndim(arrays["acts"]) < 1):
-            raise FileFormatError(f"{origin}: lengths, rews and terminal must be 1-D, obs and acts arrays")
+        if lengths.ndim != 1 or rews.ndim != 1 or terminal.ndim != 1 or np.ndim(arrays[name]) < (
+                1 if k == 1 else 2) or np.ndim(arrays["acts"]) < 1:
+            raise FileFormatError(f"{origin}: lengths, rews and terminal must be 1-D, acts an array, "
+                                  + ("obs an array" if k == 1 else "frames (N, C, ...)"))
         n_steps, n_traj = int(lengths.sum()), len(lengths)
         if (lengths < 1).any():
             raise FileFormatError(f"{origin}: trajectory lengths must be >= 1")
@@ -217,18 +288,18 @@ class TrajectoryStore:
                 f"{origin}: acts/rews have {len(arrays['acts'])}/{len(arrays['rews'])} rows "
                 f"but the lengths add up to {n_steps}"
             )
-        if len(arrays["obs"]) != n_steps + n_traj or len(arrays["terminal"]) != n_traj:
-            raise FileFormatError(f"{origin}: obs or terminal rows do not match the lengths")
-        store = cls()
-        store._obs = np.asarray(arrays["obs"])
+        if len(arrays[name]) != n_steps + n_traj * k or len(arrays["terminal"]) != n_traj:
+            raise FileFormatError(f"{origin}: {name} or terminal rows do not match the lengths")
+        store = cls(frame_stack=k)
+        frames = np.asarray(arrays[name])
         store._acts = np.asarray(arrays["acts"])
         store._rews = rews
-        for name in ("obs", "acts", "rews"):
-            values = getattr(store, f"_{name}")
+        for label, values in ((name, frames), ("acts", store._acts), ("rews", rews)):
             if values.dtype.kind not in "biuf":
-                raise FileFormatError(f"{origin}: {name} holds {values.dtype}, not numbers")
+                raise FileFormatError(f"{origin}: {label} holds {values.dtype}, not numbers")
             if np.issubdtype(values.dtype, np.floating) and not np.isfinite(values).all():
-                raise InvalidDataError(f"{origin}: {name} holds NaN or inf")
+                raise InvalidDataError(f"{origin}: {label} holds NaN or inf")
+        store._set_frames(frames if k == 1 else np.ascontiguousarray(frames))
         if "states" in arrays:
             states = np.asarray(arrays["states"])
             if states.ndim != 2 or len(states) != n_steps or states.dtype.kind != "f":
@@ -239,8 +310,7 @@ class TrajectoryStore:
             store._states = states
         store._lengths = lengths
         store._terminal = terminal
-        store._obs_offsets = np.concatenate([[0], np.cumsum(lengths + 1)[:-1]]).astype(np.int64)
-        store._step_offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+        store._set_offsets()
         return store
 
     def save(self, path: str | os.PathLike[str], start: int = 0, stop: int | None = None) -> Path:
@@ -277,7 +347,13 @@ class TrajectoryStore:
         parts = [_read(path) for path in paths]
         if not parts:
             raise InvalidDataError("no trajectory files to load")
-        names = ("obs", "acts", "rews", "lengths", "terminal")
+        origin = " + ".join(str(path) for path in paths)
+        layouts = {_observation_layout(part, str(path)) for part, path in zip(parts, paths, strict=True)}
+        if len(layouts) > 1:
+            raise FileFormatError(f"{origin}: chunks of different frame stacks "
+                                  f"({sorted(k for _, k in layouts)}) do not fit together")
+        (name, k), = layouts
+        names = (name, "acts", "rews", "lengths", "terminal")
         try:
             joined = {name: np.concatenate([part[name] for part in parts]) for name in names}
         except KeyError as error:
@@ -288,7 +364,9 @@ class TrajectoryStore:
         states = _joined_states(None, [part.get("states") for part in parts])
         if states is not None:
             joined["states"] = states
-        return cls.from_arrays(joined, origin=" + ".join(str(path) for path in paths))
+        if k > 1:
+            joined["frame_stack"] = np.array(k, dtype=np.int64)
+        return cls.from_arrays(joined, origin=origin)
 
 
 def _read(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
@@ -296,6 +374,21 @@ def _read(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
     check_npz_header(arrays, _KIND, path)
     arrays.pop("_header")
     return arrays
+
+
+def _observation_layout(arrays: dict[str, np.ndarray], origin: str) -> tuple[str, int]:
+    """Where ``arrays`` keep their observations: ``("obs", 1)``, or ``("frames", k)`` for frames
+    stacked ``k`` deep (files of rlkit before frame stacks have only ``obs``)."""
+    if "frames" not in arrays:
+        if "frame_stack" in arrays:
+            raise FileFormatError(f"{origin}: frame_stack without frames")
+        return "obs", 1
+    if "obs" in arrays:
+        raise FileFormatError(f"{origin}: both obs and frames: which are the observations?")
+    k = arrays.get("frame_stack")
+    if k is None or np.ndim(k) != 0 or np.asarray(k).dtype.kind not in "iu" or int(k) < 1:
+        raise FileFormatError(f"{origin}: frames need frame_stack, one integer >= 1, got {k!r}")
+    return "frames", int(k)
 
 
 def _joined_states(kept: np.ndarray | None, new: list[np.ndarray | None]) -> np.ndarray | None:
