@@ -10,7 +10,9 @@ from rlkit.data import (
     Trajectory,
     TrajectoryStore,
     collect_trajectories,
+    gather,
     sample_segments,
+    segment_returns,
 )
 from rlkit.data.frames import frames_of_stacks, stacked_view
 from rlkit.errors import ConfigError, FileFormatError, InvalidDataError
@@ -196,3 +198,15 @@ def test_rollouts_of_a_stacked_pixel_env_store_once_per_frame():
     store.extend(trajectories)
     assert_same_trajectories(store, trajectories)
     assert store.frames.shape == (sum(len(t) + K for t in trajectories), C, 16, 16)
+
+
+@pytest.mark.parametrize("gamma", [1.0, 0.9])
+def test_segment_returns_gather_rewards_only_and_equal_the_batch_returns(trajectories, gamma):
+    store = stacked_store(trajectories)
+    index = sample_segments(store, 30, 3, np.random.default_rng(6))
+    index[0] = [1, 4, 8]  # windows of different lengths
+    np.testing.assert_allclose(segment_returns(store, index, gamma), gather(store, index).returns(gamma))
+    only = store.gather_steps(index[:, 0], index[:, 1], index[:, 2], fields=("rews", "mask"))
+    assert set(only) == {"rews", "mask"}
+    with pytest.raises(InvalidDataError, match="unknown fields"):
+        store.gather_steps(index[:, 0], index[:, 1], index[:, 2], fields=("frames",))

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
         gather,
         sample_pairs,
         sample_segments,
+        segment_returns,
     )
     from rlkit.data.store import TrajectoryStore
     from rlkit.data.trajectory import Trajectory
@@ -32,6 +33,7 @@ __all__ = [
     "random_actions",
     "sample_pairs",
     "sample_segments",
+    "segment_returns",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, {
@@ -39,6 +41,7 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "rlkit.data.rollout": ["collect_trajectories", "random_actions"],
     "rlkit.data.segments": [
         "Segment", "SegmentBatch", "SegmentPairs", "gather", "sample_pairs", "sample_segments",
+        "segment_returns",
     ],
     "rlkit.data.store": ["TrajectoryStore"],
     "rlkit.data.trajectory": ["Trajectory"],

@@ -30,12 +30,34 @@ class SegmentBatch:
 
     def returns(self, gamma: float = 1.0) -> np.ndarray:
         """True segment returns; ``gamma < 1`` weighs later steps more (B-Pref's myopic teacher)."""
-        if gamma == 1.0:
-            return self.rews.sum(axis=1)
-        lengths = self.mask.sum(axis=1)
-        steps_from_end = lengths[:, None] - 1 - np.arange(self.rews.shape[1])[None, :]
-        weights = np.where(self.mask, gamma ** np.maximum(steps_from_end, 0), 0.0)
-        return (self.rews * weights).sum(axis=1)
+        return _returns(self.rews, self.mask, gamma)
+
+
+def _returns(rews: np.ndarray, mask: np.ndarray, gamma: float) -> np.ndarray:
+    if gamma == 1.0:
+        return rews.sum(axis=1)
+    lengths = mask.sum(axis=1)
+    steps_from_end = lengths[:, None] - 1 - np.arange(rews.shape[1])[None, :]
+    weights = np.where(mask, gamma ** np.maximum(steps_from_end, 0), 0.0)
+    return (rews * weights).sum(axis=1)
+
+
+def segment_returns(store: TrajectoryStore, index: np.ndarray | list[Segment],
+                    gamma: float = 1.0) -> np.ndarray:
+    """The true returns of segments, gathering only their rewards (no observations: for pixel
+    segments, no frames are copied).
+
+    Args:
+        store: the trajectories.
+        index: ``(B, 3)`` rows of (traj_id, start, length), or a list of ``Segment``.
+        gamma: as ``SegmentBatch.returns`` (``< 1`` weighs later steps more).
+
+    Returns:
+        ``(B,)`` returns, equal to ``gather(store, index).returns(gamma)``.
+    """
+    index = as_index(index)
+    steps = store.gather_steps(index[:, 0], index[:, 1], index[:, 2], fields=("rews", "mask"))
+    return _returns(steps["rews"], steps["mask"], gamma)
 
 
 def as_index(segments: np.ndarray | list[Segment]) -> np.ndarray:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +15,9 @@ from rlkit.persistence import tag
 from rlkit.persistence.arrays import load_npz, save_npz
 from rlkit.persistence.formats import check_npz_header, npz_header
 
-__all__ = ["TrajectoryStore", "load_npz"]
+__all__ = ["STEP_FIELDS", "TrajectoryStore", "load_npz"]
+
+STEP_FIELDS = ("obs", "acts", "next_obs", "rews", "dones", "mask")  # what gather_steps returns
 
 _KIND = "rlkit.trajectories"
 _FORMAT = tag(_KIND)
@@ -191,13 +193,25 @@ class TrajectoryStore:
         return self._obs, self._acts
 
     def gather_steps(
-        self, traj_ids: np.ndarray, starts: np.ndarray, lengths: np.ndarray
+        self, traj_ids: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
+        fields: Collection[str] = STEP_FIELDS,
     ) -> dict[str, np.ndarray]:
         """Arrays ``(B, L_max, ...)`` for B windows, padded past each window's length.
 
-        Returns obs, acts, next_obs, rews, dones and mask (True on real steps). Padding repeats the
-        window's last step and has reward 0 and mask False.
+        Args:
+            traj_ids: each window's trajectory.
+            starts: each window's first step.
+            lengths: each window's steps (>= 1).
+            fields: which arrays to gather (of ``STEP_FIELDS``); those left out cost nothing, so
+                returns of pixel windows need not copy their frames.
+
+        Returns:
+            obs, acts, next_obs, rews, dones and mask (True on real steps), those of ``fields``.
+            Padding repeats the window's last step and has reward 0 and mask False.
         """
+        unknown = set(fields) - set(STEP_FIELDS)
+        if unknown:
+            raise InvalidDataError(f"gather_steps: unknown fields {sorted(unknown)}; known: {STEP_FIELDS}")
         obs, acts = self._arrays()
         traj_ids = np.asarray(traj_ids, dtype=np.int64)
         starts = np.asarray(starts, dtype=np.int64)
@@ -209,14 +223,15 @@ class TrajectoryStore:
         steps = self._step_offsets[traj_ids][:, None] + within
         obs_rows = self._obs_offsets[traj_ids][:, None] + within
         last = within == (self._lengths[traj_ids][:, None] - 1)
-        return {
-            "obs": obs[obs_rows],
-            "acts": acts[steps],
-            "next_obs": obs[obs_rows + 1],
-            "rews": np.where(mask, self._rews[steps], np.float32(0)),
-            "dones": last & self._terminal[traj_ids][:, None] & mask,
-            "mask": mask,
+        gathered: dict[str, Callable[[], np.ndarray]] = {
+            "obs": lambda: obs[obs_rows],
+            "acts": lambda: acts[steps],
+            "next_obs": lambda: obs[obs_rows + 1],
+            "rews": lambda: np.where(mask, self._rews[steps], np.float32(0)),
+            "dones": lambda: last & self._terminal[traj_ids][:, None] & mask,
+            "mask": lambda: mask,
         }
+        return {name: gathered[name]() for name in STEP_FIELDS if name in fields}
 
     # -- files ----------------------------------------------------------------------------
     def arrays(self, start: int = 0, stop: int | None = None) -> dict[str, np.ndarray]:
