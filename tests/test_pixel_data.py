@@ -104,6 +104,10 @@ def test_appending_after_reading_keeps_earlier_views_and_adds_the_new(trajectori
     store.extend(trajectories[2:])
     assert_same_trajectories(store, trajectories)
     np.testing.assert_array_equal(early, kept)  # the earlier view still reads its frames
+    copied = TrajectoryStore(frame_stack=K)
+    copied.extend(store)  # a store's own views append like any stacks (as merging datasets does)
+    assert_same_trajectories(copied, trajectories)
+    assert not np.shares_memory(copied.frames, store.frames)
 
 
 def test_save_load_and_chunks_keep_the_frames_and_the_stack(trajectories, tmp_path):
