@@ -150,12 +150,13 @@ class PreferenceDataset:
         else:
             if other.store.obs_shape != self.store.obs_shape or (
                 other.store.act_shape != self.store.act_shape
-            ):
+            ) or other.store.frame_stack != self.store.frame_stack:
                 raise InvalidDataError(
                     f"cannot merge datasets of different spaces: obs {self.store.obs_shape} vs "
-                    f"{other.store.obs_shape}, acts {self.store.act_shape} vs {other.store.act_shape}"
+                    f"{other.store.obs_shape}, acts {self.store.act_shape} vs {other.store.act_shape}, "
+                    f"frame stacks {self.store.frame_stack} vs {other.store.frame_stack}"
                 )
-            store = TrajectoryStore()
+            store = TrajectoryStore(frame_stack=self.store.frame_stack)
             store.extend(list(self.store) + list(other.store))
             shift = len(self.store)
         scale = self.scale if self.scale == other.scale else None

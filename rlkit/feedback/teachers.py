@@ -8,7 +8,7 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from rlkit.config import StrictModel
-from rlkit.data.segments import SegmentPairs
+from rlkit.data.segments import SegmentPairs, segment_returns
 from rlkit.errors import ConfigError, InvalidDataError
 from rlkit.feedback.scale import OrdinalScale
 
@@ -65,8 +65,9 @@ class SimulatedTeacher:
 
     def returns(self, pairs: SegmentPairs) -> tuple[np.ndarray, np.ndarray]:
         """True (optionally myopic) returns of the left and right segments."""
-        left, right = pairs.gather()
-        return left.returns(self.config.gamma), right.returns(self.config.gamma)
+        gamma = self.config.gamma  # from the rewards alone: no observation (or frame) is gathered
+        return (segment_returns(pairs.store, pairs.left, gamma),
+                segment_returns(pairs.store, pairs.right, gamma))
 
     def oracle_probability(self, pairs: SegmentPairs) -> np.ndarray:
         """``P(left > right) = sigmoid(beta * (G_A - G_B))``."""

@@ -70,7 +70,7 @@ def shown_media(media_dir: Path, name: str) -> tuple[str, bool]:
 
 def observation_bounds(store: TrajectoryStore) -> tuple[np.ndarray, np.ndarray]:
     """Per-dimension min and max over the whole store, so both segments share one y axis."""
-    obs = store.arrays()["obs"]
+    obs = store.frames  # each observation (or pixel frame) once
     obs = obs.reshape(len(obs), -1)
     return obs.min(axis=0), obs.max(axis=0)
 
