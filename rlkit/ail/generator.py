@@ -1,4 +1,8 @@
-"""SB3 generator glue: build PPO/SAC on the relabelled env, its ``log pi`` for AIRL, buffer relabelling."""
+"""SB3 generator glue: build PPO/SAC on the relabelled env, its ``log pi`` for AIRL, buffer relabelling.
+
+On image observations (uint8 frame stacks) ``"sac"`` builds ``DrQSAC`` (``rlkit.factories.pixel_sac``:
+SB3's SAC with a conv encoder trained by the critic and random-shift augmentation).
+"""
 
 from __future__ import annotations
 
@@ -15,39 +19,51 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from rlkit.errors import InvalidDataError
 from rlkit.factories.algorithms import ALGORITHMS
+from rlkit.factories.pixel_sac import DrQSAC, is_pixel_space
 from rlkit.types import RewardFn
 from rlkit.wrappers import relabel_replay_buffer
 
 Generator = OnPolicyAlgorithm | OffPolicyAlgorithm
 GeneratorFactory = Callable[[VecEnv], Generator]
-GENERATORS = ("ppo", "sac")  # keys of rlkit.factories.ALGORITHMS
+GENERATORS = ("ppo", "sac", "drqsac")  # lower-case class names; make_generator's ``algo``
 
 
 def make_generator(algo: str, venv: VecEnv, steps_per_round: int, seed: int,
                    device: str | torch.device = "cpu", kwargs: Mapping[str, Any] | None = None) -> Generator:
-    """PPO or SAC with an MLP policy. PPO's rollout defaults to one round of steps, so each
-    round is exactly one rollout collected under one (fixed) discriminator.
+    """PPO or SAC with an MLP policy, or on image observations SAC from pixels (``DrQSAC``). PPO's
+    rollout defaults to one round of steps, so each round is exactly one rollout collected under
+    one (fixed) discriminator.
 
     Args:
-        algo: ``"ppo"`` or ``"sac"`` (any case).
+        algo: ``"ppo"``, ``"sac"`` (``DrQSAC`` when the observations are images) or ``"drqsac"``
+            (images only), any case.
         venv: the env it trains on, normally wrapped to pay the discriminator's reward.
         steps_per_round: env steps per AIL round, summed over envs; PPO's ``n_steps`` defaults to
             ``steps_per_round // venv.num_envs`` (at least 2) and its ``batch_size`` to
             ``min(64, n_steps * num_envs)``.
         seed: SB3's seed.
         device: where the networks run (a name SB3 takes, or a ``torch.device``).
-        kwargs: further SB3 constructor arguments; they override the PPO defaults above.
+        kwargs: further SB3 constructor arguments; they override the PPO defaults above. For
+            ``DrQSAC`` also ``augment_pad`` and ``policy_kwargs`` ``share_encoder`` and
+            ``features_extractor_kwargs`` (``features_dim``, ``channels``, ``strides``).
 
     Returns:
         The untrained SB3 algorithm.
 
     Raises:
-        InvalidDataError: when ``algo`` is neither PPO nor SAC.
+        InvalidDataError: when ``algo`` is not one of ``GENERATORS``, or is ``"drqsac"`` on
+            observations that are not images.
     """
     name = algo.lower()
     if name not in GENERATORS:
         raise InvalidDataError(f"generator must be one of {list(GENERATORS)}, got {algo!r}")
     options = dict(kwargs or {})
+    pixels = is_pixel_space(venv.observation_space)
+    if name == "drqsac" or (name == "sac" and pixels):
+        if not pixels:
+            raise InvalidDataError(f"generator {algo!r} needs image observations (uint8, 3 dimensions); "
+                                   f"got {venv.observation_space}")
+        return DrQSAC("CnnPolicy", venv, seed=seed, device=device, **options)
     if name == "ppo":
         n_steps = options.setdefault("n_steps", max(steps_per_round // venv.num_envs, 2))
         options.setdefault("batch_size", min(64, n_steps * venv.num_envs))
