@@ -32,12 +32,14 @@ def load_demos(path: str | os.PathLike[str]) -> list[Trajectory]:
     return list(TrajectoryStore.load(path))
 
 
-def save_demos(demos: Sequence[Trajectory], path: str | os.PathLike[str]) -> Path:
+def save_demos(demos: Sequence[Trajectory], path: str | os.PathLike[str], frame_stack: int = 1) -> Path:
     """Write demos as one ``.npz`` (atomic, no pickle).
 
     Args:
         demos: the demonstrations to write.
         path: the file (``.npz`` is added).
+        frame_stack: frames per observation of stacked pixel demos (each frame is written once);
+            1 for observations stored as they come.
 
     Returns:
         The path written.
@@ -47,7 +49,7 @@ def save_demos(demos: Sequence[Trajectory], path: str | os.PathLike[str]) -> Pat
     """
     if not demos:
         raise InvalidDataError("demos is empty: nothing to save")
-    store = TrajectoryStore()
+    store = TrajectoryStore(frame_stack=frame_stack)
     store.extend(demos)
     return store.save(path)
 
