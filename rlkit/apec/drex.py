@@ -7,6 +7,7 @@ behaviours. Datasets follow APEC's conventions (shuffled sides, provenance in th
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -24,13 +25,21 @@ from rlkit.devices import Device, resolve_device
 from rlkit.errors import InvalidDataError
 from rlkit.feedback.dataset import PreferenceDataset
 from rlkit.feedback.scale import BINARY
+from rlkit.reward.augment import random_shift
 
 NOISE_GRID: tuple[float, ...] = tuple(round(0.05 * k, 2) for k in range(20))  # 0.0 .. 0.95
 
 
 class DrexConfig(StrictModel):
     """The paper's D-REX: eps in 0..0.95 step 0.05, 5 rollouts per level, noise gap >= 0.5.
-    ``device``: where the behaviour-cloning policy trains and acts (``cpu``: a 64x64 MLP)."""
+    ``device``: where the behaviour-cloning policy trains and acts (``cpu``: a 64x64 MLP).
+
+    Pixel observations (uint8 channel-first frame stacks) go through a convolutional encoder
+    first, as the reference's BC agent (apec_dmc/src/agent/bc.py: DrQ-v2's encoder, a trunk to
+    ``feature_dim`` with LayerNorm and tanh, random-shift augmentation): 3x3 convolutions of
+    ``conv_channels`` (the first with stride 2), then the trunk, then the ``hidden`` MLP;
+    minibatches shifted by up to ``augment_pad`` pixels (``rlkit.reward.augment.random_shift``).
+    ``frame_stack``: frames per observation, for the noisy rollouts' store (1: vector tasks)."""
 
     invalid_error = InvalidDataError
 
@@ -46,6 +55,10 @@ class DrexConfig(StrictModel):
     seed: int = 0
     max_draws: int = Field(100, ge=1)
     device: Device = "cpu"
+    conv_channels: tuple[int, ...] = (32, 32)
+    feature_dim: int = Field(50, ge=1)
+    augment_pad: int = Field(4, ge=0)
+    frame_stack: int = Field(1, ge=1)
 
     @field_validator("noise_levels")
     @classmethod
@@ -58,12 +71,59 @@ class DrexConfig(StrictModel):
 DEFAULT_DREX = DrexConfig()
 
 
-class BCPolicy(nn.Module):
-    """A deterministic MLP from flat observations to Box actions, clipped to the bounds."""
+def is_pixel_observation(shape: Sequence[int], dtype: np.dtype[Any]) -> bool:
+    """Channel-first uint8 frame stacks ``(C, H, W)`` are pixels; anything else is a vector.
 
-    def __init__(self, obs_dim: int, action_space: spaces.Box, hidden: Sequence[int]) -> None:
+    Args:
+        shape: one observation's shape.
+        dtype: the observations' dtype.
+
+    Returns:
+        True for 3-dimensional uint8 observations.
+    """
+    return len(shape) == 3 and np.dtype(dtype) == np.uint8
+
+
+def pixel_encoder(in_channels: int, height: int, width: int, channels: Sequence[int],
+                  feature_dim: int) -> tuple[nn.Module, int]:
+    """DrQ-v2's encoder shape at any depth: 3x3 convolutions (the first with stride 2) with ReLU,
+    flattened, then a trunk to ``feature_dim`` with LayerNorm and tanh.
+
+    Args:
+        in_channels: the frame stack's channels.
+        height: the frames' height.
+        width: the frames' width.
+        channels: each convolution's output channels.
+        feature_dim: the trunk's width.
+
+    Returns:
+        The encoder (images scaled to [0, 1] in, features out) and its output width.
+    """
+    layers: list[nn.Module] = []
+    sizes = [in_channels, *channels]
+    for k, (a, b) in enumerate(zip(sizes[:-1], sizes[1:], strict=True)):
+        layers += [nn.Conv2d(a, b, 3, stride=2 if k == 0 else 1), nn.ReLU()]
+    convs = nn.Sequential(*layers, nn.Flatten())
+    with torch.no_grad():
+        flat = convs(torch.zeros(1, in_channels, height, width)).shape[1]
+    trunk = nn.Sequential(nn.Linear(flat, feature_dim), nn.LayerNorm(feature_dim), nn.Tanh())
+    return nn.Sequential(convs, trunk), feature_dim
+
+
+class BCPolicy(nn.Module):
+    """A deterministic policy from observations to Box actions, clipped to the bounds: an MLP on
+    flat vectors, or ``pixel_encoder`` then the MLP on uint8 frame stacks (divided by 255 here)."""
+
+    def __init__(self, obs_shape: Sequence[int], action_space: spaces.Box, hidden: Sequence[int],
+                 pixels: bool = False, conv_channels: Sequence[int] = (32, 32), feature_dim: int = 50,
+                 ) -> None:
         super().__init__()
-        sizes = [obs_dim, *hidden]
+        self.encoder: nn.Module | None = None
+        width = int(np.prod(obs_shape))
+        if pixels:
+            c, h, w = obs_shape
+            self.encoder, width = pixel_encoder(c, h, w, conv_channels, feature_dim)
+        sizes = [width, *hidden]
         layers: list[nn.Module] = []
         for a, b in zip(sizes[:-1], sizes[1:], strict=True):
             layers += [nn.Linear(a, b), nn.ReLU()]
@@ -72,12 +132,17 @@ class BCPolicy(nn.Module):
         self.action_space = action_space
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.net(obs.flatten(1))
+        if self.encoder is not None:
+            return self.net(self.encoder(obs.float() / 255.0))
+        return self.net(obs.flatten(1).float())
 
     @torch.no_grad()
     def act(self, obs: np.ndarray) -> np.ndarray:
         device = next(self.parameters()).device
-        raw = self(torch.as_tensor(np.asarray(obs), dtype=torch.float32, device=device)).cpu().numpy()
+        array = np.asarray(obs)
+        if self.encoder is None:
+            array = array.astype(np.float32, copy=False)
+        raw = self(torch.as_tensor(array, device=device)).cpu().numpy()
         raw = raw.reshape(len(raw), *self.action_space.shape)
         return np.clip(raw, self.action_space.low, self.action_space.high).astype(
             self.action_space.dtype
@@ -114,17 +179,24 @@ def train_bc(demos: Sequence[Trajectory], action_space: spaces.Space,
         if demo.acts.shape[1:] != action_space.shape:
             raise InvalidDataError(f"demos[{k}].acts rows have shape {demo.acts.shape[1:]}, "
                                    f"the action_space has {action_space.shape}")
-    obs = torch.as_tensor(np.concatenate([d.obs[:-1].reshape(len(d), -1) for d in demos]),
-                          dtype=torch.float32, device=device)
+    pixels = is_pixel_observation(demos[0].obs.shape[1:], demos[0].obs.dtype)
+    states = np.concatenate([d.obs[:-1] for d in demos])
+    obs = torch.as_tensor(states if pixels else states.reshape(len(states), -1).astype(np.float32),
+                          device=device)
     acts = torch.as_tensor(np.concatenate([d.acts.reshape(len(d), -1) for d in demos]),
                            dtype=torch.float32, device=device)
+    shifts = torch.Generator().manual_seed(config.seed)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(config.seed)
-        policy = BCPolicy(obs.shape[1], action_space, config.hidden).to(device)
+        policy = BCPolicy(states.shape[1:], action_space, config.hidden, pixels, config.conv_channels,
+                          config.feature_dim).to(device)
         optimizer = torch.optim.Adam(policy.parameters(), lr=config.bc_lr)
         for _ in range(config.bc_epochs):
             for rows in torch.randperm(len(obs)).to(device).split(config.bc_batch_size):
-                loss = nn.functional.mse_loss(policy(obs[rows]), acts[rows])
+                batch = obs[rows]
+                if pixels and config.augment_pad:
+                    batch = random_shift(batch, config.augment_pad, shifts)
+                loss = nn.functional.mse_loss(policy(batch), acts[rows])
                 optimizer.zero_grad()
                 loss.backward()
                 optimizer.step()
@@ -145,7 +217,7 @@ def noisy_rollouts(policy: BCPolicy, venv: VecEnv, rng: np.random.Generator,
     Returns:
         The store of every episode, and each trajectory's eps (float64, one per trajectory).
     """
-    store, noise = TrajectoryStore(), []
+    store, noise = TrajectoryStore(frame_stack=config.frame_stack), []
     for k, eps in enumerate(config.noise_levels):
         def act(obs: np.ndarray, eps: float = eps) -> np.ndarray:
             actions = policy.act(obs)

@@ -22,6 +22,7 @@ from rlkit.apec.rollouts import (
     RolloutConfig,
     RolloutTask,
     VenvFactory,
+    empty_store,
     policy_rollouts,
     random_policy,
     run_rollout_task,
@@ -100,13 +101,15 @@ def heldout_tasks(make_venv: VenvFactory, ail_policies: Sequence[tuple[int, Poli
 
 
 def heldout_rollouts(tasks: Sequence[RolloutTask], sources: Sequence[int],
-                     task_map: TaskMap = sequential_map) -> tuple[TrajectoryStore, np.ndarray]:
+                     task_map: TaskMap = sequential_map, frame_stack: int = 1,
+                     ) -> tuple[TrajectoryStore, np.ndarray]:
     """Run the held-out tasks of ``heldout_tasks`` through ``task_map``.
 
     Args:
         tasks: the tasks.
         sources: each task's source (``SOURCE_*``).
         task_map: where the tasks run; the result is the same whichever runs them.
+        frame_stack: frames per observation of a pixel task (the store keeps each frame once).
 
     Returns:
         The store, and each trajectory's source (int64, in store order).
@@ -118,7 +121,7 @@ def heldout_rollouts(tasks: Sequence[RolloutTask], sources: Sequence[int],
         raise InvalidDataError(f"sources: {len(sources)} for {len(tasks)} tasks")
     if not tasks:
         raise InvalidDataError("tasks is empty: no held-out policy to roll out")
-    store, out = TrajectoryStore(), []
+    store, out = empty_store(frame_stack), []
     for source, trajectories in zip(sources, task_map(run_rollout_task, list(tasks)), strict=True):
         store.extend(trajectories)
         out += [source] * len(trajectories)

@@ -31,14 +31,44 @@ COSINE_EPS = 1e-4
 """Added to every state before the cosine cost, as the reference (replay_buffer.py:19,462)."""
 
 
-def real_states(trajectory: Trajectory, absorbing_flag: bool = False) -> np.ndarray:
+def real_states(trajectory: Trajectory, absorbing_flag: bool = False, downsample: int = 1) -> np.ndarray:
     """The states an action was taken in, flattened; with ``absorbing_flag`` (the last entry of
     a fixed-horizon observation, ``envs.fixed_horizon``) the absorbing ones and the flag dropped,
-    as the reference's rollouts end at termination (utils/epsilon_utils.py:179-199)."""
-    states = trajectory.obs[:-1].reshape(len(trajectory), -1).astype(np.float64)
+    as the reference's rollouts end at termination (utils/epsilon_utils.py:179-199).
+
+    Pixel observations (channel-first stacks ``(C, H, W)``) flatten whole, raw uint8 values, as
+    the reference's pixel pipeline does (apec_dmc/src/data_scripts/make_pref_dataset.py:45-51,
+    ``reshape_traj``); ``downsample`` > 1 first averages each channel over ``downsample`` x
+    ``downsample`` blocks (``block_mean``), a cheaper cost matrix."""
+    obs = trajectory.obs[:-1]
+    if downsample > 1:
+        obs = block_mean(obs, downsample)
+    states = obs.reshape(len(trajectory), -1).astype(np.float64)
     if absorbing_flag:
         states = states[states[:, -1] < 0.5, :-1]
     return states
+
+
+def block_mean(frames: np.ndarray, factor: int) -> np.ndarray:
+    """Channel-first frames averaged over ``factor`` x ``factor`` pixel blocks.
+
+    Args:
+        frames: ``(n, C, H, W)`` observations.
+        factor: the block side; ``H`` and ``W`` must be multiples of it.
+
+    Returns:
+        ``(n, C, H // factor, W // factor)`` float64 block means.
+
+    Raises:
+        InvalidDataError: when the observations are not ``(n, C, H, W)`` or their sides are not
+            multiples of ``factor``.
+    """
+    if frames.ndim != 4 or frames.shape[2] % factor or frames.shape[3] % factor:
+        raise InvalidDataError(f"ot_downsample={factor} needs (n, C, H, W) frames whose sides are "
+                               f"multiples of it, got shape {frames.shape}")
+    n, c, h, w = frames.shape
+    blocks = frames.reshape(n, c, h // factor, factor, w // factor, factor)
+    return blocks.mean(axis=(3, 5), dtype=np.float64)
 
 
 def reference_ot_distance(states: np.ndarray, demo_states: np.ndarray, reg: float = 0.01,
@@ -75,7 +105,7 @@ def reference_ot_distance(states: np.ndarray, demo_states: np.ndarray, reg: floa
 
 def demo_ot_distances(
     store: TrajectoryStore, demos: Sequence[Trajectory], reg: float = 0.01, iterations: int = 100,
-    absorbing_flag: bool = False,
+    absorbing_flag: bool = False, downsample: int = 1,
 ) -> np.ndarray:
     """Each trajectory's ``reference_ot_distance`` to the demos, averaged over the demos as the
     reference does (replay_buffer.py:467-471); one solve per (trajectory, demo), so pair
@@ -88,13 +118,16 @@ def demo_ot_distances(
         iterations: Sinkhorn's iteration cap (``PairConfig.ot_iterations``).
         absorbing_flag: the observations end in the fixed-horizon absorbing flag
             (``envs.fixed_horizon``): absorbing states and the flag are left out on both sides.
+        downsample: pixel observations averaged over blocks this wide first (1: as they are,
+            the reference's choice; see ``real_states``).
 
     Returns:
         Each trajectory's mean distance to the demos, float64, shape ``(len(store),)``.
 
     Raises:
         InvalidDataError: when ``demos`` is empty, their observations are shaped unlike the
-            store's, or a trajectory or demo has no real state.
+            store's, a trajectory or demo has no real state, or ``downsample`` does not divide
+            the frames' sides.
     """
     if not demos:
         raise InvalidDataError("demos is empty: the OT filter needs demonstrations")
@@ -104,10 +137,10 @@ def demo_ot_distances(
                 f"demos[{k}].obs rows have shape {demo.obs.shape[1:]}, the rollouts' have "
                 f"{store.obs_shape}"
             )
-    demo_states = [real_states(d, absorbing_flag) for d in demos]
+    demo_states = [real_states(d, absorbing_flag, downsample) for d in demos]
     distances = np.empty(len(store))
     for k, trajectory in enumerate(store):
-        states = real_states(trajectory, absorbing_flag)
+        states = real_states(trajectory, absorbing_flag, downsample)
         distances[k] = np.mean([reference_ot_distance(states, d, reg, iterations) for d in demo_states])
     return distances
 

@@ -172,14 +172,28 @@ def run_rollout_task(task: RolloutTask) -> list[Trajectory]:
             venv.close()
 
 
-def rollout_tasks(tasks: Sequence[RolloutTask], task_map: TaskMap = sequential_map
-                  ) -> tuple[TrajectoryStore, np.ndarray]:
+def empty_store(frame_stack: int = 1) -> TrajectoryStore:
+    """A store for trajectories whose observations stack ``frame_stack`` frames (each frame kept
+    once; 1: vector observations, every row as it is).
+
+    Args:
+        frame_stack: frames per observation (``envs.pixels.StackFrames``' k).
+
+    Returns:
+        The empty store.
+    """
+    return TrajectoryStore(frame_stack=frame_stack)
+
+
+def rollout_tasks(tasks: Sequence[RolloutTask], task_map: TaskMap = sequential_map,
+                  frame_stack: int = 1) -> tuple[TrajectoryStore, np.ndarray]:
     """Run every task through ``task_map`` and gather the trajectories in task order.
 
     Args:
         tasks: the rollouts to run.
         task_map: how to run them (``sequential_map``, or a pool's or Ray's map); the result is
             the same whichever runs them.
+        frame_stack: frames per observation of a pixel task (the store keeps each frame once).
 
     Returns:
         The store of every trajectory and each one's task ``index`` (int64, in store order).
@@ -189,7 +203,7 @@ def rollout_tasks(tasks: Sequence[RolloutTask], task_map: TaskMap = sequential_m
     """
     if not tasks:
         raise InvalidDataError("tasks is empty: no policy to roll out")
-    store, indices = TrajectoryStore(), []
+    store, indices = empty_store(frame_stack), []
     for task, trajectories in zip(tasks, task_map(run_rollout_task, list(tasks)), strict=True):
         store.extend(trajectories)
         indices.extend([task.index] * len(trajectories))
