@@ -4,9 +4,12 @@ actions, against MuJoCo's own renderer on a DMControl-like task where it can run
 Goal (issue 18): >= 1,000 frames/s at 64x64 on one core, so pixel tests and a CPU-scale pixel
 experiment are not bound by rendering. For scale, MuJoCo's software EGL measured ~42 ms per 64x64
 frame on this machine; ``--mujoco`` times ``InvertedPendulum-v5`` with ``render_mode="rgb_array"``
-in the same run (skipped when no GL backend works). Median over rounds. Prints one JSON line.
+in the same run (skipped when no GL backend works). ``--dmc`` times the DMControl pixel tasks
+(``envs/dmc.py``: cheetah run and walker walk, one rendered frame per agent step of 2 control
+steps; needs the ``dmc`` extra, null in the line without it). Median over rounds for the numpy
+tasks, one run of ``steps / 20`` (at least 50) for MuJoCo and DMC. Prints one JSON line.
 
-    .venv/bin/python benchmarks/pixel_envs.py [--rounds 5] [--steps 2000] [--size 64] [--mujoco]
+    .venv/bin/python benchmarks/pixel_envs.py [--rounds 5] [--steps 2000] [--size 64] [--mujoco] [--dmc]
 """
 
 from __future__ import annotations
@@ -23,7 +26,11 @@ import gymnasium
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from envs.dmc import register_dmc_envs  # noqa: E402
 from envs.pixels import PIXEL_ENV_IDS, register_pixel_envs  # noqa: E402
+from rlkit.errors import ConfigError  # noqa: E402
+
+DMC_TIMED = ("rlkit/dmc-cheetah-run-pixels-v0", "rlkit/dmc-walker-walk-pixels-v0")
 
 GOAL_FPS = 1_000.0
 
@@ -51,12 +58,22 @@ def mujoco_fps(steps: int, size: int) -> float | None:
         return None
 
 
+def dmc_fps(env_id: str, steps: int, size: int) -> float | None:
+    try:
+        env = gymnasium.make(env_id, size=size)
+    except (ModuleNotFoundError, ConfigError) as error:  # no dmc extra, or no renderer
+        print(f"{env_id} unavailable: {error}", file=sys.stderr)
+        return None
+    return frames_per_second(env, steps)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--steps", type=int, default=2_000)
     parser.add_argument("--size", type=int, default=64)
     parser.add_argument("--mujoco", action="store_true")
+    parser.add_argument("--dmc", action="store_true")
     args = parser.parse_args()
     register_pixel_envs()
     result: dict[str, object] = {"benchmark": "pixel_envs", "size": args.size, "rounds": args.rounds,
@@ -70,6 +87,12 @@ def main() -> None:
     if args.mujoco:
         fps = mujoco_fps(max(args.steps // 20, 50), args.size)
         result["mujoco_inverted_pendulum_fps"] = None if fps is None else round(fps, 1)
+    if args.dmc:
+        register_dmc_envs()
+        for env_id in DMC_TIMED:
+            fps = dmc_fps(env_id, max(args.steps // 20, 50), args.size)
+            name = env_id.split("/")[1].removesuffix("-pixels-v0").replace("-", "_")
+            result[f"{name}_fps"] = None if fps is None else round(fps, 1)
     result["ok"] = min(medians.values()) >= GOAL_FPS
     print(json.dumps(result))
 
