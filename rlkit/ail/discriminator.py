@@ -18,7 +18,8 @@ from rlkit.ail import losses
 from rlkit.config import StrictModel
 from rlkit.errors import InvalidDataError
 from rlkit.reward import RewardNet, build_reward_net
-from rlkit.reward.nets import ACTIVATIONS, numpy_to_tensors
+from rlkit.reward.augment import default_pad, shift_observations
+from rlkit.reward.nets import ACTIVATIONS, forward_in_chunks, numpy_to_tensors
 
 LossKind = Literal["gail", "airl", "maxent"]
 Batch = dict[str, torch.Tensor]
@@ -35,6 +36,17 @@ class DiscriminatorConfig(StrictModel):
     ``reward_on``: the generator is paid ``r(s)`` (``"obs"``) or ``r(s')`` (``"next_obs"``, as
     APEC's reference SAC, rl_alg/sac.py:479-480; state-only nets only). The discriminator's own
     loss always scores the states ``s`` of expert and agent transitions.
+
+    Image observations (``rlkit.reward.nets.is_image_space``: channel-first frame stacks or
+    channel-last frames) get convolutional nets, ``encoder`` picking their convolutions
+    (``RewardNetSpec``: ``"compact"``, cheap on a CPU, or ``"drq"``, the DrQ-v2 encoder of APEC's
+    pixel reference). ``augment``: DrQ's random shift of the expert and agent images of every
+    discriminator step (each transition by its own offset of up to ``shift_pad`` pixels, drawn
+    from the trainer's torch RNG; the generator's reward is never augmented). ``"auto"`` shifts
+    image discriminators only, ``"shift"`` insists (an error on vector observations), ``"none"``
+    turns it off; shifting by default follows the reference's DAC (``augment: True``,
+    ``RandomShiftsAug(pad=4)`` on 84 x 84 frames), and ``shift_pad`` None scales its pad to the
+    images (``rlkit.reward.augment.default_pad``: 3 on 64 x 64).
     """
 
     invalid_error = InvalidDataError
@@ -53,6 +65,9 @@ class DiscriminatorConfig(StrictModel):
     reward_on: Literal["obs", "next_obs"] = "obs"
     batch_size: int = Field(256, ge=1)
     updates_per_round: int = Field(1, ge=0)
+    encoder: Literal["compact", "drq"] = "compact"
+    augment: Literal["auto", "none", "shift"] = "auto"
+    shift_pad: int | None = Field(None, ge=0)
 
     @field_validator("activation")
     @classmethod
@@ -90,6 +105,31 @@ class Discriminator(nn.Module):
         self.config = config
         self.reward_net = reward_net
         self.shaping_net = shaping_net
+        spec = reward_net.spec
+        images = spec.kind == "cnn"  # every net of a discriminator reads obs
+        if config.augment == "shift" and not images:
+            raise InvalidDataError("augment='shift' needs image observations (a CNN "
+                                   f"discriminator); this one is kind {spec.kind!r}")
+        self.shift_pad: int | None = None  # None (or a zero pad): no augmentation
+        if images and config.augment != "none":
+            pad = config.shift_pad if config.shift_pad is not None else default_pad(*spec.image_size)
+            self.shift_pad = pad or None
+
+    def augment(self, batch: Batch, generator: torch.Generator | None) -> Batch:
+        """A training batch with its images randomly shifted by up to ``shift_pad`` pixels
+        (as it is when ``shift_pad`` is None).
+
+        Args:
+            batch: tensors keyed ``obs``, ``acts``, ``next_obs``, ``dones``, the batch first.
+            generator: the torch RNG the shifts are drawn from.
+
+        Returns:
+            The batch to score; ``obs`` and ``next_obs`` of a transition share their shift.
+        """
+        if self.shift_pad is None:
+            return batch
+        return shift_observations(batch, self.shift_pad, generator,
+                                  self.reward_net.spec.channels_first)
 
     def score(self, batch: Batch) -> torch.Tensor:
         """The raw output: GAIL logit, AIRL ``f = g + gamma (1 - done) h(s') - h(s)``, or max-ent r."""
@@ -129,17 +169,19 @@ class Discriminator(nn.Module):
 
         GAIL: ``-log(1 - D)`` or the logit; AIRL: ``f`` (its ``- log pi`` term is the entropy
         bonus that SAC, or PPO's ``ent_coef``, already adds); max-ent: the clipped r. With
-        ``reward_on="next_obs"`` the (state-only) net scores ``next_obs``.
+        ``reward_on="next_obs"`` the (state-only) net scores ``next_obs``. The rows go to the
+        nets' device ``INFERENCE_ROWS`` at a time (a replay buffer of images in one call is fine).
         """
         if self.config.reward_on == "next_obs":
             obs = next_obs
-        tensors = numpy_to_tensors(self.reward_net, obs, acts, next_obs, dones)
-        batch = dict(zip(("obs", "acts", "next_obs", "dones"), tensors, strict=True))
-        with torch.no_grad():
-            out = self.score(batch)
-            if self.config.loss == "gail":
-                out = losses.gail_reward(out, self.config.gail_reward)
-        rewards = out.to(torch.float32).cpu().numpy()
+
+        def reward(*arrays: np.ndarray) -> torch.Tensor:
+            tensors = numpy_to_tensors(self.reward_net, *arrays)
+            out = self.score(dict(zip(("obs", "acts", "next_obs", "dones"), tensors, strict=True)))
+            return losses.gail_reward(out, self.config.gail_reward) if self.config.loss == "gail" else out
+
+        with torch.no_grad():  # chunks of INFERENCE_ROWS: image batches stay within memory
+            rewards = forward_in_chunks(reward, [obs, acts, next_obs, dones])
         if not np.isfinite(rewards).all():
             raise InvalidDataError("the discriminator produced NaN or inf rewards")
         return rewards
@@ -151,8 +193,9 @@ def build_discriminator(config: DiscriminatorConfig, observation_space: spaces.S
 
     Args:
         config: the discriminator settings (``loss``, ``state_only``, ``hidden``, ``activation``,
-            and the rest the ``Discriminator`` reads).
-        observation_space: the env's observation space (a Box).
+            ``encoder``, and the rest the ``Discriminator`` reads).
+        observation_space: the env's observation space (a Box; uint8 images, channel-first
+            frame stacks or channel-last frames, get convolutional nets).
         action_space: the env's action space (Box or Discrete, starting at 0).
         seed: seeds the reward net's initial weights (AIRL's shaping net takes ``seed + 1``);
             ``None``: torch's global RNG.
@@ -166,10 +209,10 @@ def build_discriminator(config: DiscriminatorConfig, observation_space: spaces.S
     """
     inputs = ("obs",) if config.state_only else ("obs", "act")
     reward = build_reward_net(observation_space, action_space, inputs, config.hidden,
-                              activation=config.activation, seed=seed)
+                              activation=config.activation, seed=seed, encoder=config.encoder)
     shaping = None
     if config.loss == "airl":
         shaping = build_reward_net(observation_space, action_space, ("obs",), config.hidden,
                                    activation=config.activation,
-                                   seed=None if seed is None else seed + 1)
+                                   seed=None if seed is None else seed + 1, encoder=config.encoder)
     return Discriminator(config, reward, shaping)

@@ -89,9 +89,16 @@ def gradient_penalty(
 ) -> torch.Tensor:
     """WGAN-GP style ``E[(||grad score(x_mix)|| - 1)^2]`` on random expert/agent interpolations.
 
-    Only floating inputs are mixed (and differentiated); others (discrete actions, done flags)
-    are taken from the expert side; inputs the score ignores add nothing. Keeps the discriminator
-    smooth so its reward stays informative.
+    Only floating inputs and uint8 images are mixed (and differentiated); others (discrete
+    actions, done flags) are taken from the expert side; inputs the score ignores add nothing.
+    Images are mixed as floats in [0, 255] and their gradients taken per unit of intensity in
+    [0, 1] (255 times the per-pixel-value gradient: the scale the nets read after dividing by
+    255). Keeps the discriminator smooth so its reward stays informative.
+
+    APEC's pixel reference (DAC, ``apec_dmc/src/agent/dac.py``) penalises its discriminator's
+    gradient with respect to 50 features of the generator critic's encoder instead: its
+    discriminator has no encoder of its own. rlkit's discriminators do, so the penalty is on
+    their input.
 
     Args:
         score: the discriminator's raw output on a batch (``Discriminator.score``): one value per
@@ -109,14 +116,19 @@ def gradient_penalty(
     alpha = torch.rand(n, generator=generator).to(next(iter(expert.values())).device)
     mixed: dict[str, torch.Tensor] = {}
     inputs: list[torch.Tensor] = []
+    scales: list[float] = []
     for name, value in expert.items():
-        if value.is_floating_point() and name != "dones":
+        image = value.dtype == torch.uint8
+        if (value.is_floating_point() or image) and name != "dones":
             a = alpha.reshape(n, *([1] * (value.dim() - 1)))
-            mix = (a * value + (1 - a) * agent[name]).detach().requires_grad_(True)
+            mix = (a * value.float() + (1 - a) * agent[name].float()).detach().requires_grad_(True)
             inputs.append(mix)
+            scales.append(255.0 if image else 1.0)
             mixed[name] = mix
         else:
             mixed[name] = value
     grads = torch.autograd.grad(score(mixed).sum(), inputs, create_graph=True, allow_unused=True)
-    squared = sum((g.reshape(n, -1).pow(2).sum(dim=1) for g in grads if g is not None), alpha.new_zeros(n))
+    squared = sum(((g * scale).reshape(n, -1).pow(2).sum(dim=1)
+                   for g, scale in zip(grads, scales, strict=True) if g is not None),
+                  alpha.new_zeros(n))
     return (torch.sqrt(squared + 1e-12) - 1.0).pow(2).mean()

@@ -203,15 +203,18 @@ class AILTrainer:
                               trainer_state(self.optimizer, self.rng, self.torch_rng))
 
     def update_discriminator(self, agent: Transitions) -> dict[str, float]:
-        """``updates_per_round`` Adam steps on fresh expert/agent batches; mean metrics back."""
+        """``updates_per_round`` Adam steps on fresh expert/agent batches (their images randomly
+        shifted when the discriminator augments, from ``torch_rng``); mean metrics back."""
         config = self.config.discriminator
         totals: dict[str, float] = {}
         agent_tensors = agent.to_torch(self.device)
         for _ in range(config.updates_per_round):
             expert_rows = self.expert.draw(self.rng, config.batch_size)
             agent_rows = agent.draw(self.rng, config.batch_size)
-            expert_t = take_rows(self.expert_tensors, expert_rows)
-            agent_t = take_rows(agent_tensors, agent_rows)
+            expert_t = self.discriminator.augment(take_rows(self.expert_tensors, expert_rows),
+                                                  self.torch_rng)
+            agent_t = self.discriminator.augment(take_rows(agent_tensors, agent_rows),
+                                                 self.torch_rng)
             log_pis: tuple[torch.Tensor | None, torch.Tensor | None] = (None, None)
             if config.loss == "airl":
                 log_pis = (self._log_pi(self.expert.take(expert_rows)), self._log_pi(agent.take(agent_rows)))

@@ -6,7 +6,24 @@ import torch
 
 from rlkit.errors import InvalidDataError
 
-__all__ = ["random_shift"]
+__all__ = ["REFERENCE_PAD", "default_pad", "random_shift", "shift_observations"]
+
+REFERENCE_PAD = (4, 84)  # DrQ-v2 / APEC's RandomShiftsAug: pad 4 on 84 x 84 frames
+
+
+def default_pad(height: int, width: int) -> int:
+    """The reference's shift scaled to an image size: 4 pixels per 84, rounded (3 on 64 x 64,
+    1 on 16 x 16, 0 below 11 pixels, where a shift would move most of the picture out).
+
+    Args:
+        height: image height in pixels.
+        width: image width in pixels.
+
+    Returns:
+        The pad, >= 0.
+    """
+    pad, side = REFERENCE_PAD
+    return round(pad * min(height, width) / side)
 
 
 def random_shift(
@@ -54,3 +71,48 @@ def random_shift(
     rows = rows[:, None, :, None].expand(n, channels, height, width)
     cols = cols[:, None, None, :].expand(n, channels, height, width)
     return images.gather(2, rows).gather(3, cols)
+
+
+def shift_observations(
+    batch: dict[str, torch.Tensor], pad: int, generator: torch.Generator | None,
+    channels_first: bool = True,
+) -> dict[str, torch.Tensor]:
+    """``random_shift`` of the image observations of a batch of steps, for training.
+
+    Every step (any leading batch shape) draws its own shift; its ``obs`` and ``next_obs`` (when
+    the batch holds both) move together, so a net that stacks the two keeps their relative
+    motion. Other entries are passed through untouched.
+
+    Args:
+        batch: tensors keyed by name; ``obs`` and ``next_obs``, where present and not None, are
+            images ``(..., C, H, W)`` (``(..., H, W, C)`` when not ``channels_first``).
+        pad: the largest shift in pixels, >= 0.
+        generator: the torch RNG of the shifts (see ``random_shift``).
+        channels_first: the images' layout.
+
+    Returns:
+        A new dict with the shifted observations (same shapes and dtypes) and the other entries.
+
+    Raises:
+        InvalidDataError: if ``obs`` and ``next_obs`` differ in shape or are not images.
+    """
+    names = [name for name in ("obs", "next_obs") if batch.get(name) is not None]
+    if not names:
+        return dict(batch)
+    images = [batch[name] for name in names]
+    shape = images[0].shape
+    if any(image.shape != shape for image in images) or len(shape) < 3:
+        raise InvalidDataError(
+            f"obs and next_obs must be images of one shape, got {[tuple(i.shape) for i in images]}"
+        )
+    lead = shape[:-3]
+    stacked = torch.cat([image.reshape(-1, *shape[-3:]) for image in images],
+                        dim=1 if channels_first else 3)
+    if not channels_first:
+        stacked = stacked.permute(0, 3, 1, 2)
+    shifted = random_shift(stacked, pad, generator)
+    if not channels_first:
+        shifted = shifted.permute(0, 2, 3, 1)
+    parts = shifted.chunk(len(names), dim=1 if channels_first else 3)
+    return {**batch, **{name: part.reshape(*lead, *shape[-3:])
+                        for name, part in zip(names, parts, strict=True)}}

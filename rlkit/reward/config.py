@@ -39,6 +39,15 @@ class TrainerConfig(StrictModel):
     ``batch_members``: train the members of an ensemble of one architecture as one batched model
     (one forward/backward for all); False runs them one after another (same result, slower).
 
+    ``augment``: DrQ's random shift (``rlkit.reward.augment``) of the image observations of every
+    training batch, each step by its own offset of up to ``shift_pad`` pixels, drawn from the
+    fit's RNG; validation, evaluation and rewards are never augmented. ``"auto"`` shifts for nets
+    with an image encoder (kind ``cnn`` reading ``obs`` or ``next_obs``) and leaves the rest alone;
+    ``"shift"`` insists (an error for a net without images); ``"none"`` turns it off. Shifting
+    image nets by default follows APEC's pixel reference, which trains its reward model with
+    ``RandomShiftsAug(pad=4)`` on 84 x 84 frames; ``shift_pad`` None scales that pad to the
+    images (``augment.default_pad``: 3 on 64 x 64, 1 on 16 x 16, 0 on tiny test frames).
+
     The fields after ``patience`` are written to a resolved config file only when they differ from
     their defaults, so the files of the commands read as before; ``seed`` is the command's own.
     """
@@ -61,10 +70,13 @@ class TrainerConfig(StrictModel):
     refit: Literal["epochs", "steps"] = "epochs"
     refit_epochs: float | None = Field(None, gt=0)
     batch_members: bool = True
+    augment: Literal["auto", "none", "shift"] = "auto"
+    shift_pad: int | None = Field(None, ge=0)
 
     written_when_set: ClassVar[tuple[str, ...]] = (
         "hinge_margin", "rao_kupper_theta", "discount", "bootstrap", "seed", "device",
         "memory_budget_bytes", "eval_batch_size", "refit", "refit_epochs", "batch_members",
+        "augment", "shift_pad",
     )
 
     @model_validator(mode="after")

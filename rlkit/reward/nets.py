@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, fields
 from typing import Any, overload
 
 import numpy as np
@@ -13,16 +13,17 @@ from gymnasium import spaces
 from torch import nn
 
 from rlkit.errors import InvalidDataError
+from rlkit.reward.encoders import (
+    ACTIVATIONS,
+    DEFAULT_CHANNELS,
+    ENCODERS,
+    image_encoder,
+    image_layout,
+    is_image_space,
+)
 
 INPUT_NAMES = ("obs", "act", "next_obs", "done")
-ACTIVATIONS: dict[str, type[nn.Module]] = {
-    "relu": nn.ReLU,
-    "tanh": nn.Tanh,
-    "leaky_relu": nn.LeakyReLU,
-    "elu": nn.ELU,
-    "silu": nn.SiLU,
-    "gelu": nn.GELU,
-}
+INFERENCE_ROWS = 1024  # rows per no-grad forward of TorchRewardFn and discriminator rewards
 
 
 @dataclass(frozen=True)
@@ -30,8 +31,18 @@ class RewardNetSpec:
     """Everything needed to rebuild a reward net, so a saved model is a spec plus weights.
 
     ``n_actions`` is the action count of a discrete action space (actions are one-hot encoded) and
-    ``None`` for continuous actions. ``kind="cnn"`` expects uint8 ``H x W x C`` observations;
-    ``channels`` are its convolution widths, ``hidden`` the widths of the MLP head.
+    ``None`` for continuous actions. ``kind="cnn"`` reads uint8 images: ``C x H x W`` when
+    ``channels_first`` (frame stacks, ``envs.pixels.StackFrames``), else ``H x W x C`` (gymnasium's
+    layout); floats in [0, 255] are read too. ``obs`` and ``next_obs``, when both are read, are
+    stacked on the channel axis and encoded together. ``hidden`` are the widths of the MLP head.
+
+    ``encoder`` picks the convolutions (``channels`` their widths), see ``ENCODERS``:
+    ``"compact"``: stride-2 3x3 convolutions with padding, pixels / 255, flattened straight into
+    the head (cheap enough for CPU training: a 64 x 64 image becomes 8 x 8). ``"drq"``: the
+    DrQ-v2 encoder of APEC's pixel reference (``apec_dmc/src/agent/encoder.py``): 3x3 convolutions
+    without padding, the first of stride 2 and the rest stride 1, always ReLU, orthogonal
+    initialisation, pixels / 255 - 0.5, then the reference's trunk ``Linear -> LayerNorm -> Tanh``
+    to ``feature_dim`` features (``feature_dim`` is read by ``"drq"`` only).
     """
 
     kind: str
@@ -42,6 +53,9 @@ class RewardNetSpec:
     hidden: tuple[int, ...] = (256, 256)
     activation: str = "relu"
     channels: tuple[int, ...] = (16, 32, 32)
+    channels_first: bool = False
+    encoder: str = "compact"
+    feature_dim: int = 50
 
     def __post_init__(self) -> None:
         for name in ("obs_shape", "act_shape", "inputs", "hidden", "channels"):
@@ -66,10 +80,44 @@ class RewardNetSpec:
                 f"n_actions={self.n_actions}, act_shape={self.act_shape}"
             )
         if self.kind == "cnn" and len(self.obs_shape) != 3:
-            raise InvalidDataError(f"kind 'cnn' needs H x W x C observations, got {self.obs_shape}")
+            raise InvalidDataError(
+                f"kind 'cnn' needs C x H x W or H x W x C observations, got {self.obs_shape}"
+            )
+        if self.channels_first and self.kind != "cnn":
+            raise InvalidDataError("channels_first is a setting of kind 'cnn' only")
+        if self.encoder not in ENCODERS:
+            raise InvalidDataError(f"encoder must be one of {ENCODERS}, got {self.encoder!r}")
+        if self.feature_dim < 1:
+            raise InvalidDataError(f"feature_dim must be >= 1, got {self.feature_dim}")
+
+    @property
+    def image_size(self) -> tuple[int, int]:
+        """``(H, W)`` of a CNN's images.
+
+        Returns:
+            Height and width in pixels.
+
+        Raises:
+            InvalidDataError: for kind ``"mlp"``.
+        """
+        if self.kind != "cnn":
+            raise InvalidDataError(f"kind {self.kind!r} reads no images")
+        height, width = self.obs_shape[1:] if self.channels_first else self.obs_shape[:2]
+        return height, width
 
     def to_dict(self) -> dict[str, Any]:
-        return {key: list(v) if isinstance(v, tuple) else v for key, v in asdict(self).items()}
+        """The spec as JSON-able data; the image settings added later (``channels_first``,
+        ``encoder``, ``feature_dim``) only when they differ from their defaults, so a spec
+        without them reads as it always did.
+
+        Returns:
+            A dict of lists, strings, numbers and None that ``from_dict`` turns back into the spec.
+        """
+        data = {key: list(v) if isinstance(v, tuple) else v for key, v in asdict(self).items()}
+        for name in _WRITTEN_WHEN_SET:
+            if data[name] == _FIELD_DEFAULTS[name]:
+                del data[name]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RewardNetSpec:
@@ -77,6 +125,10 @@ class RewardNetSpec:
             return cls(**data)
         except TypeError as error:
             raise InvalidDataError(f"not a reward net spec: {error}") from None
+
+
+_WRITTEN_WHEN_SET = ("channels_first", "encoder", "feature_dim")
+_FIELD_DEFAULTS = {f.name: f.default for f in fields(RewardNetSpec)}
 
 
 def observation_shape(space: spaces.Space) -> tuple[int, ...]:
@@ -99,16 +151,6 @@ def action_shape(space: spaces.Space) -> tuple[tuple[int, ...], int | None]:
     raise InvalidDataError(f"action_space must be a Box or Discrete, got {type(space).__name__}")
 
 
-def is_image_space(space: spaces.Space) -> bool:
-    """uint8 ``H x W x C`` boxes with C in {1, 3, 4} are images (channel-last, like gymnasium)."""
-    return (
-        isinstance(space, spaces.Box)
-        and space.dtype == np.uint8
-        and len(space.shape) == 3
-        and space.shape[-1] in (1, 3, 4)
-    )
-
-
 def build_reward_net(
     observation_space: spaces.Space,
     action_space: spaces.Space,
@@ -117,30 +159,45 @@ def build_reward_net(
     kind: str = "auto",
     activation: str = "relu",
     seed: int | None = None,
+    encoder: str = "compact",
+    channels: Sequence[int] | None = None,
+    feature_dim: int = 50,
 ) -> RewardNet:
     """A reward net for an env's spaces; ``kind="auto"`` picks a CNN for image observations.
 
     Args:
-        observation_space: the env's observation space; a Box (uint8 ``H x W x C`` for a CNN).
+        observation_space: the env's observation space; a Box (for a CNN a 3-d one, channel-first
+            or channel-last as ``image_layout`` reads its shape).
         action_space: the env's action space, a Box or a Discrete starting at 0 (one-hot encoded).
         inputs: what the net reads, distinct names from ``("obs", "act", "next_obs", "done")``.
         hidden: the widths of the MLP (or the CNN's MLP head), each >= 1.
         kind: ``"mlp"``, ``"cnn"`` or ``"auto"``.
         activation: a key of ``ACTIVATIONS`` (``"relu"``, ``"tanh"``, ...).
         seed: seeds the initial weights (without touching torch's global RNG); None: unseeded.
+        encoder: a CNN's convolutions, ``"compact"`` or ``"drq"`` (``RewardNetSpec``).
+        channels: a CNN's convolution widths; None: ``DEFAULT_CHANNELS[encoder]``.
+        feature_dim: the width of the ``"drq"`` encoder's LayerNorm trunk (APEC's reference: 50).
 
     Returns:
         The freshly initialised ``RewardNet``, its ``spec`` holding all of the above.
 
     Raises:
-        InvalidDataError: on an unsupported space or an invalid input, width, kind or activation.
+        InvalidDataError: on an unsupported space, an image too small for the encoder, or an
+            invalid input, width, kind, encoder or activation.
     """
     obs_shape = observation_shape(observation_space)
     act_shape, n_actions = action_shape(action_space)
     if kind == "auto":
         kind = "cnn" if is_image_space(observation_space) else "mlp"
+    layout = image_layout(obs_shape) if kind == "cnn" else None
+    if kind == "cnn" and layout is None:
+        raise InvalidDataError(
+            f"kind 'cnn' needs C x H x W or H x W x C observations (channels the smallest axis), "
+            f"got {obs_shape}"
+        )
     spec = RewardNetSpec(kind, obs_shape, act_shape, n_actions, tuple(inputs), tuple(hidden),
-                         activation)
+                         activation, DEFAULT_CHANNELS.get(encoder, ()) if channels is None
+                         else tuple(channels), layout == "channels_first", encoder, feature_dim)
     return RewardNet(spec, seed=seed)
 
 
@@ -150,16 +207,6 @@ def _mlp(in_dim: int, hidden: Sequence[int], activation: str) -> nn.Sequential:
         layers += [nn.Linear(in_dim, width), ACTIVATIONS[activation]()]
         in_dim = width
     layers.append(nn.Linear(in_dim, 1))
-    return nn.Sequential(*layers)
-
-
-def _image_encoder(in_channels: int, channels: Sequence[int], activation: str) -> nn.Sequential:
-    """Stride-2 3x3 convolutions: small, and valid for any image size (down to 1 x 1)."""
-    layers: list[nn.Module] = []
-    for width in channels:
-        layers += [nn.Conv2d(in_channels, width, 3, stride=2, padding=1), ACTIVATIONS[activation]()]
-        in_channels = width
-    layers.append(nn.Flatten())
     return nn.Sequential(*layers)
 
 
@@ -186,10 +233,10 @@ class RewardNet(nn.Module):
         flat_dim = ("act" in spec.inputs) * act_dim + ("done" in spec.inputs)
         if spec.kind == "mlp" or n_image == 0:
             return None, flat_dim + n_image * obs_dim
-        height, width, channels = spec.obs_shape
-        encoder = _image_encoder(n_image * channels, spec.channels, spec.activation)
-        with torch.no_grad():
-            features = encoder(torch.zeros(1, n_image * channels, height, width)).shape[1]
+        height, width = spec.image_size
+        channels = spec.obs_shape[0 if spec.channels_first else 2]
+        encoder, features = image_encoder(spec.encoder, n_image * channels, height, width,
+                                          spec.channels, spec.activation, spec.feature_dim)
         return encoder, flat_dim + features
 
     def forward(
@@ -232,8 +279,7 @@ class RewardNet(nn.Module):
                   if name in spec.inputs]
         parts: list[torch.Tensor] = []
         if self.encoder is not None:
-            stacked = torch.cat(images, dim=-1).permute(0, 3, 1, 2).float() / 255.0
-            parts.append(self.encoder(stacked))
+            parts.append(self.encoder(self._pixels(images)))
         else:
             parts += [image.reshape(n, -1).float() for image in images]
         if "act" in spec.inputs:
@@ -245,6 +291,16 @@ class RewardNet(nn.Module):
             parts.append(read["done"].reshape(n, 1).float())
         features = parts[0] if len(parts) == 1 else torch.cat(parts, dim=-1)
         return features, lead
+
+    def _pixels(self, images: list[torch.Tensor]) -> torch.Tensor:
+        """The images read, stacked on the channel axis, ``(n, C, H, W)`` floats as the encoder
+        takes them (pixels / 255, centred for ``"drq"``)."""
+        if self.spec.channels_first:
+            stacked = torch.cat(images, dim=1)
+        else:
+            stacked = torch.cat(images, dim=-1).permute(0, 3, 1, 2)
+        pixels = stacked.float() / 255.0
+        return pixels - 0.5 if self.spec.encoder == "drq" else pixels
 
     def _leading_shape(self, read: dict[str, torch.Tensor]) -> tuple[int, ...]:
         """The batch shape shared by every input the net reads (their trailing shapes checked)."""
@@ -272,7 +328,8 @@ class TorchRewardFn:
     It runs on every environment step, where a handful of rows meets per-op dispatch costs of
     ~10 us each. For MLPs on continuous actions (on the CPU) it therefore builds the feature row in
     numpy and calls the MLP heads directly; anything else, or input that does not fit, goes
-    through the module's own ``forward`` (which names what is wrong).
+    through the module's own ``forward`` (which names what is wrong), ``INFERENCE_ROWS`` rows
+    (first-axis entries) at a time, so relabelling a replay buffer of images stays within memory.
     """
 
     def __init__(self, module: nn.Module) -> None:
@@ -297,13 +354,12 @@ class TorchRewardFn:
             rewards = self._mlp_rewards(given)
             if rewards is not None:
                 return rewards
-        tensors = [
-            torch.as_tensor(_net_dtype(given[name]), device=device) if name in self.reads else None
-            for name in INPUT_NAMES
-        ]
+        def forward(*arrays: np.ndarray | None) -> torch.Tensor:
+            return self.module(*numpy_to_tensors(self.module, *arrays))
+
         with torch.inference_mode():
-            rewards = self.module(*tensors)
-        return rewards.to(torch.float32).cpu().numpy()
+            return forward_in_chunks(forward, [given[n] if n in self.reads else None
+                                               for n in INPUT_NAMES])
 
     def _mlp_rewards(self, given: dict[str, np.ndarray]) -> np.ndarray | None:
         n = len(given["obs"])
@@ -330,6 +386,27 @@ def numpy_to_tensors(module: nn.Module, *arrays: np.ndarray | None) -> Sequence[
     device = next(module.parameters()).device
     return [None if array is None else torch.as_tensor(_net_dtype(array), device=device)
             for array in arrays]
+
+
+def forward_in_chunks(
+    forward: Callable[..., torch.Tensor], arrays: Sequence[np.ndarray | None],
+    rows: int = INFERENCE_ROWS,
+) -> np.ndarray:
+    """``forward`` over numpy inputs ``rows`` first-axis entries at a time, as float32 numpy.
+
+    Args:
+        forward: takes the arrays' chunks (None stays None) and returns one tensor per entry.
+        arrays: inputs sharing their first axis; None for those the forward does not read.
+        rows: the most entries per call, >= 1.
+
+    Returns:
+        The concatenated outputs, float32.
+    """
+    n = min((len(array) for array in arrays if array is not None), default=0)
+    outputs = [forward(*(None if array is None else array[start:start + rows]
+                         for array in arrays)).detach().to(torch.float32).cpu().numpy()
+               for start in range(0, max(n, 1), rows)]
+    return outputs[0] if len(outputs) == 1 else np.concatenate(outputs)
 
 
 def _net_dtype(array: np.ndarray) -> np.ndarray:

@@ -14,11 +14,12 @@ import torch
 from rlkit.data import SegmentPairs, gather
 from rlkit.devices import resolve_device
 from rlkit.errors import InvalidDataError, InvalidLabelError
+from rlkit.reward.augment import default_pad, shift_observations
 from rlkit.reward.config import TrainerConfig
 from rlkit.reward.ensemble import RewardEnsemble
 from rlkit.reward.losses import make_loss
 from rlkit.reward.metrics import evaluate_reward, preference_accuracy
-from rlkit.reward.nets import RewardNet, numpy_to_tensors
+from rlkit.reward.nets import RewardNet, RewardNetSpec, numpy_to_tensors
 
 _ARRAY_OF_INPUT = {"obs": "obs", "act": "acts", "next_obs": "next_obs", "done": "dones"}
 
@@ -171,6 +172,8 @@ class RewardTrainer:
             self.model.parameters(), lr=self.config.lr, weight_decay=self.config.weight_decay
         )
         self._data: _PairTensors | None = None  # the last fit's pairs, for the next one
+        self.shift_pad = _shift_pad(self.config, self.model.spec)  # None: no augmentation
+        self._shifts: torch.Generator | None = None  # the fit's augmentation RNG
 
     def fit(self, dataset_or_pairs: Any, labels: np.ndarray | None = None,
             rng: np.random.Generator | None = None) -> TrainReport:
@@ -179,6 +182,8 @@ class RewardTrainer:
         started = time.perf_counter()
         config = self.config
         rng = rng if rng is not None else np.random.default_rng(config.seed)
+        if self.shift_pad is not None:  # drawn only when augmenting: other fits see the RNG as before
+            self._shifts = torch.Generator().manual_seed(int(rng.integers(2**63)))
         pairs, labels = _pairs_and_labels(dataset_or_pairs, labels)
         kept = _labelled_rows(labels, len(pairs))
         device = next(self.model.parameters()).device
@@ -284,14 +289,15 @@ class RewardTrainer:
         step_losses = []
         for start in range(0, len(orders[0]), batch_size):
             if self.batched:  # all members' batches in one gather and one forward
-                batch = data.batch(np.concatenate([o[start:start + batch_size] for o in orders]))
+                batch = self._augment(
+                    data.batch(np.concatenate([o[start:start + batch_size] for o in orders])))
                 # the sum of the members' mean losses, as each is trained on its own
                 loss = self.loss_fn(self._member_deltas(batch, per_member=True),
                                     batch["z"].reshape(k, -1)) * k
             else:
                 losses = []
                 for member, order in zip(self.members, orders, strict=True):
-                    batch = data.batch(order[start:start + batch_size])
+                    batch = self._augment(data.batch(order[start:start + batch_size]))
                     losses.append(self.loss_fn(self._segment_delta(member, batch), batch["z"]))
                 loss = losses[0] if len(losses) == 1 else torch.stack(losses).sum()
             self.optimizer.zero_grad(set_to_none=True)
@@ -299,6 +305,13 @@ class RewardTrainer:
             self.optimizer.step()
             step_losses.append(loss.detach())
         return float(torch.stack(step_losses).mean()) / k
+
+    def _augment(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """A training batch with its images shifted when augmenting (else as it is)."""
+        if self.shift_pad is None:
+            return batch
+        return shift_observations(batch, self.shift_pad, self._shifts,
+                                  self.model.spec.channels_first)
 
     def _validate(self, data: _PairTensors, positions: np.ndarray) -> tuple[float, float]:
         """Mean member loss and the accuracy of the ensemble mean on held-out pairs."""
@@ -317,6 +330,20 @@ class RewardTrainer:
             loss = float(np.mean([float(self.loss_fn(delta, z_val)) for delta in deltas]))
         accuracy = preference_accuracy(deltas.mean(0).cpu().numpy(), z_val.cpu().numpy())
         return loss, accuracy
+
+
+def _shift_pad(config: TrainerConfig, spec: RewardNetSpec) -> int | None:
+    """The pad training batches are shifted by, None when they are not (see TrainerConfig)."""
+    images = spec.kind == "cnn" and bool({"obs", "next_obs"} & set(spec.inputs))
+    if config.augment == "shift" and not images:
+        raise InvalidDataError(
+            f"augment='shift' needs a CNN reward net reading obs or next_obs; this one is kind "
+            f"{spec.kind!r} reading {spec.inputs}"
+        )
+    if not images or config.augment == "none":
+        return None
+    pad = config.shift_pad if config.shift_pad is not None else default_pad(*spec.image_size)
+    return pad or None  # a zero shift changes nothing
 
 
 def _returns_delta(rewards: torch.Tensor, batch: dict[str, torch.Tensor]) -> torch.Tensor:
