@@ -19,6 +19,7 @@ from gymnasium.utils.env_checker import check_env
 
 import envs  # noqa: F401  (registers the ids)
 from envs.dmc import DMC_ENV_IDS, DMC_TASKS, EGL_PACKAGES, DMCPixels
+from envs.pixels import make_pixel_env
 from rlkit.errors import ConfigError, InvalidDataError
 from rlkit.extras import MissingExtraError
 
@@ -78,9 +79,12 @@ def test_each_task_passes_the_checker_and_steps_frames(env_id):
 
 
 @needs_dm_control
-def test_the_default_frame_is_the_references_84x84():
-    env = gymnasium.make(DMC_ENV_IDS[0])
-    assert env.reset(seed=0)[0].shape == (84, 84, 3)
+def test_the_default_frame_is_the_references_84x84_and_stacks_channel_first():
+    assert gymnasium.make(DMC_ENV_IDS[0]).reset(seed=0)[0].shape == (84, 84, 3)
+    stacked = make_pixel_env(DMC_ENV_IDS[1], frame_stack=3, size=SIZE, render_mode="rgb_array")
+    first, _ = stacked.reset(seed=0)
+    assert first.shape == (9, SIZE, SIZE) and first.dtype == np.uint8
+    assert np.array_equal(first[-3:], np.transpose(stacked.render(), (2, 0, 1)))
 
 
 @needs_dm_control
