@@ -21,7 +21,8 @@ diagnostics only: an agent learning from pixels must not read it.
 Rendering: ``dm_control`` picks its OpenGL backend from ``MUJOCO_GL`` when it is first imported.
 This module sets ``MUJOCO_GL=egl`` (headless) when it is unset, just before it imports
 ``dm_control`` (the first env made); a value already set is kept. Software EGL (Mesa's llvmpipe)
-takes ~20-80 ms per 84x84 frame on a busy 2-core machine (``benchmarks/pixel_envs.py``).
+takes ~40-110 ms a frame on a busy 2-core machine, 64x64 and 84x84 alike (``benchmarks/
+pixel_envs.py --dmc``): use the numpy tasks of ``envs.pixels`` for CPU-scale runs.
 Missing Python packages raise ``MissingExtraError`` (``pip install 'rlkit[dmc]'``); a renderer
 that cannot start raises ``ConfigError`` naming the system packages.
 """
