@@ -89,7 +89,7 @@ def test_random_shift_equals_drqv2_grid_sample_for_the_same_shifts() -> None:
     padded = F.pad(images, (pad,) * 4, "replicate")
     expected = F.grid_sample(padded, grid, padding_mode="zeros", align_corners=False)
     out = random_shift(images, pad=pad, generator=torch.Generator().manual_seed(3))
-    torch.testing.assert_close(out, expected, atol=1e-5, rtol=0)
+    assert (out - expected).abs().max() < 1e-5  # float rounding of the grid only
 
 
 @pytest.mark.parametrize("shape, pad", [((3, 8, 8), 4), ((2, 3, 8, 8), -1)])
@@ -125,8 +125,8 @@ def test_channel_first_and_channel_last_nets_agree_on_the_same_pixels() -> None:
     acts = torch.zeros(2, 5, dtype=torch.long)
     rewards = first(obs, acts, next_obs, None)
     assert rewards.shape == (2, 5)
-    torch.testing.assert_close(
-        rewards, last(obs.permute(0, 1, 3, 4, 2), acts, next_obs.permute(0, 1, 3, 4, 2), None))
+    transposed = last(obs.permute(0, 1, 3, 4, 2), acts, next_obs.permute(0, 1, 3, 4, 2), None)
+    assert torch.allclose(rewards, transposed, atol=1e-6), (rewards, transposed)
     with pytest.raises(InvalidDataError, match=r"obs must have shape \(\.\.\., 9, 16, 16\)"):
         first(obs.permute(0, 1, 3, 4, 2), acts, next_obs, None)
 
@@ -194,25 +194,29 @@ def true_labels(pairs: SegmentPairs) -> np.ndarray:
     return (left.returns() > right.returns()).astype(np.float32)
 
 
-def conv_net(seed: int = 0) -> RewardNet:
-    return build_reward_net(STACK, ACTIONS, inputs=("obs",), hidden=(32,), channels=(8, 16),
-                            seed=seed)
+def conv_net(seed: int = 0, encoder: str = "compact") -> RewardNet:
+    channels = (8, 16) if encoder == "compact" else (16, 16, 16, 16)
+    return build_reward_net(STACK, ACTIONS, inputs=("obs",), hidden=(32,), channels=channels,
+                            encoder=encoder, seed=seed)
 
 
-def test_conv_reward_net_learns_a_region_brightness_preference() -> None:
+@pytest.mark.parametrize("encoder", ["compact", "drq"])
+def test_conv_reward_net_learns_a_region_brightness_preference(encoder: str) -> None:
     rng = np.random.default_rng(0)
     pairs = sample_pairs(region_store(12, rng), 300, 4, rng)
     held_out = sample_pairs(region_store(6, np.random.default_rng(1)), 200, 4,
                             np.random.default_rng(2))
-    trainer = RewardTrainer(conv_net(), TrainerConfig(lr=3e-3, max_epochs=8, patience=None,
-                                                      val_fraction=0.0, device="cpu"))
+    trainer = RewardTrainer(conv_net(encoder=encoder), TrainerConfig(
+        lr=3e-3, max_epochs=8, patience=None, val_fraction=0.0, device="cpu"))
     started = time.perf_counter()
     trainer.fit(pairs, true_labels(pairs), rng=rng)
     seconds = time.perf_counter() - started
     assert trainer.shift_pad == 1  # auto: the reference's pad scaled to 16 x 16
     assert next(trainer.model.parameters()).device.type == "cpu"
     accuracy = trainer.evaluate(held_out, true_labels(held_out))["accuracy"]
-    assert accuracy > 0.9, (accuracy, seconds)
+    # 4 seeds: compact 0.94-0.97; drq 0.87-0.94 (its unpadded convolutions, made for 64-84 px
+    # frames, shrink these 16 x 16 stacks to 1 x 1: here it only has to show that it trains)
+    assert accuracy > (0.9 if encoder == "compact" else 0.8), (accuracy, seconds)
 
 
 def test_training_batches_are_shifted_and_evaluation_never_is(
