@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
+from rlkit.apec.tasks import is_pixel_task, pixel_task_ids
 from rlkit.config import StrictModel
 from rlkit.devices import Device
 from rlkit.errors import InvalidDataError
@@ -36,13 +37,57 @@ def _sb3_kwargs_leave_device_and_seed(section: str, name: str, kwargs: dict[str,
         raise InvalidDataError(f"{name} sets {taken}: use {section}.device and the config's seed")
 
 
+def _new_field(default: Any, description: str, **constraints: Any) -> Any:
+    """A field added after runs were saved: written to a saved config only when it differs from
+    ``default``, so an older run's ``config.yaml`` still matches (and resumes)."""
+    return Field(default, exclude_if=lambda value: value == default, description=description,
+                 **constraints)
+
+
+VECTOR_HORIZON = 1000
+"""The fixed horizon of the vector tasks (MuJoCo's 1000 steps, padded with an absorbing state)."""
+
+
 class ApecEnvConfig(StrictModel):
-    """``horizon``: pad episodes to this length with an absorbing state (None: the plain env)."""
+    """``horizon``: pad episodes to this length with an absorbing state (None: the plain env).
+
+    Pixel tasks (``pixels=true``, or an id that is one: ``envs.pixels.PIXEL_ENV_IDS``, the DMC
+    pixel ids of ``envs.dmc``) observe ``frame_stack`` uint8 frames stacked channel-first
+    (``envs.pixels.StackFrames``); their trajectories are stored with each frame once. The
+    absorbing-state padding is for vector observations: on a pixel task ``horizon`` is None (the
+    vector default, 1000, the value every command line starts from, means none there) and any
+    other value is refused."""
 
     id: str = "Hopper-v5"
     n_envs: int = Field(1, ge=1)
-    horizon: int | None = Field(1000, ge=1)
+    horizon: int | None = Field(VECTOR_HORIZON, ge=1)
     kwargs: dict[str, Any] = {}
+    pixels: bool = _new_field(False, "observe stacked uint8 frames (set by a pixel task's id)")
+    frame_stack: int = _new_field(3, "frames per pixel observation (DrQ: 3)", ge=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _pixel_task(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or not is_pixel_task(str(data.get("id", "Hopper-v5"))):
+            return data
+        if data.get("pixels") is False:
+            raise InvalidDataError(f"env.pixels=false: {data['id']} is a pixel task")
+        if data.get("horizon", VECTOR_HORIZON) == VECTOR_HORIZON:
+            data = {**data, "horizon": None}
+        return {**data, "pixels": True}
+
+    @model_validator(mode="after")
+    def _pixels_without_absorbing_states(self) -> ApecEnvConfig:
+        if not self.pixels:
+            return self
+        if not is_pixel_task(self.id):
+            raise InvalidDataError(f"env.pixels=true: {self.id!r} has no pixel form; pixel tasks: "
+                                   f"{', '.join(pixel_task_ids())}")
+        if self.horizon is not None:
+            raise InvalidDataError(
+                f"env.horizon={self.horizon}: absorbing-state padding is for vector observations; "
+                f"the pixel task {self.id} runs without it (env.horizon=null)")
+        return self
 
 
 class DemosSettings(StrictModel):
@@ -111,6 +156,8 @@ class AILSettings(StrictModel):
     agent_buffer: int | None = Field(1000, ge=1)
     checkpoint_every: int = Field(1, ge=1)
     device: Device = _device_field("auto", "the generator and the discriminator")
+    encoder: Literal["compact", "drq"] = _new_field(
+        "compact", "a pixel discriminator's convolutions (drq: the reference's DrQ-v2 encoder)")
 
     @model_validator(mode="after")
     def _device_in_one_place(self) -> AILSettings:
@@ -147,6 +194,13 @@ class PairConfig(StrictModel):
     None turns the filter off (gap only). Sinkhorn: cosine cost on states + 1e-4, entropic
     regularisation ``ot_reg`` = 0.01, ``ot_iterations`` = 100 (replay_buffer.py:19,441,462-463).
     ``labels="gap"`` maps the index gap onto ``scale``'s levels above 0.5 (larger gap, stronger).
+
+    Pixel tasks: the reference's pixel pipeline (apec_dmc/src/data_scripts/make_pref_dataset.py,
+    cfgs/config_data.yaml) computes the same distance on the raw frame stacks, flattened (no
+    encoder), and draws 5,000 pairs of checkpoints more than 15 apart (epoch_threshold) among 5
+    evenly spaced ones of 50, margin 0.0, windows of 10 steps redrawn every epoch
+    (cfgs/config_pbrl.yaml segment_len); here the windows are drawn once, with the pairs.
+    ``ot_downsample`` > 1 averages the frames over blocks first (cheaper; not the reference's).
     ``max_draws`` bounds rejection sampling at ``max_draws * n_pairs`` candidate pairs.
     """
 
@@ -157,6 +211,8 @@ class PairConfig(StrictModel):
     ot_threshold: float | None = Field(0.1, ge=0)
     ot_reg: float = Field(0.01, gt=0)
     ot_iterations: int = Field(100, ge=1)
+    ot_downsample: int = _new_field(1, "average pixel observations over blocks this wide before "
+                                    "the OT cost (1: the raw frames, the reference's choice)", ge=1)
     segment_length: int | None = Field(None, ge=1)
     labels: Literal["binary", "gap"] = "binary"
     scale: str = "five"
@@ -198,10 +254,19 @@ class RewardSettings(StrictModel):
     MLP 2x512, Bradley-Terry on summed trajectory rewards, 100 Adam steps (lr 1e-4, weight decay
     1e-3) of 1000-pair batches: with 1000 pairs, batch 1000 and no validation split that is 100
     full-batch epochs. (The reference's MLP has no activation after its first layer,
-    model/reward.py:143; rlkit's MLP has one after each hidden layer.)"""
+    model/reward.py:143; rlkit's MLP has one after each hidden layer.)
+
+    Pixel tasks get a convolutional net (``encoder``) whose training batches are randomly shifted
+    (``trainer.augment``, DrQ's pad 4). The reference's pixel reward model
+    (apec_dmc/src/reward/pref_reward.py, train_scripts/train_reward.py, cfgs/config_pbrl.yaml):
+    DrQ-v2's encoder, a trunk to 50 features (LayerNorm, tanh), MLP 2x512 with tanh, state only;
+    Bradley-Terry on 10-step windows, AdamW lr 1e-4 weight decay 1e-4, batches of 64, 50 epochs
+    over its 5,000 pairs, random shift pad 4. ``experiments/configs/apec_pixels*.yaml`` set those."""
 
     inputs: tuple[str, ...] = ("obs",)
     hidden: tuple[int, ...] = (512, 512)
+    encoder: Literal["compact", "drq"] = _new_field(
+        "compact", "a pixel reward model's convolutions (drq: the reference's DrQ-v2 encoder)")
     trainer: TrainerConfig = TrainerConfig(loss="bt", lr=1e-4, weight_decay=1e-3, batch_size=1000,
                                            max_epochs=100, val_fraction=0.0, patience=None)
 
