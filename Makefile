@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test wheel-check install browser-deps service-deps bench lint docs clean
+.PHONY: demo test wheel-check install browser-deps service-deps render-deps bench lint docs clean
 
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -30,6 +30,13 @@ browser-deps:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; \
 	else echo "no /usr/bin/chromium and not root with apt-get: the browser tests will be skipped"; fi
 
+# Mesa's headless EGL for the DMControl pixel tasks (envs/dmc.py renders with MUJOCO_GL=egl).
+render-deps:
+	@if dpkg -s libegl1 libopengl0 libegl-mesa0 libgl1-mesa-dri >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libegl1 libopengl0 libegl-mesa0 libgl1-mesa-dri; \
+	else echo "no EGL and not root with apt-get: the DMControl pixel tests will fail"; fi
+
 # Debian's PostgreSQL server binaries for the label-store tests (each test session starts its own
 # throwaway cluster from /usr/lib/postgresql/*/bin; no system service is used).
 service-deps:
@@ -38,7 +45,7 @@ service-deps:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql; \
 	else echo "no PostgreSQL server and not root with apt-get: the PostgreSQL store tests will be skipped"; fi
 
-test: $(STAMP) browser-deps service-deps wheel-check
+test: $(STAMP) browser-deps service-deps render-deps wheel-check
 	WANDB_MODE=offline $(BIN)/python -m pytest -q
 
 # The built wheel installed in a fresh venv outside the checkout runs `rlkit --help` and a tiny

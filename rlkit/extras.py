@@ -23,6 +23,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "postgresql": ("psycopg",),
     "ray": ("ray",),
     "zoo": ("rl_zoo3",),
+    "dmc": ("dm_control", "dm_env", "shimmy"),
     "docs": ("mkdocs", "material", "mkdocstrings"),
 }
 
