@@ -139,7 +139,7 @@ def build_reward_model(
     def member(i: int) -> RewardNet:
         return build_reward_net(observation_space, action_space, inputs=config.inputs,
                                 hidden=config.hidden, kind=config.kind,
-                                activation=config.activation, seed=seed + i)
+                                activation=config.activation, seed=seed + i, encoder=config.encoder)
 
     if config.ensemble_size == 1:
         return member(0)
@@ -152,8 +152,11 @@ def trainer_config(config: TrainerConfig, seed: int) -> TrainerConfig:
 
 
 def store_spaces(store: TrajectoryStore) -> tuple[spaces.Box, spaces.Space]:
-    """Spaces to build a reward net for data without its env (continuous actions assumed)."""
-    obs = spaces.Box(-np.inf, np.inf, shape=store.obs_shape, dtype=np.float32)
+    """Spaces to build a reward net for data without its env (continuous actions assumed; uint8
+    observations are images, so ``kind="auto"`` builds a CNN for them)."""
+    obs: spaces.Box = (spaces.Box(0, 255, shape=store.obs_shape, dtype=np.uint8)
+                       if store.frames.dtype == np.uint8
+                       else spaces.Box(-np.inf, np.inf, shape=store.obs_shape, dtype=np.float32))
     return obs, spaces.Box(-np.inf, np.inf, shape=store.act_shape, dtype=np.float32)
 
 

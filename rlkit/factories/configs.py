@@ -74,6 +74,8 @@ class RewardModelConfig(StrictModel):
     hidden: tuple[int, ...] = (256, 256)
     activation: str = "relu"
     kind: Literal["auto", "mlp", "cnn"] = "auto"
+    encoder: Literal["compact", "drq"] = Field(
+        "compact", description="a CNN image encoder: compact (fast on a CPU) or drq (APEC's DrQ-v2)")
     ensemble_size: int = Field(1, ge=1)
 
 
