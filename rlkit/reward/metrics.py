@@ -19,6 +19,7 @@ from rlkit.types import RewardFn
 # With 3-level labels made by unbiased rounding of p = σ(Δ), a tie is the likeliest label while
 # σ(|Δ|) < 3/4, i.e. |Δ| < ln 3: the Bayes-optimal tie band for a model trained on such labels.
 DEFAULT_TIE_MARGIN = math.log(3.0)
+GATHER_BYTES = 256 * 2**20  # what one chunk of gathered pairs may hold (pixel stacks are large)
 
 
 def preference_accuracy(delta: np.ndarray, z: np.ndarray) -> float:
@@ -113,14 +114,14 @@ def evaluate_reward(
     labels: np.ndarray,
     oracle_p: np.ndarray | None = None,
     tie_margin: float = DEFAULT_TIE_MARGIN,
-    chunk_pairs: int = 4096,
+    chunk_pairs: int | None = None,
 ) -> dict[str, float]:
     """Every metric above for one reward on labelled pairs (segment returns are undiscounted).
 
     Keys: ``accuracy``, ``tie_aware_accuracy``, ``oracle_cross_entropy`` (only when some oracle
     probability is known), ``step_pearson`` (predicted vs true reward over real steps),
     ``return_pearson`` (predicted vs true segment returns, left and right), ``n_pairs``.
-    Pairs are processed ``chunk_pairs`` at a time to bound memory.
+    Pairs are processed in chunks to bound memory.
 
     Args:
         reward: a ``RewardFn`` or a torch reward module (net or ensemble; wrapped in
@@ -129,7 +130,8 @@ def evaluate_reward(
         labels: ``(N,)`` labels in [0, 1] (> 0.5: left preferred; 0.5: tie; NaN: skipped).
         oracle_p: ``(N,)`` the oracle's probability that left is preferred (NaN: unknown), or None.
         tie_margin: the largest ``|Δ|`` ``tie_aware_accuracy`` predicts as a tie.
-        chunk_pairs: pairs per reward call.
+        chunk_pairs: pairs per reward call; None: as many as fit in ``GATHER_BYTES`` of gathered
+            steps (at most 4096), so pairs of pixel segments come in small chunks.
 
     Returns:
         The metrics by the keys above, floats (``n_pairs`` an int); a metric is NaN when it is
@@ -147,6 +149,7 @@ def evaluate_reward(
             f"oracle_p must have shape ({len(pairs)},), got {np.shape(oracle_p)}"
         )
     deltas, steps_pred, steps_true, returns_pred, returns_true = [], [], [], [], []
+    chunk_pairs = chunk_pairs or pairs_per_chunk(pairs)
     for start in range(0, len(pairs), chunk_pairs):
         left, right = pairs.subset(np.arange(start, min(start + chunk_pairs, len(pairs)))).gather()
         pred_left = predict_step_rewards(reward_fn, left)
@@ -196,3 +199,24 @@ def predict_step_rewards(reward: RewardFn | nn.Module, batch: SegmentBatch) -> n
             for array in (batch.obs, batch.acts, batch.next_obs, batch.dones)]
     predicted = np.asarray(reward_fn(*flat), np.float64).reshape(n, length)
     return np.where(batch.mask, predicted, 0.0)
+
+
+def pairs_per_chunk(pairs: SegmentPairs, budget: int = GATHER_BYTES, most: int = 4096) -> int:
+    """How many pairs to gather at once so their steps (obs, next obs and action of both
+    segments) stay within ``budget`` bytes.
+
+    Args:
+        pairs: the pairs to be gathered.
+        budget: bytes the gathered steps of one chunk may hold.
+        most: the chunk size for small steps.
+
+    Returns:
+        The chunk size, between 1 and ``most``.
+    """
+    if len(pairs) == 0:
+        return most
+    store = pairs.store
+    step_bytes = (2 * math.prod(store.obs_shape) * store.frames.dtype.itemsize
+                  + math.prod(store.act_shape) * 8 + 16)
+    pair_bytes = 2 * int(pairs.left[:, 2].max()) * step_bytes
+    return int(max(1, min(most, budget // pair_bytes)))
