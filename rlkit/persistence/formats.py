@@ -75,6 +75,11 @@ FORMATS: dict[str, Format] = {f.kind: f for f in (
            "replay/rows-*.npz + rewards-*.npz",
            "sha256 of the round's files and of every chunk in state.json", "rlkit.prefrl.resume",
            older=(1, 2), checksummed=True),
+    # an SB3 run trained in chunks (rlkit.factories.resumable: APEC's demonstrator and policies)
+    Format("rlkit.sb3-resume", 1, "point-<steps>.json",
+           "point-<steps>/ (agent.zip/.json, tensors.pt), replay/rows-*.npz + rewards-*.npz",
+           "sha256 of the point's files and of every replay chunk in the header",
+           "rlkit.factories.resumable", checksummed=True),
     Format("rlkit.marl.checkpoint", 2, "meta.json", "policies.pt",
            "sha256 of policies.pt in meta.json", "rlkit.marl.checkpoint", older=(1,), checksummed=True),
     # /3: generations carry the performance signal and the best is chosen by it (rollback); runs of
