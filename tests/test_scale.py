@@ -270,6 +270,21 @@ def test_sweep_refuses_bad_input_before_any_trial(scratch, dataset, capsys):
     assert "unknown command 'nope'" in capsys.readouterr().err
 
 
+def test_a_trial_ends_when_its_command_exits_not_at_the_next_poll(scratch, monkeypatch):
+    """run_trial waits on the command between reads of its metrics: a poll interval far longer
+    than the command's run does not hold the trial (and its worker slot) back."""
+    from rlkit.scale import trial as trial_module
+    from rlkit.scale.units import UnitError
+
+    monkeypatch.setattr(trial_module, "POLL_S", 120.0)
+    unit = Unit("t", {"command": "train-reward", "overrides": [f"dataset={scratch}/missing"],
+                      "run_dir": str(scratch / "trials" / "t"), "logger": "jsonl"})
+    start = time.monotonic()
+    with pytest.raises(UnitError, match="missing"):
+        trial_module.run_trial(unit, lambda _metrics: None)
+    assert time.monotonic() - start < 90
+
+
 LONG = ["trainer.patience=null", "model.hidden=[16]"]
 
 

@@ -57,11 +57,34 @@ def test_ray_sweep_resumes_after_its_driver_is_killed(scratch, dataset):
 
 @pytest.fixture(scope="module")
 def local_ray():
-    import ray
+    """A local Ray started as ``rlkit sweep --backend ray`` starts it."""
+    from rlkit.scale.ray_backend import import_ray, init_ray
+    from rlkit.scale.units import Backend
 
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray = import_ray()
+    assert init_ray(ray, Backend("ray", num_cpus=2))
     yield ray
     ray.shutdown()
+
+
+def test_a_local_ray_runs_its_workers_at_the_callers_priority(local_ray):
+    """Ray's own default is niceness 15: the trials' commands would yield to any other work."""
+    import os
+
+    def niceness() -> int:
+        return os.nice(0)
+
+    assert local_ray.get(local_ray.remote(num_cpus=1)(niceness).remote()) == os.nice(0)
+    assert "RAY_worker_niceness" not in os.environ  # set for the raylet's start only
+
+
+def tune_reports(sweep_dir: Path) -> dict[str, list[dict]]:
+    """Each trial's reports as Tune's JSON logger kept them (result.json), by unit id."""
+    reports = {}
+    for path in (sweep_dir / "tune").glob("*/*/result.json"):
+        lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        reports[lines[0]["config"]["unit"]] = lines
+    return reports
 
 
 @pytest.mark.slow
@@ -77,6 +100,13 @@ def test_ray_sweep_of_four_trials_with_one_failing_point(scratch, dataset, local
     assert sorted(line["failed"]) == ["p001-s0", "p001-s1"]
     assert "missing" in status(sweep_dir, "p001-s1")["error"]
     assert any((sweep_dir / "tune").iterdir())  # Tune ran them (its state under the sweep dir)
+    # no scheduler: one report per trial, its result (not a round trip per logged epoch), and
+    # Tune keeps it as JSON only (no CSV or TensorBoard copies)
+    reports = tune_reports(sweep_dir)
+    assert sorted(reports) == ["p000-s0", "p000-s1", "p001-s0", "p001-s1"]
+    assert all(len(lines) == 1 and "rlkit_status" in lines[0] for lines in reports.values())
+    assert not [p.name for p in (sweep_dir / "tune").rglob("*")
+                if p.name == "progress.csv" or p.name.startswith("events.out.tfevents")]
     for trial in ("p000-s0", "p000-s1"):
         assert (sweep_dir / "trials" / trial / "reward_model").is_dir()
     check_aggregate_against_trials(sweep_dir)
@@ -101,6 +131,10 @@ def test_asha_stops_a_trial_on_a_metric_reported_while_it_runs(scratch, dataset,
         last = status(scratch / "asha", trial)["result"]["last_report"]
         assert "reward/val_loss" in last and last["training_iteration"] <= 16  # not the final one
     assert not Path(scratch / "asha" / "results.json").read_text() == ""
+    reports = tune_reports(scratch / "asha")  # with a scheduler every logged line reached Tune
+    for trial in (t for t, s in statuses.items() if s == "done"):
+        logged = (scratch / "asha" / "trials" / trial / "metrics.jsonl").read_text().splitlines()
+        assert len(reports[trial]) == len(logged) + 1  # and the result
 
 
 def test_shared_storage_is_checked_on_every_node(scratch, local_ray):

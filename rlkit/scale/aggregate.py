@@ -31,15 +31,15 @@ def interval(values: Sequence[float], level: float = 0.95) -> dict[str, Any]:
         The statistics; ``mean`` is NaN with no values, and ``sd``, ``half_width``, ``low`` and
         ``high`` are ``None`` with fewer than two.
     """
-    from scipy import stats
-
     x = np.asarray(values, dtype=float)
     n = int(x.size)
     mean = float(x.mean()) if n else math.nan
     if n < 2:
         return {"mean": mean, "sd": None, "n": n, "half_width": None, "low": None, "high": None}
+    from scipy.special import stdtrit  # Student's t quantile, without scipy.stats's 1.5-s import
+
     sd = float(x.std(ddof=1))
-    half = float(stats.t.ppf(0.5 + level / 2, n - 1) * sd / math.sqrt(n))
+    half = float(stdtrit(n - 1, 0.5 + level / 2) * sd / math.sqrt(n))
     return {"mean": mean, "sd": sd, "n": n, "half_width": half, "low": mean - half, "high": mean + half}
 
 

@@ -15,7 +15,6 @@ import math
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -83,11 +82,13 @@ def run_trial(unit: Unit, report: Callable[[dict[str, float]], None]) -> dict[st
         )
         try:
             while True:
-                code = process.poll()
+                try:  # returns as soon as the command exits, not at the next poll
+                    code: int | None = process.wait(timeout=POLL_S)
+                except subprocess.TimeoutExpired:
+                    code = None
                 offset = _forward(metrics_file, offset, latest, report)
                 if code is not None:
                     break
-                time.sleep(POLL_S)
         finally:
             if process.poll() is None:  # stopped early (a scheduler) or interrupted
                 process.kill()
