@@ -152,3 +152,32 @@ def test_tiny_ail_run_from_pixels(loss: str) -> None:
     assert isinstance(trainer.generator, DrQSAC) and trainer.generator.num_timesteps == 128
     assert trainer.generator._n_updates > 0
     assert [r.round for r in records] == [0, 1] and all(np.isfinite(r.agent_reward) for r in records)
+
+
+def test_ail_checkpoints_of_a_pixel_generator_load_and_resume(tmp_path: Any,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from rlkit.ail import CheckpointStore, demos_from_policy
+    from rlkit.factories.algorithms import ALGORITHMS
+
+    monkeypatch.setitem(ALGORITHMS, "drqsac", DrQSAC)  # as rlkit.factories.algorithms should list it
+    venv = pixel_venv()
+    demos = demos_from_policy(venv, lambda obs: np.zeros((len(obs), 2), np.float32), 1,
+                              np.random.default_rng(0), seed=0)
+    config = AILConfig(rounds=2, steps_per_round=32, seed=0,
+                       discriminator=DiscriminatorConfig(hidden=(8,), batch_size=16))
+    kwargs = {**SMALL, "learning_starts": 16}
+    store = CheckpointStore(tmp_path / "ail")
+    trainer = AILTrainer(config, venv, demos, "sac", generator_kwargs=kwargs, checkpoints=store)
+    trainer.train()
+    obs = np.random.default_rng(0).integers(0, 256, (4, 9, SIZE, SIZE)).astype(np.uint8)
+    loaded = store.load(1).generator
+    assert isinstance(loaded, DrQSAC)
+    np.testing.assert_array_equal(trainer.generator.predict(obs, deterministic=True)[0],
+                                  loaded.predict(obs, deterministic=True)[0])
+    resumed = AILTrainer(config.model_copy(update={"rounds": 3}), pixel_venv(), demos, "sac",
+                         generator_kwargs=kwargs, checkpoints=store)
+    assert resumed.resume() == 1
+    assert isinstance(resumed.generator, DrQSAC) and resumed.generator.replay_buffer is not None
+    assert resumed.generator.replay_buffer.size() == 64
+    resumed.train()
+    assert resumed.generator.num_timesteps == 96
