@@ -1,0 +1,423 @@
+"""SB3 training that survives being killed: ``ResumableTraining`` runs ``learn`` in chunks of env
+steps, writes a resume point after each, and started again on the same folder loads the latest
+whole point and goes on (``learn(..., reset_num_timesteps=False)``), so the run ends at the
+``num_timesteps`` one ``learn(total_timesteps)`` call reaches, with as many ``_n_updates``.
+
+A point (format ``rlkit.sb3-resume``) holds:
+
+- the networks and their optimisers, SAC's entropy coefficient and its optimiser: SB3's zip through
+  ``rlkit.persistence.agents`` (nothing unpickled), loaded into the caller's freshly built agent;
+- the counters ``num_timesteps``, ``_n_updates``, ``_episode_num`` (and ``_n_calls`` where the
+  algorithm has one);
+- an off-policy agent's replay buffer, as chunk files of which a point writes only those holding
+  rows added since the last (``rlkit.persistence.replay.save_replay_chunks``);
+- the RNGs a run draws from: torch's (CPU; CUDA when the agent runs there), numpy's global one
+  (SB3 samples replay batches from it), Python's ``random``, the action space's (SB3's random
+  warm-up actions) and each env's ``np_random`` as it was before the chunk's last env step;
+- the caller's settings and its own progress (JSON, e.g. an episode-return curve).
+
+Layout: ``<dir>/point-<steps>.json``, the header, written last (the commit), covers
+``<dir>/point-<steps>/`` (``agent.zip``, ``agent.json``, ``tensors.pt``) and names the replay chunks
+``<dir>/replay/*.npz`` with their SHA-256. The last ``keep`` points are kept. A killed write leaves
+no header (its files are removed by the next save); a damaged point is passed over for the one
+before and named in ``Resumed.skipped``; when none is whole the error names each. A point written
+with other settings is refused, naming them (never passed over).
+
+What a resumed run reproduces. The env's mid-episode state is not saved: a resumed run starts with
+an env reset, so where the killed run was part way through an episode the resumed one starts a new
+one, and from there it is equal in steps and updates but not in numbers. Where the point's chunk
+ended on an episode end in every env (``Resumed.exact``), that reset draws from the restored env
+RNGs the start the killed run's own reset drew, and the resumed run is bit-identical to one never
+stopped (measured in tests/test_resumable_training.py, SAC and PPO on CPU). Provisos: the env's
+``step`` draws no randomness (its RNG is kept from before the chunk's last step: MuJoCo and the
+classic-control tasks qualify); the agent runs on the CPU or deterministic CUDA kernels; RNGs of
+an algorithm's own (``DrQSAC``'s augmentation) start again from its seed; SB3's progress for
+non-constant schedules is counted per ``learn`` call, so per chunk (rlkit builds constant ones).
+SB3's ``ep_info_buffer`` (the ``rollout/ep_rew_mean`` log) starts empty.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import shutil
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.callbacks import BaseCallback, CallbackList
+from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
+from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
+from stable_baselines3.common.save_util import load_from_zip_file, recursive_setattr
+from stable_baselines3.common.type_aliases import TrainFreq, TrainFrequencyUnit
+from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
+
+from rlkit.errors import FileFormatError, InvalidDataError
+from rlkit.persistence import atomic_write_bytes, read_header, tag, write_header
+from rlkit.persistence.agents import save_agent
+from rlkit.persistence.formats import payload_files, verify_checksums
+from rlkit.persistence.replay import chunk_files, load_replay_chunks, save_replay_chunks
+from rlkit.persistence.rng import (
+    check_torch_rng_state,
+    numpy_rng_state,
+    random_state_from_json,
+    random_state_to_json,
+    restore_numpy_rng,
+    restore_torch_rng,
+    torch_rng_state,
+)
+
+__all__ = ["ResumableTraining", "Resumed"]
+
+KIND = "rlkit.sb3-resume"
+FORMAT = tag(KIND)
+AGENT_NAME = "agent"  # agent.zip + agent.json (rlkit.persistence.agents)
+TENSORS_FILE = "tensors.pt"  # torch's RNG states, read back with weights_only
+REPLAY_DIR = "replay"
+COUNTERS = ("num_timesteps", "_n_updates", "_episode_num", "_n_calls")
+_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "settings": dict, "algo": str, "n_envs": int, "counters": dict, "rngs": dict, "exact": bool,
+    "replay": (dict, type(None)), "progress": dict,
+}
+_HEADER = re.compile(r"^point-(\d{12})\.json$")
+
+
+@dataclass(frozen=True)
+class Resumed:
+    """What ``ResumableTraining.resume`` loaded: the point's env steps, the caller's progress as it
+    saved it, whether the resumed run continues bit-identically (``exact``: the chunk ended on an
+    episode end in every env) and the damaged newer points passed over, each with why."""
+
+    timesteps: int
+    progress: dict[str, Any]
+    exact: bool
+    skipped: tuple[str, ...] = ()
+
+
+class ResumableTraining:
+    """Train an SB3 agent for ``total_timesteps`` in chunks of ``chunk_steps`` env steps, with a
+    resume point in ``directory`` after each chunk.
+
+    Chunks end at multiples of ``chunk_steps`` (rounded down to whole rollouts: ``n_steps x
+    n_envs`` on-policy, ``train_freq x n_envs`` off-policy), the same ones after a restart; the run
+    ends where one ``learn(total_timesteps)`` call would (``total_timesteps`` rounded up to whole
+    rollouts). ``settings``: the caller's JSON settings, saved with each point; a point saved with
+    others is refused naming them. ``keep``: how many points stay (the newest; >= 2 lets a damaged
+    one fall back to the one before).
+
+    Use: build the agent as for a fresh run, ``resume(agent)`` (None: nothing saved, start fresh),
+    then ``train(agent, callback, progress)``.
+    """
+
+    def __init__(self, directory: str | Path, total_timesteps: int, chunk_steps: int,
+                 settings: Mapping[str, Any] | None = None, keep: int = 2) -> None:
+        limits = {"total_timesteps": total_timesteps, "chunk_steps": chunk_steps, "keep": keep}
+        for name, value in limits.items():
+            if value < 1:
+                raise InvalidDataError(f"{name} must be >= 1, got {value}")
+        self.directory = Path(directory)
+        self.total_timesteps, self.chunk_steps, self.keep = total_timesteps, chunk_steps, keep
+        self.settings: dict[str, Any] = json.loads(json.dumps(dict(settings or {})))
+        self._replay: dict[str, Any] | None = None  # the manifest of the last point saved or loaded
+
+    def points(self) -> list[int]:
+        """The env steps of the committed points (those with a header), ascending.
+
+        Returns:
+            Steps, ascending.
+        """
+        if not self.directory.is_dir():
+            return []
+        found = (_HEADER.match(path.name) for path in self.directory.iterdir())
+        return sorted(int(match.group(1)) for match in found if match)
+
+    def resume(self, agent: BaseAlgorithm) -> Resumed | None:
+        """Load the newest whole point into ``agent`` (built as for a fresh run, on its env).
+
+        Args:
+            agent: a fresh agent of the same algorithm, settings and env as the saved run.
+
+        Returns:
+            What was loaded, or None when the folder holds no point.
+
+        Raises:
+            InvalidDataError: a point of another algorithm, env count, settings or network shapes.
+            FileFormatError: points were found but none is whole (each named with its defect).
+        """
+        skipped: list[str] = []
+        for steps in reversed(self.points()):
+            path = self._header(steps)
+            try:
+                header = read_header(path, KIND, _FIELDS, verify=False)
+                self._check_settings(path, header, agent)
+                tensors = self._verified(path, header)
+            except FileFormatError as error:
+                skipped.append(str(error))
+                continue
+            _restore(agent, self.directory, path, header, tensors)
+            self._replay = header["replay"]
+            return Resumed(steps, header["progress"], header["exact"], tuple(skipped))
+        if skipped:
+            raise FileFormatError(f"{self.directory}: no whole resume point: " + "; ".join(skipped))
+        return None
+
+    def train(self, agent: BaseAlgorithm, callback: BaseCallback | None = None,
+              progress: Callable[[], Mapping[str, Any]] | None = None) -> None:
+        """Learn chunk by chunk from ``agent.num_timesteps`` to the end, saving a point after each.
+
+        Args:
+            agent: the agent (fresh, or as ``resume`` left it).
+            callback: SB3 callback(s) for every chunk (one object: its state carries over).
+            progress: returns the caller's JSON progress to save with each point.
+        """
+        stride = _stride(agent)
+        target = -(-self.total_timesteps // stride) * stride
+        chunk = max(stride, self.chunk_steps // stride * stride)
+        if agent.num_timesteps > target:
+            raise InvalidDataError(f"the agent is at {agent.num_timesteps} env steps, past total_timesteps "
+                                   f"{self.total_timesteps}")
+        while agent.num_timesteps < target:
+            end = min(target, (agent.num_timesteps // chunk + 1) * chunk)
+            boundary = _ChunkEnd(end)
+            agent.learn(end - agent.num_timesteps, reset_num_timesteps=False, progress_bar=False,
+                        callback=CallbackList([*([callback] if callback is not None else []), boundary]))
+            if agent.num_timesteps < end:  # a callback stopped the training
+                return
+            self._save(agent, boundary, dict(progress()) if progress is not None else {})
+
+    def clear(self) -> None:
+        """Remove every point (once the run's own outputs are written)."""
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    def _header(self, steps: int) -> Path:
+        return self.directory / f"point-{steps:012d}.json"
+
+    def _check_settings(self, path: Path, header: dict[str, Any], agent: BaseAlgorithm) -> None:
+        for key, value in (("algo", type(agent).__name__), ("n_envs", agent.n_envs)):
+            if header[key] != value:
+                raise InvalidDataError(f"{path}: a point of a run with {key}={header[key]!r}, this one has "
+                                       f"{value!r}; resume with the same settings or use a new folder")
+        changed = _changed(header["settings"], self.settings)
+        if changed:
+            raise InvalidDataError(f"{path}: a point of a run with other settings for {changed}; resume "
+                                   "with the same settings or use a new folder")
+
+    def _verified(self, path: Path, header: dict[str, Any]) -> dict[str, Any]:
+        """Every file the point names checked against its SHA-256, and its RNG states readable."""
+        verify_checksums(path, header)
+        replay = header["replay"]
+        try:
+            named = chunk_files(replay) if replay is not None else {}
+        except (KeyError, TypeError, AttributeError):
+            raise FileFormatError(f"{path}: field 'replay' is not a replay buffer manifest") from None
+        verify_checksums(path, {"sha256": named})
+        tensors_path = path.with_suffix("") / TENSORS_FILE
+        try:
+            tensors = torch.load(tensors_path, map_location="cpu", weights_only=True)
+            check_torch_rng_state(tensors["torch"], tensors_path)
+            cuda = list(tensors["cuda"])
+        except FileFormatError:
+            raise
+        except Exception as error:  # torch's restricted unpickler raises its own kinds
+            raise FileFormatError(f"{tensors_path}: missing or damaged ({error})") from None
+        _check_rngs(path, header["rngs"])
+        counters = header["counters"]
+        if not all(isinstance(counters.get(name), int) for name in COUNTERS[:3]):
+            raise FileFormatError(f"{path}: field 'counters' lacks one of {list(COUNTERS[:3])}")
+        return {"torch": tensors["torch"], "cuda": cuda}
+
+    def _save(self, agent: BaseAlgorithm, boundary: _ChunkEnd, progress: dict[str, Any]) -> None:
+        steps = agent.num_timesteps
+        header, folder = self._header(steps), self.directory / f"point-{steps:012d}"
+        header.unlink(missing_ok=True)  # a point of these steps from a run that was lost past here
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        save_agent(agent, folder / AGENT_NAME)
+        cuda = torch.cuda.get_rng_state_all() if agent.device.type == "cuda" else []
+        tensors = {"torch": torch_rng_state(), "cuda": cuda}
+        atomic_write_bytes(folder / TENSORS_FILE, lambda handle: torch.save(tensors, handle))
+        replay = None
+        if isinstance(agent, OffPolicyAlgorithm) and agent.replay_buffer is not None:
+            replay, _ = save_replay_chunks(agent.replay_buffer, self.directory, REPLAY_DIR, self._replay,
+                                           steps, generation=steps)
+        write_header(header, KIND, {
+            "settings": self.settings, "algo": type(agent).__name__, "n_envs": agent.n_envs,
+            "counters": {name: int(getattr(agent, name)) for name in COUNTERS if hasattr(agent, name)},
+            "rngs": {"numpy_global": random_state_to_json(_numpy_global_state()),
+                     "python": _python_state(), "action_space": numpy_rng_state(agent.action_space.np_random),
+                     "envs": boundary.env_rngs},
+            "exact": boundary.env_rngs is not None and boundary.episode_end,
+            "replay": replay, "progress": progress,
+        }, covers=payload_files(folder))
+        self._replay = replay
+        self._prune(steps)
+
+    def _prune(self, steps: int) -> None:
+        """Keep the newest ``keep`` points up to ``steps`` (newer ones are a lost run's); remove
+        everything no kept point names (older points, killed writes, superseded chunks)."""
+        points = self.points()
+        kept = [p for p in points if p <= steps][-self.keep:]
+        for p in set(points) - set(kept):
+            self._header(p).unlink(missing_ok=True)
+        names = {f"point-{p:012d}" for p in kept}
+        named: set[str] = set()
+        for p in kept:
+            try:
+                replay = read_header(self._header(p), KIND, verify=False).get("replay")
+                named |= set(chunk_files(replay)) if replay else set()
+            except (FileFormatError, KeyError, TypeError, AttributeError):
+                continue  # a damaged point: nothing of it is worth keeping
+        for path in self.directory.iterdir():
+            if path.is_dir() and path.name.startswith("point-") and path.name not in names:
+                shutil.rmtree(path)
+            elif path.is_file() and path.name.startswith(".") and path.name.endswith(".tmp"):
+                path.unlink()  # an atomic write killed part way
+        replay_dir = self.directory / REPLAY_DIR
+        for path in replay_dir.iterdir() if replay_dir.is_dir() else []:
+            if f"{REPLAY_DIR}/{path.name}" not in named:
+                path.unlink()
+
+
+class _ChunkEnd(BaseCallback):
+    """Keeps each env's RNG state from before the chunk's last env step (the step that ends an
+    episode also resets the env, drawing from it: a resumed run's reset draws the same) and
+    whether that step ended an episode in every env."""
+
+    def __init__(self, end: int) -> None:
+        super().__init__()
+        self.end = end
+        self.env_rngs: list[dict[str, Any]] | None = None
+        self.episode_end = False
+
+    def _on_training_start(self) -> None:
+        self._watch()
+
+    def _on_step(self) -> bool:
+        self._watch()
+        if self.model.num_timesteps >= self.end:
+            self.episode_end = bool(np.all(self.locals["dones"]))
+        return True
+
+    def _watch(self) -> None:
+        if self.end - self.model.n_envs <= self.model.num_timesteps < self.end:
+            self.env_rngs = _env_rng_states(self.model.get_env())
+
+
+def _stride(agent: BaseAlgorithm) -> int:
+    """The env steps of one rollout (``learn`` counts in these)."""
+    if isinstance(agent, OnPolicyAlgorithm):
+        return agent.n_steps * agent.n_envs
+    if isinstance(agent, OffPolicyAlgorithm):
+        freq = agent.train_freq  # SB3 turns it into a TrainFreq when it builds the model
+        if not isinstance(freq, TrainFreq) or freq.unit != TrainFrequencyUnit.STEP:
+            raise InvalidDataError(f"train_freq={freq} counts episodes; resumable training needs it in "
+                                   "steps (chunks end at a step count)")
+        return freq.frequency * agent.n_envs
+    raise InvalidDataError(f"{type(agent).__name__} is neither an on- nor an off-policy SB3 algorithm")
+
+
+def _env_rng_states(venv: VecEnv | None) -> list[dict[str, Any]] | None:
+    """Each env's ``np_random`` state (None when an env has none)."""
+    try:
+        generators = venv.get_attr("np_random") if venv is not None else []
+    except AttributeError:
+        return None
+    if not generators or not all(isinstance(g, np.random.Generator) for g in generators):
+        return None
+    return [numpy_rng_state(g) for g in generators]
+
+
+def _numpy_global_state() -> tuple[Any, ...]:
+    state = np.random.get_state(legacy=True)
+    assert isinstance(state, tuple)  # legacy=True: the tuple form
+    return state
+
+
+def _python_state() -> list[Any]:
+    version, internal, gauss = random.getstate()
+    return [version, list(internal), gauss]
+
+
+def _python_state_from_json(data: Any, where: Path) -> tuple[Any, ...]:
+    try:
+        version, internal, gauss = data
+        state = (int(version), tuple(int(x) for x in internal), None if gauss is None else float(gauss))
+        random.Random().setstate(state)  # refuses a malformed state here, not mid-run
+    except (TypeError, ValueError, OverflowError) as error:
+        raise FileFormatError(f"{where}: not a Python random state ({error})") from None
+    return state
+
+
+def _check_rngs(path: Path, rngs: dict[str, Any]) -> None:
+    """The saved RNG states are ones their generators accept (before anything is restored)."""
+    try:
+        random_state_from_json(rngs["numpy_global"], path)
+        _python_state_from_json(rngs["python"], path)
+        states = [rngs["action_space"], *(rngs["envs"] or [])]
+        for state in states:
+            bit_generator = getattr(np.random, str(state["bit_generator"]), None)
+            if not (isinstance(bit_generator, type) and issubclass(bit_generator, np.random.BitGenerator)):
+                raise FileFormatError(f"{path}: unknown bit generator {state['bit_generator']!r}")
+            restore_numpy_rng(np.random.Generator(bit_generator()), state, path)
+    except (KeyError, TypeError):
+        raise FileFormatError(f"{path}: field 'rngs' is not a set of RNG states") from None
+
+
+def _restore(agent: BaseAlgorithm, directory: Path, path: Path, header: dict[str, Any],
+             tensors: dict[str, Any]) -> None:
+    """Put a verified point into ``agent``; networks that do not fit it are refused."""
+    zip_path = path.with_suffix("") / f"{AGENT_NAME}.zip"
+    _, params, variables = load_from_zip_file(zip_path, device=agent.device, load_data=False)
+    try:
+        agent.set_parameters(params, exact_match=True, device=agent.device)
+        for name, value in (variables or {}).items():
+            recursive_setattr(agent, f"{name}.data", value.data)
+    except (AttributeError, KeyError, RuntimeError, TypeError, ValueError) as error:
+        raise InvalidDataError(f"{zip_path}: networks that do not fit this agent (other settings?): "
+                               f"{type(error).__name__}: {error}") from None
+    for name, value in header["counters"].items():
+        if name in COUNTERS and hasattr(agent, name):
+            setattr(agent, name, int(value))
+    if isinstance(agent, OffPolicyAlgorithm) and agent.replay_buffer is not None:
+        if header["replay"] is None:
+            raise FileFormatError(f"{path}: no replay buffer, this agent keeps one")
+        load_replay_chunks(agent.replay_buffer, directory, header["replay"])
+    rngs = header["rngs"]
+    restore_torch_rng(tensors["torch"], where=path.with_suffix("") / TENSORS_FILE)
+    if tensors["cuda"] and agent.device.type == "cuda" and len(tensors["cuda"]) == torch.cuda.device_count():
+        torch.cuda.set_rng_state_all(tensors["cuda"])
+    np.random.set_state(random_state_from_json(rngs["numpy_global"], path))
+    random.setstate(_python_state_from_json(rngs["python"], path))
+    restore_numpy_rng(agent.action_space.np_random, rngs["action_space"], path)
+    venv = agent.get_env()
+    if rngs["envs"] is not None and venv is not None:
+        _restore_env_rngs(venv, rngs["envs"], path)
+    agent._last_obs = None  # learn() starts with an env reset
+
+
+def _restore_env_rngs(venv: VecEnv, states: list[dict[str, Any]], path: Path) -> None:
+    """Each env's ``np_random`` as saved, and the seeds the fresh agent set for its first reset
+    dropped, so that reset draws from them."""
+    generators = venv.get_attr("np_random")
+    if len(generators) != len(states):
+        raise InvalidDataError(f"{path}: RNG states of {len(states)} envs, this agent has {len(generators)}")
+    for index, (generator, state) in enumerate(zip(generators, states, strict=True)):
+        restore_numpy_rng(generator, state, path)
+        venv.set_attr("np_random", generator, indices=[index])
+    base = venv
+    while isinstance(base, VecEnvWrapper):
+        base = base.venv
+    base._reset_seeds()
+
+
+def _changed(saved: Any, given: Any, prefix: str = "") -> list[str]:
+    """Dotted names of the settings that differ."""
+    if isinstance(saved, dict) and isinstance(given, dict):
+        return sorted(name for key in set(saved) | set(given)
+                      for name in _changed(saved.get(key), given.get(key), f"{prefix}{key}."))
+    return [] if saved == given else [prefix.rstrip(".") or "<settings>"]
