@@ -26,6 +26,7 @@ from rlkit.config import StrictModel
 from rlkit.data import Trajectory, collect_trajectories
 from rlkit.devices import Device, resolve_device
 from rlkit.errors import FileFormatError, InvalidDataError
+from rlkit.factories.pixel_sac import DrQSAC, is_pixel_space
 from rlkit.persistence import atomic_write_json
 from rlkit.persistence.agents import load_agent, save_agent
 
@@ -86,14 +87,23 @@ class _SaveEvery(BaseCallback):
 
 def train_demonstrator(make_venv: VenvFactory, config: DemonstratorConfig, out_dir: str | os.PathLike[str],
                        algorithms: dict[str, type[BaseAlgorithm]]) -> list[Path]:
-    """Train on the true reward, saving a checkpoint every ``checkpoint_every`` steps; returns them."""
+    """Train on the true reward, saving a checkpoint every ``checkpoint_every`` steps; returns them.
+    On pixel observations (uint8 frame stacks) SAC is ``DrQSAC`` (``rlkit.factories.pixel_sac``):
+    the demonstrator sees the frames its demos are made of."""
     device = resolve_device(config.device)  # SB3 would quietly take the CPU for a missing GPU
     directory = Path(out_dir)
     directory.mkdir(parents=True, exist_ok=True)
     venv = make_venv(config.seed)
     try:
-        model = algorithms[config.algo]("MlpPolicy", venv, seed=config.seed, device=device, verbose=0,
-                                        **dict(config.kwargs))
+        if is_pixel_space(venv.observation_space):
+            if config.algo != "sac":
+                raise InvalidDataError(f"demos.algo={config.algo!r}: a pixel task's demonstrator is SAC "
+                                       "from pixels (DrQSAC); set demos.algo=sac")
+            model: BaseAlgorithm = DrQSAC("CnnPolicy", venv, seed=config.seed, device=device, verbose=0,
+                                          **dict(config.kwargs))
+        else:
+            model = algorithms[config.algo]("MlpPolicy", venv, seed=config.seed, device=device, verbose=0,
+                                            **dict(config.kwargs))
         model.learn(config.total_timesteps, callback=_SaveEvery(directory, config.checkpoint_every))
     finally:
         venv.close()
@@ -154,10 +164,12 @@ def suboptimal_demos(make_venv: VenvFactory, checkpoints: list[Path], config: De
     return demos, report
 
 
-def save_demo_set(demos: list[Trajectory], report: DemoReport, out_dir: str | os.PathLike[str]) -> Path:
-    """``demos.npz`` + ``demos.json`` (the report) in ``out_dir``; returns the npz path."""
+def save_demo_set(demos: list[Trajectory], report: DemoReport, out_dir: str | os.PathLike[str],
+                  frame_stack: int = 1) -> Path:
+    """``demos.npz`` + ``demos.json`` (the report) in ``out_dir``; returns the npz path. Pixel
+    demos stacked ``frame_stack`` frames deep are written with each frame once."""
     directory = Path(out_dir)
-    path = save_demos(demos, directory / "demos.npz")
+    path = save_demos(demos, directory / "demos.npz", frame_stack)
     atomic_write_json(directory / "demos.json", asdict(report))
     return path
 
@@ -171,5 +183,5 @@ def read_demo_report(out_dir: str | os.PathLike[str]) -> DemoReport:
 
 
 def load_demonstrator(algo: type[BaseAlgorithm], path: Path) -> BaseAlgorithm:
-    """A saved demonstrator checkpoint, for acting."""
-    return load_agent({algo.__name__: algo}, path)
+    """A saved demonstrator checkpoint, for acting (``algo``, or ``DrQSAC`` from pixels)."""
+    return load_agent({algo.__name__: algo, DrQSAC.__name__: DrQSAC}, path)

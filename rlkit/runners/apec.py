@@ -28,6 +28,7 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from envs.fixed_horizon import make_fixed_horizon
 from rlkit.ail import AILConfig, AILTrainer, CheckpointStore, DiscriminatorConfig, load_demos, save_demos
+from rlkit.ail.generator import make_generator
 from rlkit.apec.config import ApecConfig, ApecEnvConfig, DemosSettings, Method, RolloutConfig
 from rlkit.apec.demonstrator import (
     DemonstratorConfig,
@@ -56,8 +57,10 @@ from rlkit.apec.rollouts import (
     rollout_tasks,
     sequential_map,
 )
+from rlkit.apec.tasks import make_pixel_task
 from rlkit.data import Trajectory, TrajectoryStore
 from rlkit.data.store import load_npz
+from rlkit.devices import resolve_device
 from rlkit.errors import InvalidDataError
 from rlkit.factories.agent import EpisodeLog, EpisodeLogCallback
 from rlkit.factories.algorithms import ALGORITHMS
@@ -75,9 +78,16 @@ from rlkit.wrappers import RewardVecEnvWrapper
 
 
 def _one_env(env: ApecEnvConfig) -> gym.Env[Any, Any]:
+    if env.pixels:  # frames stacked channel-first; never padded (the config refuses a horizon)
+        return make_pixel_task(env.id, env.frame_stack, **env.kwargs)
     if env.horizon is None:
         return gym.make(env.id, **env.kwargs)
     return make_fixed_horizon(env.id, env.horizon, **env.kwargs)
+
+
+def frame_stack(env: ApecEnvConfig) -> int:
+    """Frames per observation of the env's trajectories, for their stores (1: vector tasks)."""
+    return env.frame_stack if env.pixels else 1
 
 
 @dataclass(frozen=True)
@@ -91,7 +101,8 @@ class EnvFactory:
 
 
 def venv_factory(env: ApecEnvConfig) -> VenvFactory:
-    """Fixed-horizon (absorbing state) envs when ``horizon`` is set, as APEC uses."""
+    """Fixed-horizon (absorbing state) envs when ``horizon`` is set, as APEC uses; a pixel task's
+    frames stacked channel-first (``env.frame_stack``)."""
     return EnvFactory(env)
 
 
@@ -115,7 +126,7 @@ def run_demos(env: ApecEnvConfig, settings: DemosSettings, seed: int, out_dir: P
         return load_demos(out_dir / "demos.npz")
     if settings.path is not None:
         demos = load_demos(settings.path)
-        save_demos(demos, out_dir / "demos.npz")
+        save_demos(demos, out_dir / "demos.npz", frame_stack(env))
         return demos
     config = demonstrator_config(settings, seed)
     checkpoints = demonstrator_checkpoints(out_dir / "demonstrator")
@@ -125,7 +136,7 @@ def run_demos(env: ApecEnvConfig, settings: DemosSettings, seed: int, out_dir: P
         checkpoints = train_demonstrator(make_venv, config, out_dir / "demonstrator", ALGORITHMS)
     demos, report = suboptimal_demos(make_venv, checkpoints, config, ALGORITHMS,
                                      np.random.default_rng(seed))
-    save_demo_set(demos, report, out_dir)
+    save_demo_set(demos, report, out_dir, frame_stack(env))
     if logger is not None:
         logger.log({"demos/return": float(np.mean(report.demo_returns)), "demos/fraction": report.fraction,
                     "demos/best_return": report.best_return}, step=0)
@@ -209,6 +220,7 @@ def run_ail(config: ApecConfig, make_venv: VenvFactory, demos: list[Trajectory],
         weight_decay=settings.weight_decay, loss_scale=settings.loss_scale, reward_on=settings.reward_on,
         reward_clip=settings.reward_clip, grad_penalty=settings.grad_penalty,
         batch_size=settings.batch_size, updates_per_round=settings.updates_per_round,
+        encoder=settings.encoder,
     )
     ail_config = AILConfig(rounds=settings.rounds, steps_per_round=settings.steps_per_round,
                            discriminator=disc, agent_buffer=settings.agent_buffer, seed=seed,
@@ -248,9 +260,10 @@ def run_rollouts(config: ApecConfig, make_venv: VenvFactory, checkpoints: Checkp
     if len(rounds) < 2:
         raise InvalidDataError(f"{checkpoints.root}: {len(rounds)} checkpoint(s); pairs need at least 2")
     tasks = checkpoint_tasks(checkpoints, rounds, make_venv, config.rollouts.replace(seed=config.seed + 2))
-    store, index = rollout_tasks(tasks, task_map)
+    store, index = rollout_tasks(tasks, task_map, frame_stack(config.env))
     distances = demo_ot_distances(store, demos, config.pairs.ot_reg, config.pairs.ot_iterations,
-                                  absorbing_flag=config.env.horizon is not None)
+                                  absorbing_flag=config.env.horizon is not None,
+                                  downsample=config.pairs.ot_downsample)
     store.save(out_dir / "store.npz")
     _save_arrays(out_dir / "index.npz", checkpoint=index, ot_distance=distances)
     return store, index, distances
@@ -277,6 +290,7 @@ def build_dataset(method: str, config: ApecConfig, make_venv: VenvFactory, demos
             noise_levels=tuple(np.round(np.arange(0.0, 1.0, d.noise_step), 4)),
             rollouts_per_level=d.rollouts_per_level, min_gap=d.min_gap, n_pairs=p.n_pairs,
             segment_length=p.segment_length, bc_epochs=d.bc_epochs, seed=config.seed, device=d.device,
+            frame_stack=frame_stack(config.env),
         )
         venv = make_venv(config.seed + 4)
         try:
@@ -307,7 +321,7 @@ def run_heldout(config: ApecConfig, make_venv: VenvFactory, demos: list[Trajecto
             make_venv, [(r, partial(load_generator, str(checkpoints.root), r)) for r in ail_rounds],
             [(k, partial(load_demonstrator, algo, path)) for k, path in enumerate(demo_ckpts)],
             settings.episodes_per_policy, settings.random_episodes, seed=config.seed + 5)
-        store, sources = heldout_rollouts(tasks, task_sources, task_map)
+        store, sources = heldout_rollouts(tasks, task_sources, task_map, frame_stack(config.env))
         store.save(out_dir / "store.npz")
         _save_arrays(out_dir / "sources.npz", source=sources)
     store = TrajectoryStore.load(out_dir / "store.npz")
@@ -338,7 +352,11 @@ def run_policy(config: ApecConfig, make_venv: VenvFactory, reward: Any, out_dir:
         starts = int(settings.kwargs.get("learning_starts", 100))  # SB3's default
         n_seeded = sum(len(t) for t in seeded)
         settings = settings.replace(kwargs={**settings.kwargs, "learning_starts": max(0, starts - n_seeded)})
-    agent = make_agent(settings, venv, config.seed)
+    if config.env.pixels:  # SAC from pixels (DrQSAC); SB3's arguments as given, no rl-zoo3 lookup
+        agent: Any = make_generator(settings.algo, venv, settings.total_timesteps, config.seed,
+                                    resolve_device(settings.device), settings.kwargs)
+    else:
+        agent = make_agent(settings, venv, config.seed)
     if seeded:
         seed_replay(agent, seeded, reward_fn)
     progress = progress_of(logger)
@@ -406,7 +424,8 @@ def _cached_reward(directory: Path, config: ApecConfig, dataset: PreferenceDatas
     if (directory / "training.json").is_file():
         return load_reward_model(directory).model, dict(read_json(directory / "training.json"))
     model: RewardNet = build_reward_net(observation_space, action_space, inputs=config.reward.inputs,
-                                        hidden=config.reward.hidden, seed=config.seed)
+                                        hidden=config.reward.hidden, seed=config.seed,
+                                        encoder=config.reward.encoder)
     settings = config.reward.trainer
     scale = dataset.scale or ORACLE  # without a scale a dataset holds graded (oracle) labels
     if settings.loss == "bt" and tuple(scale.levels) != (0.0, 1.0):
