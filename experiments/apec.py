@@ -154,9 +154,10 @@ def _name(task_id: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in task_id)
 
 
-def run_all(config: ApecExperimentConfig, out: Path, backend: Backend, resume: bool = False) -> None:
+def run_all(config: ApecExperimentConfig, out: Path, backend: Backend, resume: bool = False,
+            name: str = "apec") -> None:
     fn = importlib.import_module("experiments.apec").run_unit  # by name, not a pickled copy
-    results = run_units(units(config, out, backend), fn, out, backend, resume=resume, name="apec",
+    results = run_units(units(config, out, backend), fn, out, backend, resume=resume, name=name,
                         on_result=lambda r: print(
                             f"unit {r.id}: {'done earlier' if r.skipped else r.status} "
                             f"({r.seconds:.0f} s){': ' + (r.error or '') if r.status == 'failed' else ''}",
@@ -218,13 +219,14 @@ def _cell(entry: dict[str, Any], key: str) -> str:
 
 
 def plot(table: list[dict[str, Any]], task: str, demo_return: float, path: Path) -> None:
+    """Each metric's mean ± standard error per method, the seeds (n) under each bar."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     entries = [e for e in table if e["task"] == task]
-    names = [e["method"] for e in entries]
+    names = [f"{e['method']}\n(n={e['n']})" for e in entries]
     figure, axes = plt.subplots(1, len(METRICS) + 1, figsize=(4.2 * (len(METRICS) + 1), 3.6))
     for axis, (metric, label) in zip(axes, METRICS, strict=False):
         axis.bar(range(len(entries)), [e[metric] for e in entries],
@@ -235,7 +237,7 @@ def plot(table: list[dict[str, Any]], task: str, demo_return: float, path: Path)
     trained = [e for e in entries if np.isfinite(e["policy_return"])]
     axes[-1].bar(range(len(trained)), [e["policy_return"] for e in trained],
                  yerr=[e["policy_return_se"] for e in trained], color="tab:green")
-    axes[-1].set_xticks(range(len(trained)), [e["method"] for e in trained], rotation=30)
+    axes[-1].set_xticks(range(len(trained)), [f"{e['method']}\n(n={e['n']})" for e in trained], rotation=30)
     axes[-1].axhline(demo_return, color="tab:red", linewidth=1, label="demonstration")
     axes[-1].set(title=f"{task}: policy true return")
     axes[-1].legend()
@@ -244,8 +246,27 @@ def plot(table: list[dict[str, Any]], task: str, demo_return: float, path: Path)
     plt.close(figure)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = experiment_parser(__doc__, Path(__file__).parent / "configs/apec.yaml",
+def report(config: ApecExperimentConfig, out: Path, name: str = "apec") -> int:
+    """``summary.json``, ``table.md`` and a ``<name>_<task>.png`` per task from the finished rows."""
+    rows = collect_rows(config, out)
+    if not rows:
+        print(f"no finished runs under {out}", file=sys.stderr)
+        return 1
+    table = summarise(rows)
+    (out / "summary.json").write_text(json.dumps(table, indent=2))
+    (out / "table.md").write_text(markdown_table(table))
+    for task in dict.fromkeys(e["task"] for e in table):
+        demo_return = float(np.mean([r["demo_return"] for r in rows if r["task"] == task]))
+        plot(table, task, demo_return, out / f"{name}_{_name(task)}.png")  # ids may hold "/"
+    print(json.dumps({"summary": str(out / "summary.json"), "table": str(out / "table.md")}))
+    return 0
+
+
+def main(argv: list[str] | None = None, doc: str | None = __doc__,
+         default_config: Path = Path(__file__).parent / "configs/apec.yaml", name: str = "apec") -> int:
+    """The experiment's command line; ``experiments/apec_pixels.py`` runs it with its own config,
+    docstring and ``name`` (the units' and plots' prefix)."""
+    parser = experiment_parser(doc, default_config,
                                "rebuild summary, table and plots from the finished runs; no training")
     add_backend_arguments(parser)
     parser.add_argument("--resume", action="store_true",
@@ -257,19 +278,8 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(config.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     if not args.report_only:
-        run_all(config, out, backend, resume=args.resume)
-    rows = collect_rows(config, out)
-    if not rows:
-        print(f"no finished runs under {out}", file=sys.stderr)
-        return 1
-    table = summarise(rows)
-    (out / "summary.json").write_text(json.dumps(table, indent=2))
-    (out / "table.md").write_text(markdown_table(table))
-    for task in dict.fromkeys(e["task"] for e in table):
-        demo_return = float(np.mean([r["demo_return"] for r in rows if r["task"] == task]))
-        plot(table, task, demo_return, out / f"apec_{_name(task)}.png")  # ids may hold "/"
-    print(json.dumps({"summary": str(out / "summary.json"), "table": str(out / "table.md")}))
-    return 0
+        run_all(config, out, backend, resume=args.resume, name=name)
+    return report(config, out, name)
 
 
 if __name__ == "__main__":
