@@ -3,9 +3,12 @@
 The agent trains on the learned reward through ``RewardVecEnvWrapper``; a recorder keeps its
 experience. Every ``query.every_steps`` steps, candidate pairs are drawn from that experience,
 the most informative are labelled by a teacher, the reward model is refit, and an off-policy
-replay buffer is relabelled with the new reward. An on-policy agent gets the learned reward every
-env step; an off-policy one stores its transitions unlabelled and has them labelled in batches
-when it first samples them (``per_sample_reward``): the same rewards, at a fraction of the cost.
+replay buffer is relabelled with the new reward. Neither kind of agent pays a reward call per env
+step: an on-policy one has its rollout's rewards computed in one call at the rollout's end
+(``per_rollout_reward``; a round mid-rollout first labels the steps taken so far, so each step
+gets the reward that was current when it was taken); an off-policy one stores its transitions
+unlabelled and has them labelled in batches when it first samples them (``per_sample_reward``):
+the same rewards as a call per step, at a fraction of the cost.
 
 The teacher is simulated, or any ``Teacher`` passed in. A teacher with several annotators
 (``AnnotatedTeacher``, e.g. people through ``rlkit.human.HumanTeacher``, which
@@ -52,7 +55,8 @@ from rlkit.reward.normalize import NormalizedReward
 from rlkit.types import RewardFn, Teacher
 from rlkit.wrappers import (
     LazyRewardReplayBuffer,
-    RewardVecEnvWrapper,
+    RolloutRewardRelabeller,
+    per_rollout_reward,
     per_sample_reward,
     relabel_replay_buffer,
 )
@@ -125,10 +129,12 @@ class PreferenceRL:
         recorder = TrajectoryRecorder(self.store, self.venv.num_envs,
                                       max_length=max(config.query.segment_length, 200))
         agent_config = config.agent
+        self.relabeller: RolloutRewardRelabeller | None = None  # an on-policy agent's rewards
         if issubclass(ALGORITHMS[agent_config.algo], OffPolicyAlgorithm):
             agent_config = self._lazy_rewards(agent_config, recorder)
         else:
-            self.wrapped = RewardVecEnvWrapper(self.venv, self.reward_fn, observers=[recorder])
+            self.wrapped, self.relabeller = per_rollout_reward(self.venv, self.reward_fn,
+                                                               observers=[recorder])
         self.agent = make_agent(agent_config, self.wrapped, config.seed)
         if isinstance(self.agent, OffPolicyAlgorithm):  # (make_agent checked its reward env)
             # its clock starts after the random steps, so its own random start comes on top
@@ -198,6 +204,8 @@ class PreferenceRL:
     # -- one round of feedback ------------------------------------------------------------
     def query_and_refit(self, n_pairs: int, save_resume_point: bool = True) -> QueryRound:
         query = self.config.query
+        if self.relabeller is not None:  # the steps taken so far are paid the reward before the refit
+            self.relabeller.label_recorded()
         if save_resume_point and self.run_dir is not None:
             buffer = getattr(self.agent, "replay_buffer", None)
             if isinstance(buffer, LazyRewardReplayBuffer):
@@ -274,6 +282,8 @@ class PreferenceRL:
         if remaining > 0:
             budget = _StopAtBudget(self.config.agent.total_timesteps)
             callbacks = [EpisodeLogCallback(self.result.episodes, self.logger), asker, budget]
+            if self.relabeller is not None:
+                callbacks.append(self.relabeller)
             self.agent.learn(remaining, callback=callbacks, reset_num_timesteps=False)
         return self.result
 

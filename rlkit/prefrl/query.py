@@ -9,9 +9,9 @@ import numpy as np
 import torch
 
 from rlkit.data.segments import SegmentPairs
+from rlkit.data.store import TrajectoryStore
 from rlkit.errors import ConfigError
 from rlkit.reward.ensemble import RewardEnsemble
-from rlkit.reward.metrics import predict_step_rewards
 from rlkit.reward.nets import INPUT_NAMES, RewardNet, TorchRewardFn, numpy_to_tensors
 from rlkit.types import RewardFn
 
@@ -28,36 +28,93 @@ Members = RewardEnsemble | RewardNet | Sequence[RewardFn]
 
 
 def preference_probabilities(members: Members, pairs: SegmentPairs,
-                             chunk_pairs: int = 1024) -> np.ndarray:
+                             chunk_steps: int = 4096) -> np.ndarray:
     """``P(left > right)`` under each member: shape ``(n_members, n_pairs)``.
 
-    A torch model (an ensemble, a net, or ``TorchRewardFn``s over nets, e.g. an ensemble's
-    members) is scored in one batched pass per chunk: every member, both sides of every pair and
-    every step in one ``member_rewards`` call. Other reward functions are called one by one.
+    Candidate segments overlap (thousands of windows drawn from the same trajectories), so each
+    distinct step they cover is scored once, ``chunk_steps`` at a time, and the segments' returns
+    are summed from those step rewards. A torch model (an ensemble, a net, or ``TorchRewardFn``s
+    over nets, e.g. an ensemble's members) scores every member in one batched pass per chunk;
+    other reward functions are called one by one on each chunk.
 
     Args:
         members: the reward model(s) whose preferences are asked for.
         pairs: the candidate pairs.
-        chunk_pairs: pairs per batched pass; it bounds the activations' memory (K members x
-            2 sides x chunk_pairs x segment length rows of the widest layer: ~315 MB for 3
-            members 256 wide on 50-step segments).
+        chunk_steps: distinct steps per forward pass; it bounds the activations' memory
+            (members x chunk_steps rows of the widest layer: 12 MB for 3 members 256 wide).
 
     Returns:
         The ``(n_members, n_pairs)`` probabilities.
+
+    Raises:
+        ConfigError: when ``chunk_steps`` is below 1.
     """
+    if chunk_steps < 1:
+        raise ConfigError(f"chunk_steps must be >= 1, got {chunk_steps}")
     model = _as_model(members)
-    if model is None:
-        left, right = pairs.gather()
-        deltas = np.stack([predict_step_rewards(m, left).sum(axis=1)
-                           - predict_step_rewards(m, right).sum(axis=1)
-                           for m in cast(Sequence[RewardFn], members)])
-    else:
-        deltas = np.concatenate([
-            _member_deltas(model, pairs.subset(np.arange(start, min(start + chunk_pairs,
-                                                                    len(pairs)))))
-            for start in range(0, len(pairs), chunk_pairs)
-        ], axis=1)
+    deltas = segment_return_deltas(members if model is None else model, pairs, chunk_steps)
     return 1.0 / (1.0 + np.exp(-np.clip(deltas, -500, 500)))
+
+
+def segment_return_deltas(members: Members, pairs: SegmentPairs,
+                          chunk_steps: int = 4096) -> np.ndarray:
+    """Each member's ``R(left) - R(right)`` of ``pairs``, summed in float64: ``(K, n_pairs)``.
+
+    Args:
+        members: a ``RewardEnsemble``, a ``RewardNet`` or a sequence of reward functions.
+        pairs: the pairs.
+        chunk_steps: distinct steps per reward call.
+
+    Returns:
+        The ``(K, n_pairs)`` return differences (K = 1 for a single net).
+    """
+    n = len(pairs)
+    segments = np.concatenate([pairs.left, pairs.right])
+    starts = np.concatenate([[0], np.cumsum(pairs.store.lengths)[:-1]]).astype(np.int64)
+    width = int(segments[:, 2].max()) if n else 0
+    offsets = np.arange(width, dtype=np.int64)
+    mask = offsets[None, :] < segments[:, 2:3]
+    step_ids = starts[segments[:, 0]][:, None] + segments[:, 1:2] + offsets[None, :]
+    unique, inverse = np.unique(step_ids[mask], return_inverse=True)
+    rewards = _step_rewards(members, pairs.store, starts, unique, chunk_steps)  # (K, U)
+    per_step = np.zeros((len(rewards), 2 * n, width))
+    per_step[:, mask] = rewards[:, inverse.ravel()]
+    returns = per_step.sum(axis=-1)
+    return returns[:, :n] - returns[:, n:]
+
+
+def _step_rewards(members: Members, store: TrajectoryStore, starts: np.ndarray,
+                  step_ids: np.ndarray, chunk_steps: int) -> np.ndarray:
+    """Every member's reward of the store's steps ``step_ids`` (flat, ``starts`` each
+    trajectory's first): ``(K, len(step_ids))`` float64."""
+    trajs = np.searchsorted(starts, step_ids, side="right") - 1
+    within = step_ids - starts[trajs]
+    chunks = []
+    for first in range(0, len(step_ids), chunk_steps):
+        rows = slice(first, first + chunk_steps)
+        steps = store.gather_steps(trajs[rows], within[rows], np.ones(len(within[rows]), np.int64))
+        arrays = [steps[name][:, 0] for name in _BATCH_FIELDS]
+        chunks.append(_member_step_rewards(members, arrays))
+    if not chunks:
+        return np.zeros((_count(members), 0))
+    return np.concatenate(chunks, axis=1)
+
+
+def _member_step_rewards(members: Members, arrays: list[np.ndarray]) -> np.ndarray:
+    """``(K, n)`` float64 rewards of ``n`` steps (``obs, acts, next_obs, dones`` arrays)."""
+    if isinstance(members, (RewardEnsemble, RewardNet)):
+        reads = set(members.spec.inputs)
+        given = [array if name in reads else None
+                 for name, array in zip(INPUT_NAMES, arrays, strict=True)]
+        with torch.inference_mode():
+            tensors = numpy_to_tensors(members, *given)
+            if isinstance(members, RewardEnsemble):
+                rewards = members.member_rewards(*tensors)
+            else:
+                rewards = members(*tensors)[None]
+            return rewards.to(torch.float64).cpu().numpy()
+    return np.stack([np.asarray(m(*arrays), np.float64).reshape(len(arrays[0]))
+                     for m in members])
 
 
 def _as_model(members: Members) -> RewardEnsemble | RewardNet | None:
@@ -69,23 +126,6 @@ def _as_model(members: Members) -> RewardEnsemble | RewardNet | None:
         return None
     return cast(RewardNet, nets[0]) if len(nets) == 1 else RewardEnsemble(
         [cast(RewardNet, net) for net in nets])
-
-
-def _member_deltas(model: RewardEnsemble | RewardNet, pairs: SegmentPairs) -> np.ndarray:
-    """Each member's R(left) - R(right) of ``pairs``: ``(K, n)``, pads weighing nothing."""
-    left, right = pairs.gather()
-    reads = set(model.spec.inputs)
-    arrays = [np.stack([getattr(left, name), getattr(right, name)]) if input_name in reads
-              else None for input_name, name in zip(INPUT_NAMES, _BATCH_FIELDS, strict=True)]
-    mask = torch.as_tensor(np.stack([left.mask, right.mask]))
-    with torch.inference_mode():
-        tensors = numpy_to_tensors(model, *arrays)
-        if isinstance(model, RewardEnsemble):
-            rewards = model.member_rewards(*tensors)  # (K, 2, n, L)
-        else:
-            rewards = model(*tensors)[None]
-        returns = (rewards.to(torch.float64).cpu() * mask).sum(dim=-1)
-    return (returns[:, 0] - returns[:, 1]).numpy()
 
 
 def _top(scores: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:

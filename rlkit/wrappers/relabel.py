@@ -37,19 +37,54 @@ from rlkit.wrappers.gym_wrapper import checked_rewards
 from rlkit.wrappers.vec_wrapper import RewardVecEnvWrapper, StepObserver, innermost_vec_normalize
 
 
-def _no_reward(obs: np.ndarray, acts: np.ndarray, next_obs: np.ndarray,
-               dones: np.ndarray) -> np.ndarray:
-    return np.zeros(len(obs), dtype=np.float32)
+def stepwise_rewards(reward_fn: RewardFn, transitions: tuple[np.ndarray, ...], n_envs: int,
+                     where: str) -> np.ndarray:
+    """``reward_fn`` of a batch of vectorised steps, as one call per step would have given them.
+
+    The rewards come from one ``reward_fn`` call over every transition. A ``NormalizedReward``
+    that updates its statistics is then applied step by step (each row of ``n_envs`` values
+    updates the statistics, then is normalised by them), exactly as a call per step moves them.
+
+    Args:
+        reward_fn: the reward, called on the flattened transitions.
+        transitions: ``(obs, acts, next_obs, terminal)`` of ``steps * n_envs`` transitions, step
+            by step (each step's ``n_envs`` transitions together).
+        n_envs: transitions per step.
+        where: names the batch in the error a bad reward raises.
+
+    Returns:
+        The ``(steps, n_envs)`` float32 rewards.
+
+    Raises:
+        InvalidDataError: when the rewards are misshapen or not finite.
+    """
+    n = len(transitions[0])
+    steps = n // n_envs
+    if isinstance(reward_fn, NormalizedReward) and reward_fn.update:
+        raw = checked_rewards(reward_fn.reward_fn(*transitions), n, where).reshape(steps, n_envs)
+        rewards = np.empty(raw.shape, dtype=np.float32)
+        norm = reward_fn.norm
+        for step, values in enumerate(raw):  # the statistics move one env step at a time
+            norm.update(values)
+            rewards[step] = norm.normalize(values)
+        return rewards
+    return checked_rewards(reward_fn(*transitions), n, where).reshape(steps, n_envs)
 
 
 class RolloutRewardRelabeller(BaseCallback):
     """Records each step's transition (as a ``RewardVecEnvWrapper`` observer) and, at the end of
-    every rollout, writes ``reward_fn`` of all of them into the rollout buffer in one call."""
+    every rollout, writes ``reward_fn`` of all of them into the rollout buffer, in one call.
+
+    ``label_recorded`` evaluates the steps recorded so far at once: call it before the reward
+    changes mid-rollout (a refit, a new normaliser), so each step is paid the reward that was
+    current when it was taken, as a per-step wrapper would have paid it.
+    """
 
     def __init__(self, reward_fn: RewardFn) -> None:
         super().__init__()
         self.reward_fn = reward_fn
         self._steps: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+        self._rewards: list[np.ndarray] = []  # (steps, n_envs) blocks of the labelled steps
 
     def __call__(self, obs: np.ndarray, acts: np.ndarray, next_obs: np.ndarray,
                  true_rews: np.ndarray, dones: np.ndarray, terminal: np.ndarray,
@@ -67,37 +102,59 @@ class RolloutRewardRelabeller(BaseCallback):
 
     def _on_rollout_start(self) -> None:
         self._steps.clear()
+        self._rewards.clear()
 
     def _on_step(self) -> bool:
         return True
 
-    def _on_rollout_end(self) -> None:
-        buffer = self._algorithm().rollout_buffer
-        if len(self._steps) != buffer.buffer_size:
-            raise StateError(
-                f"recorded {len(self._steps)} steps for a rollout of {buffer.buffer_size}: is the "
-                "relabeller an observer of the algorithm's RewardVecEnvWrapper?"
-            )
-        n_steps, n_envs = buffer.buffer_size, buffer.n_envs
+    @property
+    def n_labelled(self) -> int:
+        """Steps of the rollout under way whose rewards are computed (``label_recorded``)."""
+        return sum(len(block) for block in self._rewards)
+
+    @property
+    def n_unlabelled(self) -> int:
+        """Steps of the rollout under way recorded and still waiting for their rewards."""
+        return len(self._steps)
+
+    def label_recorded(self) -> None:
+        """Compute the reward of every step recorded and not yet labelled, in one call, with the
+        reward as it is now; they are written into the rollout buffer at the rollout's end."""
+        if not self._steps:
+            return
+        n_steps, n_envs = len(self._steps), len(self._steps[0][0])
         obs, acts, next_obs, terminal = (np.stack(column) for column in zip(*self._steps,
                                                                             strict=True))
         flat = n_steps * n_envs
-        rewards = checked_rewards(
-            self.reward_fn(obs.reshape(flat, *obs.shape[2:]), acts.reshape(flat, *acts.shape[2:]),
-                           next_obs.reshape(flat, *next_obs.shape[2:]), terminal.reshape(flat)),
-            flat, f"in the rollout ending at timestep {self.num_timesteps}",
-        )
-        buffer.rewards += rewards.reshape(n_steps, n_envs)
+        self._rewards.append(stepwise_rewards(
+            self.reward_fn,
+            (obs.reshape(flat, *obs.shape[2:]), acts.reshape(flat, *acts.shape[2:]),
+             next_obs.reshape(flat, *next_obs.shape[2:]), terminal.reshape(flat)),
+            n_envs, f"in the rollout ending at timestep {self.num_timesteps}",
+        ))
+        self._steps.clear()
+
+    def _on_rollout_end(self) -> None:
+        buffer = self._algorithm().rollout_buffer
+        self.label_recorded()
+        if self.n_labelled != buffer.buffer_size:
+            raise StateError(
+                f"recorded {self.n_labelled} steps for a rollout of {buffer.buffer_size}: is the "
+                "relabeller an observer of the algorithm's RewardVecEnvWrapper?"
+            )
+        # the buffer holds SB3's time-limit bootstrap, gamma * V(terminal obs): added to, kept
+        buffer.rewards += np.concatenate(self._rewards)
         buffer.compute_returns_and_advantage(last_values=self.locals["values"],
                                              dones=self.locals["dones"])
-        self._steps.clear()
+        self._rewards.clear()
 
 
 def per_rollout_reward(venv: VecEnv, reward_fn: RewardFn, observers: Sequence[StepObserver] = (),
                        ) -> tuple[RewardVecEnvWrapper, RolloutRewardRelabeller]:
     """The env to train on and the callback to pass to ``learn``: the agent sees ``reward_fn``,
-    evaluated per rollout; ``info["original_reward"]`` and SB3's ``ep_rew_mean`` stay true.
-    ``observers`` see every step too (e.g. AIL's buffer of recent agent transitions).
+    evaluated per rollout; ``info["original_reward"]`` and SB3's ``ep_rew_mean`` stay true (an
+    episode's learned return is not known when it ends, so ``learned_episode_return`` is not
+    reported). ``observers`` see every step too (e.g. AIL's buffer of recent agent transitions).
 
     Args:
         venv: the envs of an on-policy algorithm (PPO, A2C).
@@ -109,7 +166,7 @@ def per_rollout_reward(venv: VecEnv, reward_fn: RewardFn, observers: Sequence[St
         ``WrongTypeError`` at training start if the algorithm is not on-policy.
     """
     relabeller = RolloutRewardRelabeller(reward_fn)
-    return RewardVecEnvWrapper(venv, _no_reward, observers=[relabeller, *observers]), relabeller
+    return RewardVecEnvWrapper(venv, None, observers=[relabeller, *observers]), relabeller
 
 
 def relabel_replay_buffer(agent: OffPolicyAlgorithm, reward_fn: RewardFn,
@@ -215,18 +272,8 @@ class LazyRewardReplayBuffer(ReplayBuffer):
         if not self.n_waiting:
             return
         rows = self.waiting_rows()
-        n = len(rows) * self.n_envs
-        where = f"labelling {n} replay transitions"
-        transitions = buffer_transitions(self, rows)
-        fn = self.reward_fn
-        if isinstance(fn, NormalizedReward) and fn.update:
-            raw = checked_rewards(fn.reward_fn(*transitions), n, where).reshape(len(rows), self.n_envs)
-            rewards = np.empty_like(raw, dtype=np.float32)
-            for step, values in enumerate(raw):  # the statistics move one env step at a time
-                fn.norm.update(values)
-                rewards[step] = fn.norm.normalize(values)
-        else:
-            rewards = checked_rewards(fn(*transitions), n, where).reshape(len(rows), self.n_envs)
+        where = f"labelling {len(rows) * self.n_envs} replay transitions"
+        rewards = stepwise_rewards(self.reward_fn, buffer_transitions(self, rows), self.n_envs, where)
         self.rewards[rows] = rewards
         self.n_labelled_calls += 1
         self.mark_labelled()
