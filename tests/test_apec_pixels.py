@@ -189,6 +189,17 @@ def test_rlkit_apec_runs_every_arm_from_pixels_and_a_killed_run_goes_on_where_it
     assert (run_dir / "rewards" / "drex" / "training.json").is_file()
 
 
+def test_rlkit_demos_trains_a_pixel_demonstrator_and_saves_frames_once(tmp_path, capsys):
+    run_dir = tmp_path / "demos"
+    argv = ["demos", "--run-dir", str(run_dir), "--logger", "jsonl",
+            *(o for o in TINY if o.startswith(("env.", "demos."))), "demos.total_timesteps=40",
+            "demos.checkpoint_every=20", "env.frame_stack=2"]
+    assert main(argv) == 0
+    saved = TrajectoryStore.load(run_dir / "demos.npz")
+    assert saved.frame_stack == 2 and saved.obs_shape == (6, 16, 16)
+    assert json.loads((run_dir / "demonstrator" / "step_000000040.json").read_text())["algo"] == "DrQSAC"
+
+
 @pytest.mark.slow
 def test_the_pixel_experiment_runs_its_config_at_a_tiny_budget_and_reports(tmp_path, monkeypatch, capsys):
     monkeypatch.setitem(ALGORITHMS, "drqsac", DrQSAC)  # as rlkit.factories.algorithms should list it
