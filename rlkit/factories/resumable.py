@@ -34,6 +34,12 @@ classic-control tasks qualify); the agent runs on the CPU or deterministic CUDA 
 an algorithm's own (``DrQSAC``'s augmentation) start again from its seed; SB3's progress for
 non-constant schedules is counted per ``learn`` call, so per chunk (rlkit builds constant ones).
 SB3's ``ep_info_buffer`` (the ``rollout/ep_rew_mean`` log) starts empty.
+
+Callbacks: the one given to ``train`` runs in every chunk (one object, so its state carries over
+between chunks); after a restart it is a new object, so a schedule should count the agent's
+``num_timesteps`` (as ``rlkit.apec.demonstrator``'s checkpoint saver does), not its own calls
+(SB3's ``n_calls``, which ``CheckpointCallback`` and ``EvalCallback`` count, start again from 0).
+State of its own (an episode-return curve) goes into the point through ``progress``.
 """
 
 from __future__ import annotations
