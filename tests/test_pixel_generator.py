@@ -61,10 +61,14 @@ def test_vector_sac_stays_sb3_sac_and_drqsac_needs_images() -> None:
         make_generator("drqsac", venv, 64, seed=0)
 
 
-def test_frames_too_small_for_the_encoder_are_refused_by_name() -> None:
-    kwargs = {**SMALL, "policy_kwargs": {"features_extractor_kwargs": {"strides": [2, 2, 2, 2]}}}
-    with pytest.raises(InvalidDataError, match="too small"):
-        make_generator("sac", pixel_venv(), 64, seed=0, kwargs=kwargs)
+@pytest.mark.parametrize(("policy_kwargs", "message"), [
+    ({"features_extractor_kwargs": {"strides": [2, 2, 2, 2]}}, "too small"),
+    ({"features_extractor_kwargs": {"width": 8}}, r"\['width'\] are not PixelEncoder settings"),
+    ({"share_features_extractor": True}, "share_features_extractor itself"),
+])
+def test_bad_encoder_settings_are_refused_by_name(policy_kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(InvalidDataError, match=message):
+        make_generator("sac", pixel_venv(), 64, seed=0, kwargs={**SMALL, "policy_kwargs": policy_kwargs})
 
 
 @pytest.mark.parametrize("pad", [4, 0])

@@ -65,7 +65,10 @@ from torch import nn
 from rlkit.errors import InvalidDataError
 from rlkit.reward.augment import random_shift
 
-__all__ = ["DrQSAC", "DrQCnnPolicy", "PixelEncoder", "is_pixel_space"]
+__all__ = ["DrQSAC", "DrQCnnPolicy", "ENCODER_SETTINGS", "PixelEncoder", "is_pixel_space"]
+
+ENCODER_SETTINGS = ("features_dim", "channels", "strides")  # PixelEncoder's, in policy_kwargs'
+# features_extractor_kwargs
 
 
 def is_pixel_space(space: spaces.Space) -> bool:
@@ -132,11 +135,14 @@ class DrQCnnPolicy(SACPolicy):
     def __init__(self, observation_space: spaces.Space, action_space: spaces.Box,
                  lr_schedule: Schedule, share_encoder: bool = True,
                  features_extractor_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
-        if kwargs.get("features_extractor_class", PixelEncoder) is not PixelEncoder:
-            raise InvalidDataError("DrQCnnPolicy builds its own PixelEncoder; leave "
-                                   "features_extractor_class unset")
-        kwargs.pop("features_extractor_class", None)
-        kwargs.pop("share_features_extractor", None)
+        for name in ("features_extractor_class", "share_features_extractor"):
+            if name in kwargs:
+                raise InvalidDataError(f"DrQCnnPolicy sets {name} itself (its encoder is a PixelEncoder, "
+                                       "shared as share_encoder says); leave it unset")
+        unknown = sorted(set(features_extractor_kwargs or {}) - set(ENCODER_SETTINGS))
+        if unknown:
+            raise InvalidDataError(f"features_extractor_kwargs {unknown} are not PixelEncoder settings "
+                                   f"{list(ENCODER_SETTINGS)}")
         self.share_encoder = share_encoder
         super().__init__(observation_space, action_space, lr_schedule,
                          features_extractor_class=PixelEncoder,
