@@ -233,6 +233,8 @@ def test_a_point_of_other_settings_is_refused_naming_them(two_points):
     with pytest.raises(InvalidDataError, match="do not fit this agent"):
         ResumableTraining(two_points, 200, 100).resume(
             make_agent(learning_starts=1000, policy_kwargs={"net_arch": [4]}))
+    with pytest.raises(InvalidDataError, match="settings must be JSON data"):
+        ResumableTraining(two_points, 200, 100, settings={"reward": object()})
 
 
 def test_a_later_save_keeps_two_points_and_only_the_chunks_they_name(two_points):

@@ -128,7 +128,10 @@ class ResumableTraining:
                 raise InvalidDataError(f"{name} must be >= 1, got {value}")
         self.directory = Path(directory)
         self.total_timesteps, self.chunk_steps, self.keep = total_timesteps, chunk_steps, keep
-        self.settings: dict[str, Any] = json.loads(json.dumps(dict(settings or {})))
+        try:
+            self.settings: dict[str, Any] = json.loads(json.dumps(dict(settings or {})))
+        except (TypeError, ValueError) as error:
+            raise InvalidDataError(f"settings must be JSON data ({error})") from None
         self._replay: dict[str, Any] | None = None  # the manifest of the last point saved or loaded
 
     def points(self) -> list[int]:
