@@ -19,8 +19,6 @@ from rlkit.cli import main
 from rlkit.config import load_config
 from rlkit.data import Trajectory, TrajectoryStore, collect_trajectories
 from rlkit.errors import ConfigError, InvalidDataError
-from rlkit.factories.algorithms import ALGORITHMS
-from rlkit.factories.pixel_sac import DrQSAC
 from rlkit.feedback import PreferenceDataset
 from rlkit.reward import load_reward_model
 from rlkit.runners.apec import venv_factory
@@ -149,7 +147,6 @@ TINY = [
 @pytest.mark.slow
 def test_rlkit_apec_runs_every_arm_from_pixels_and_a_killed_run_goes_on_where_it_stopped(
         tmp_path, monkeypatch, capsys):
-    monkeypatch.setitem(ALGORITHMS, "drqsac", DrQSAC)  # as rlkit.factories.algorithms should list it
     run_dir = tmp_path / "run"
     argv = ["apec", "--run-dir", str(run_dir), "--logger", "jsonl", *TINY]
     assert main(argv) == 0
@@ -202,7 +199,6 @@ def test_rlkit_demos_trains_a_pixel_demonstrator_and_saves_frames_once(tmp_path,
 
 @pytest.mark.slow
 def test_the_pixel_experiment_runs_its_config_at_a_tiny_budget_and_reports(tmp_path, monkeypatch, capsys):
-    monkeypatch.setitem(ALGORITHMS, "drqsac", DrQSAC)  # as rlkit.factories.algorithms should list it
     out = tmp_path / "out"
     overrides = [f"out_dir={out}", "seeds=[0]", f"tasks=[{{id: {PIXEL_ID}}}]",
                  *(f"pipeline.{o}" for o in TINY if not o.startswith("env.id=")),

@@ -411,4 +411,7 @@ def forward_in_chunks(
 
 def _net_dtype(array: np.ndarray) -> np.ndarray:
     array = np.asarray(array)
-    return array.astype(np.float32) if array.dtype in (np.float64, np.bool_) else array
+    if array.dtype in (np.float64, np.bool_):
+        return array.astype(np.float32)
+    # torch cannot share a read-only array (a pixel store's frame views): copy it
+    return array if array.flags.writeable else array.copy()
