@@ -11,6 +11,9 @@ fresh episodes.
 
 Goals: median wall of pref-rl <= 1.5x the baseline's; with pref-rl's defaults every seed's final
 return >= -250 and their mean >= -205. Prints one JSON line (per-seed walls and returns too).
+Each run's CPU seconds are reported beside its wall (``cpu_ratio``, the medians' ratio): on a
+machine other jobs share, they tell what the run itself cost where wall clocks do not; the goal
+stays the wall ratio on quiet cores. ``load_average`` is the 1-minute load at each seed's end.
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/prefrl.py [--seeds 0 1 2] [--steps 100000]
 """
@@ -42,20 +45,21 @@ def config_for(seed: int, steps: int, labels: int, extra: list[str]) -> PrefRLCo
     ])
 
 
-def run_prefrl(config: PrefRLConfig, episodes: int) -> tuple[float, float]:
-    start = time.perf_counter()
+def run_prefrl(config: PrefRLConfig, episodes: int) -> tuple[float, float, float]:
+    """Wall and CPU seconds of the run, and its final return."""
+    start, cpu = time.perf_counter(), time.process_time()
     result = PreferenceRL(config).learn()
-    wall = time.perf_counter() - start
-    return wall, true_return(result.agent, config.env, episodes)[0]
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+    return wall, cpu, true_return(result.agent, config.env, episodes)[0]
 
 
-def run_true_reward(config: PrefRLConfig, episodes: int) -> tuple[float, float]:
+def run_true_reward(config: PrefRLConfig, episodes: int) -> tuple[float, float, float]:
     """The same agent settings and env steps, paid the env's own reward."""
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     agent = make_agent(config.agent, make_venv(config.env), config.seed)
     agent.learn(config.agent.total_timesteps)
-    wall = time.perf_counter() - start
-    return wall, true_return(agent, config.env, episodes)[0]
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+    return wall, cpu, true_return(agent, config.env, episodes)[0]
 
 
 def main() -> None:
@@ -74,9 +78,11 @@ def main() -> None:
         for name in order:
             runs[name] = (run_prefrl if name == "prefrl" else run_true_reward)(config, args.episodes)
         rows.append({"seed": seed, **{f"{name}_wall_s": round(runs[name][0], 1) for name in runs},
-                     **{f"{name}_return": round(runs[name][1], 1) for name in runs}})
-    walls = {name: statistics.median(row[f"{name}_wall_s"] for row in rows)
-             for name in ("prefrl", "true_reward")}
+                     **{f"{name}_cpu_s": round(runs[name][1], 1) for name in runs},
+                     **{f"{name}_return": round(runs[name][2], 1) for name in runs},
+                     "load_average": round(os.getloadavg()[0], 2)})
+    walls, cpus = ({name: statistics.median(row[f"{name}_{kind}_s"] for row in rows)
+                    for name in ("prefrl", "true_reward")} for kind in ("wall", "cpu"))
     returns = [row["prefrl_return"] for row in rows]
     ratio = walls["prefrl"] / walls["true_reward"]
     hyperparams = configs[0].agent.hyperparams
@@ -86,6 +92,7 @@ def main() -> None:
         "median_wall_prefrl_s": round(walls["prefrl"], 1),
         "median_wall_true_reward_s": round(walls["true_reward"], 1),
         "wall_ratio": round(ratio, 2), "goal_wall_ratio": GOAL_WALL_RATIO,
+        "cpu_ratio": round(cpus["prefrl"] / cpus["true_reward"], 2),
         "prefrl_returns": returns, "prefrl_mean_return": round(statistics.mean(returns), 1),
         "true_reward_returns": [row["true_reward_return"] for row in rows],
         "rows": rows, "load_average": os.getloadavg()[0],
