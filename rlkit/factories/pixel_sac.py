@@ -34,9 +34,10 @@ tau 0.005, 1-step returns: DrQ's SAC is 1-step; the reference's DrQ-v2 uses lr 1
 Why this and not SB3's ``SAC("CnnPolicy")`` (NatureCNN, an extractor each for actor and critic,
 no augmentation), measured by ``benchmarks/pixel_generator.py`` on ``rlkit/PixelPointMass-v0``
 (9x64x64 stacks, batch 64, one thread, on 2 cores shared with other jobs, so the absolute numbers
-are low and noisy; the ratio held): DrQSAC makes 1.30x and 1.33x SB3's gradient updates per second
-(1.92 vs 1.48 and 0.61 vs 0.46 updates/s in two runs) and collects env steps as fast (790 vs 797
-steps/s in the quieter run: both encoders cost about the same per frame). With the reference's
+are low and noisy; the ratio held): DrQSAC makes 1.23x to 1.33x SB3's gradient updates per second
+(2.04 vs 1.66, 1.92 vs 1.48 and 0.61 vs 0.46 updates/s in three runs) and collects env steps at
+0.81x to 0.99x SB3's rate (493 vs 541, 790 vs 797 and 145 vs 178 steps/s; a policy forward alone
+102 vs 106 per second: the encoders cost about the same per frame). With the reference's
 strides ``(2, 1, 1, 1)`` (a 25x25 map instead of 11x11, ~3x the conv work) it makes 0.88x SB3's
 updates, hence the extra stride at 64x64. It also brings what DrQ showed matters from pixels:
 augmentation and an encoder trained by the critic; and it stays an SB3 SAC, so rlkit's relabelling,
