@@ -46,9 +46,9 @@ AIRL's ``log pi``, replay persistence and no-pickle checkpoints work unchanged.
 Learning was not what decided it: 12k env steps on PixelPointMass with the true reward (1 seed,
 batch 32, an update every 2 steps after 1k random steps, both niced on the shared cores) is all
 this CPU allowed, and neither variant had learned by then (deterministic evaluation return, 5
-episodes: DrQSAC -129 at 0, -123 at 4k, -126 at 8k, -188 at 12k steps; SB3 -99, -127, -147 at 8k,
-where it stood when stopped; doing nothing scores about -100). Wall clock in the same runs:
-DrQSAC 12k steps in 3,525 s, SB3 8k in 3,361 s (1.58 vs 1.08 updates/s after the random steps).
+episodes: DrQSAC -129 at 0, -123 at 4k, -126 at 8k, -188 at 12k steps; SB3 -99, -127, -147,
+-132; doing nothing scores about -100). Wall clock: DrQSAC 12k steps in 3,525 s, SB3 8k in 3,361 s
+and 12k in 3,994 s (1.58 vs 1.08 updates/s while both ran).
 """
 
 from __future__ import annotations
