@@ -158,12 +158,9 @@ def test_tiny_ail_run_from_pixels(loss: str) -> None:
     assert [r.round for r in records] == [0, 1] and all(np.isfinite(r.agent_reward) for r in records)
 
 
-def test_ail_checkpoints_of_a_pixel_generator_load_and_resume(tmp_path: Any,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ail_checkpoints_of_a_pixel_generator_load_and_resume(tmp_path: Any) -> None:
     from rlkit.ail import CheckpointStore, demos_from_policy
-    from rlkit.factories.algorithms import ALGORITHMS
 
-    monkeypatch.setitem(ALGORITHMS, "drqsac", DrQSAC)  # as rlkit.factories.algorithms should list it
     venv = pixel_venv()
     demos = demos_from_policy(venv, lambda obs: np.zeros((len(obs), 2), np.float32), 1,
                               np.random.default_rng(0), seed=0)
