@@ -240,7 +240,7 @@ class PrefRLConfig(StrictModel):
     query: QueryConfig = QueryConfig()
     teacher: PrefRLTeacherSettings = PrefRLTeacherSettings()
     model: RewardModelConfig = RewardModelConfig(ensemble_size=3)
-    trainer: TrainerConfig = TrainerConfig(max_epochs=30, refit="steps")
+    trainer: TrainerConfig = TrainerConfig(max_epochs=30, refit="steps", refit_epochs=10)
     seed: int = 0
 
     @model_validator(mode="before")
