@@ -226,7 +226,11 @@ def make_pixel_env(env_id: str, frame_stack: int = 3, **kwargs: Any) -> gymnasiu
 
 
 def register_pixel_envs() -> tuple[str, ...]:
-    """Add the pixel tasks to gymnasium's registry (idempotent); returns their ids."""
+    """Add the pixel tasks to gymnasium's registry (idempotent; ``import envs`` calls it).
+
+    Returns:
+        The ids registered: ``rlkit/PixelPendulum-v0`` and ``rlkit/PixelPointMass-v0``.
+    """
     for env_id in PIXEL_ENV_IDS:
         if env_id not in gymnasium.registry:
             gymnasium.register(id=env_id, entry_point=f"envs.pixels:{env_id[6:-3]}",
