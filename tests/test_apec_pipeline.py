@@ -245,3 +245,90 @@ def test_rlkit_apec_on_ray_rolls_out_the_same_trajectories_as_in_one_process(tmp
 
 def _register_test_envs() -> None:
     import tests.tiny_envs  # noqa: F401 - registers POINT_ID
+
+
+class _Killed(Exception):
+    """Stands for the process dying part way through a stage."""
+
+
+def test_the_demonstrator_killed_part_way_goes_on_from_its_last_checkpoint(tmp_path):
+    """Killed after its second checkpoint, the demonstrator resumes there: the checkpoints already
+    saved are not written again, the rest are, and its resume points go once it is trained."""
+    from stable_baselines3.common.vec_env import VecEnvWrapper
+
+    from rlkit.apec.demonstrator import RESUME_DIR, demonstrator_checkpoints, train_demonstrator
+    from rlkit.config import load_config
+    from rlkit.factories.algorithms import ALGORITHMS
+    from rlkit.runners.apec import demonstrator_config, venv_factory
+
+    class DiesAt(VecEnvWrapper):
+        def __init__(self, venv, steps):
+            super().__init__(venv)
+            self.left = steps
+
+        def reset(self):
+            return self.venv.reset()
+
+        def step_wait(self):
+            self.left -= 1
+            if self.left == 0:
+                raise _Killed
+            return self.venv.step_wait()
+
+    config = load_config(ApecConfig, None, TINY)  # PPO, 2048 steps on 2 envs, a checkpoint every 512
+    demonstrator = demonstrator_config(config.demos, config.seed)
+    make_venv, out = venv_factory(config.env), tmp_path / "demonstrator"
+    with pytest.raises(_Killed):  # at step 1200 (600 steps of 2 envs), past the checkpoint at 1024
+        train_demonstrator(lambda seed: DiesAt(make_venv(seed), 600), demonstrator, out, ALGORITHMS)
+    first = {p.name: p.stat().st_mtime_ns for p in demonstrator_checkpoints(out)}
+    assert sorted(first) == ["step_000000512.zip", "step_000001024.zip"] and (out / RESUME_DIR).is_dir()
+    checkpoints = train_demonstrator(make_venv, demonstrator, out, ALGORITHMS)
+    assert [p.name for p in checkpoints] == [f"step_{n:09d}.zip" for n in (512, 1024, 1536, 2048)]
+    assert {name: (out / name).stat().st_mtime_ns for name in first} == first  # not written again
+    assert not (out / RESUME_DIR).exists()
+
+
+def test_the_policy_stage_killed_part_way_resumes_from_its_last_point(tmp_path):
+    """A policy killed in its second chunk goes on from its first resume point, not from scratch:
+    the second sitting takes only the steps after it, the episode curve keeps the first sitting's
+    episodes, and once result.json is written the points are removed."""
+    import torch
+
+    from rlkit.config import load_config
+    from rlkit.errors import InvalidDataError
+    from rlkit.runners.apec import run_policy, venv_factory
+
+    class Reward(torch.nn.Module):
+        """-|x'|, counting its calls (one per vectorised step); raises at call ``dies_at``."""
+
+        def __init__(self, dies_at=None):
+            super().__init__()
+            self.scale = torch.nn.Parameter(torch.ones(()))
+            self.calls, self.dies_at = 0, dies_at
+
+        def forward(self, obs, acts, next_obs, dones):
+            self.calls += 1
+            if self.calls == self.dies_at:
+                raise _Killed
+            return -self.scale * next_obs.abs().sum(-1)
+
+    config = load_config(ApecConfig, None, TINY)  # PPO, 256 steps on 2 envs: points at 128 and 256
+    make_venv = venv_factory(config.env)
+    whole = Reward()
+    expected = run_policy(config, make_venv, whole, tmp_path / "whole", None)
+    assert whole.calls == 128
+    with pytest.raises(_Killed):  # at step 200, past the point at 128
+        run_policy(config, make_venv, Reward(dies_at=100), tmp_path / "killed", None)
+    assert sorted(p.name for p in (tmp_path / "killed" / "resume").glob("point-*.json")) == [
+        "point-000000000128.json"]
+    other = Reward()
+    other.scale.data.fill_(2.0)
+    with pytest.raises(InvalidDataError, match="reward_sha256"):  # a point on another reward is refused
+        run_policy(config, make_venv, other, tmp_path / "killed", None)
+    resumed = Reward()
+    result = run_policy(config, make_venv, resumed, tmp_path / "killed", None)
+    assert resumed.calls == 64  # the steps after the point only
+    before = sum(step <= 128 for step in expected["curve_timesteps"])  # episodes ended by the point
+    for curve in ("curve_timesteps", "curve_true_returns"):
+        assert result[curve][:before] == expected[curve][:before], curve
+    assert (tmp_path / "killed" / "result.json").is_file() and not (tmp_path / "killed" / "resume").exists()

@@ -27,9 +27,11 @@ from rlkit.data import Trajectory, collect_trajectories
 from rlkit.devices import Device, resolve_device
 from rlkit.errors import FileFormatError, InvalidDataError
 from rlkit.factories.pixel_sac import DrQSAC, is_pixel_space
+from rlkit.factories.resumable import ResumableTraining
 from rlkit.persistence import atomic_write_json
 from rlkit.persistence.agents import load_agent, save_agent
 
+RESUME_DIR = "resume"  # the resume points of a demonstrator in training (rlkit.factories.resumable)
 VenvFactory = Callable[[int], VecEnv]
 """Builds a fresh VecEnv from a seed; every stage of the APEC pipeline gets its envs this way."""
 
@@ -72,11 +74,15 @@ class DemoReport:
 
 class _SaveEvery(BaseCallback):
     """Save the model every ``every`` steps as ``step_<n>.zip`` (SB3's format, plus the
-    ``.json`` that lets ``rlkit.persistence.agents`` load it without unpickling)."""
+    ``.json`` that lets ``rlkit.persistence.agents`` load it without unpickling). The next save is
+    counted from the agent's steps at each ``learn``, so a resumed run saves none twice."""
 
     def __init__(self, directory: Path, every: int) -> None:
         super().__init__()
         self.directory, self.every, self.next_save = directory, every, every
+
+    def _on_training_start(self) -> None:
+        self.next_save = (self.model.num_timesteps // self.every + 1) * self.every
 
     def _on_step(self) -> bool:
         if self.num_timesteps >= self.next_save:
@@ -88,6 +94,8 @@ class _SaveEvery(BaseCallback):
 def train_demonstrator(make_venv: VenvFactory, config: DemonstratorConfig, out_dir: str | os.PathLike[str],
                        algorithms: dict[str, type[BaseAlgorithm]]) -> list[Path]:
     """Train on the true reward, saving a checkpoint every ``checkpoint_every`` steps; returns them.
+    Resumable: a resume point follows each checkpoint (``out_dir/resume``, removed once trained),
+    so a run killed part way goes on from its last checkpoint instead of from scratch.
     On pixel observations (uint8 frame stacks) SAC is ``DrQSAC`` (``rlkit.factories.pixel_sac``):
     the demonstrator sees the frames its demos are made of."""
     device = resolve_device(config.device)  # SB3 would quietly take the CPU for a missing GPU
@@ -104,9 +112,14 @@ def train_demonstrator(make_venv: VenvFactory, config: DemonstratorConfig, out_d
         else:
             model = algorithms[config.algo]("MlpPolicy", venv, seed=config.seed, device=device, verbose=0,
                                             **dict(config.kwargs))
-        model.learn(config.total_timesteps, callback=_SaveEvery(directory, config.checkpoint_every))
+        training = ResumableTraining(directory / RESUME_DIR, config.total_timesteps, config.checkpoint_every,
+                                     settings={"algo": config.algo, "seed": config.seed,
+                                               "kwargs": dict(config.kwargs)})
+        training.resume(model)
+        training.train(model, _SaveEvery(directory, config.checkpoint_every))
     finally:
         venv.close()
+    training.clear()
     return demonstrator_checkpoints(directory)
 
 

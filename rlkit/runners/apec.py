@@ -11,12 +11,18 @@ stage resumes from its last checkpoint). Layout::
     datasets/     <method>.npz/.json      rewards/ <method>/ (safetensors + JSON)
     heldout/      ail/ (a separate AIL run, seed heldout_ail_seed), store.npz, sources.npz
     policies/     <method>/agent.zip, result.json      metrics.json (per method, diagnostics)
+
+The demonstrator and each policy train in chunks with a resume point after each
+(``rlkit.factories.resumable``, in ``demos/demonstrator/resume`` and ``policies/<method>/resume``,
+removed once the stage's outputs are written): a run killed part way through them goes on from
+the last point instead of from scratch.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -31,6 +37,7 @@ from rlkit.ail import AILConfig, AILTrainer, CheckpointStore, DiscriminatorConfi
 from rlkit.ail.generator import make_generator
 from rlkit.apec.config import ApecConfig, ApecEnvConfig, DemosSettings, Method, RolloutConfig
 from rlkit.apec.demonstrator import (
+    RESUME_DIR,
     DemonstratorConfig,
     VenvFactory,
     checkpoint_step,
@@ -65,6 +72,7 @@ from rlkit.errors import InvalidDataError
 from rlkit.factories.agent import EpisodeLog, EpisodeLogCallback
 from rlkit.factories.algorithms import ALGORITHMS
 from rlkit.factories.builders import make_agent, trainer_config
+from rlkit.factories.resumable import ResumableTraining
 from rlkit.feedback import ORACLE, PreferenceDataset
 from rlkit.logging import Logger, ProgressTask, Track, progress_of
 from rlkit.persistence import atomic_write_json, read_json
@@ -130,9 +138,9 @@ def run_demos(env: ApecEnvConfig, settings: DemosSettings, seed: int, out_dir: P
         return demos
     config = demonstrator_config(settings, seed)
     checkpoints = demonstrator_checkpoints(out_dir / "demonstrator")
-    trained = bool(checkpoints) and (
+    trained = bool(checkpoints) and not (out_dir / "demonstrator" / RESUME_DIR).is_dir() and (
         checkpoint_step(checkpoints[-1]) + settings.checkpoint_every > settings.total_timesteps)
-    if not trained:  # never started, or killed part way: train again from scratch
+    if not trained:  # never started, or killed part way: goes on from its last resume point
         checkpoints = train_demonstrator(make_venv, config, out_dir / "demonstrator", ALGORITHMS)
     demos, report = suboptimal_demos(make_venv, checkpoints, config, ALGORITHMS,
                                      np.random.default_rng(seed))
@@ -336,13 +344,15 @@ def run_policy(config: ApecConfig, make_venv: VenvFactory, reward: Any, out_dir:
     return during and after training. An off-policy agent's replay buffer is first seeded with
     ``policy.seed_rollouts`` trajectories of ``seed_store`` (the AIL checkpoints' rollouts), as the
     reference (eval_reward.py:150-151), and its random steps are counted from the buffer's size.
-    Cached in ``out_dir/result.json``: a rerun reports it without training again."""
+    Cached in ``out_dir/result.json``: a rerun reports it without training again. Resumable: a
+    point every ``policy_chunk`` steps in ``out_dir/resume`` (with the episode curve and the reward
+    normaliser), removed once ``result.json`` is written."""
     if (out_dir / "result.json").is_file():
         return dict(read_json(out_dir / "result.json"))
     settings = config.policy.agent
     reward_fn: RewardFn = paid_reward(TorchRewardFn(reward), config.policy.reward_on)
-    if settings.normalize_reward:
-        reward_fn = NormalizedReward(reward_fn, RunningNorm())
+    normalized = NormalizedReward(reward_fn, RunningNorm()) if settings.normalize_reward else None
+    reward_fn = normalized or reward_fn
     venv = RewardVecEnvWrapper(make_venv(config.seed + 7), reward_fn)
     seeded: list[Trajectory] = []
     if seed_store is not None and config.policy.seed_rollouts and settings.algo == "sac":
@@ -357,13 +367,24 @@ def run_policy(config: ApecConfig, make_venv: VenvFactory, reward: Any, out_dir:
                                     resolve_device(settings.device), settings.kwargs)
     else:
         agent = make_agent(settings, venv, config.seed)
-    if seeded:
+    point_settings = {  # what the points depend on (device and evaluation may change)
+        "agent": settings.model_dump(mode="json", exclude={"device", "eval_episodes"}),
+        "reward_on": config.policy.reward_on, "seed": config.seed,
+        "seed_rollouts": config.policy.seed_rollouts, "reward_sha256": _weights_sha256(reward)}
+    training = ResumableTraining(out_dir / "resume", settings.total_timesteps,
+                                 policy_chunk(settings.total_timesteps), settings=point_settings)
+    resumed = training.resume(agent)
+    log = EpisodeLog(**resumed.progress["log"]) if resumed is not None else EpisodeLog()
+    if resumed is not None and normalized is not None:
+        normalized.norm = RunningNorm.from_state(resumed.progress["reward_norm"])
+    if resumed is None and seeded:  # a resumed buffer holds them already
         seed_replay(agent, seeded, reward_fn)
     progress = progress_of(logger)
     steps = None if progress is None else progress.follow(  # moved by the agent/... episode returns
-        Track(f"apec policy {out_dir.name} env steps", settings.total_timesteps, prefixes=("agent/",)))
-    log = EpisodeLog()
-    agent.learn(settings.total_timesteps, callback=EpisodeLogCallback(log, logger))
+        Track(f"apec policy {out_dir.name} env steps", settings.total_timesteps, prefixes=("agent/",)),
+        completed=agent.num_timesteps)
+    training.train(agent, EpisodeLogCallback(log, logger), progress=lambda: {
+        "log": asdict(log), "reward_norm": None if normalized is None else normalized.norm.state_dict()})
     if steps is not None:  # trained: whatever episode was logged last
         steps.update(settings.total_timesteps)
     venv.close()
@@ -381,7 +402,33 @@ def run_policy(config: ApecConfig, make_venv: VenvFactory, reward: Any, out_dir:
               "n_episodes": len(returns), "seeded_transitions": sum(len(t) for t in seeded),
               "curve_timesteps": log.timesteps, "curve_true_returns": log.true_returns}
     atomic_write_json(out_dir / "result.json", result)
+    training.clear()
     return result
+
+
+POLICY_POINT_EVERY = 50_000  # env steps between a policy's resume points, at most
+
+
+def policy_chunk(total_timesteps: int) -> int:
+    """Env steps between a policy's resume points: a tenth of the run, at most ``POLICY_POINT_EVERY``.
+
+    Args:
+        total_timesteps: the policy's training steps.
+
+    Returns:
+        The chunk (``ResumableTraining`` rounds it to whole rollouts).
+    """
+    return min(POLICY_POINT_EVERY, max(1, total_timesteps // 10))
+
+
+def _weights_sha256(module: Any) -> str:
+    """A digest of a reward module's weights: a policy's resume point names the reward it was
+    trained on, and one made on another is refused."""
+    digest = hashlib.sha256()
+    for name, tensor in sorted(module.state_dict().items()):
+        digest.update(name.encode())
+        digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+    return digest.hexdigest()
 
 
 def paid_reward(reward_fn: RewardFn, on: str) -> RewardFn:
