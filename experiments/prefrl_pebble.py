@@ -79,11 +79,14 @@ from rlkit.scale.units import Backend, Unit, UnitResult, run_units
 ARMS = ("prefrl", "true_reward")
 EVAL_SEED_OFFSET = 10_000  # eval episodes' env seeds: env.seed + this (never the training env's)
 IMITATION_COMMANDS = """\
-python3.11 -m venv /tmp/imitation-venv
+python3 -m venv /tmp/imitation-venv   # never rlkit's: imitation pins gymnasium~=0.29, SB3~=2.2.1
 /tmp/imitation-venv/bin/pip install imitation==1.0.1 "gymnasium[mujoco]~=0.29"
-/tmp/imitation-venv/bin/python -m imitation.scripts.train_preference_comparisons with \\
+for seed in 0 1 2; do
+  /tmp/imitation-venv/bin/python -m imitation.scripts.train_preference_comparisons with \\
     rl.sac environment.gym_id=HalfCheetah-v4 total_timesteps=200000 total_comparisons=1000 \\
-    fragment_length=50 num_iterations=19 initial_comparison_frac=0.1 active_selection=True seed=0
+    initial_comparison_frac=0.1 num_iterations=18 query_schedule=constant fragment_length=50 \\
+    active_selection=True seed=$seed
+done
 """
 
 
@@ -226,7 +229,8 @@ def run_true_reward(config: PebbleExperimentConfig, seed: int, folder: Path) -> 
     curve: dict[str, float] = dict(resumed.progress.get("curve", {})) if resumed is not None else {}
 
     def progress() -> dict[str, Any]:
-        curve[str(agent.num_timesteps)] = evaluate(agent, prefrl.env, config.eval_episodes)
+        if agent.num_timesteps % config.eval_every == 0:  # the steps the other arm is evaluated at
+            curve[str(agent.num_timesteps)] = evaluate(agent, prefrl.env, config.eval_episodes)
         return {"curve": curve}
 
     training.train(agent, progress=progress)
@@ -334,6 +338,7 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "seeds": [r["seed"] for r in group],
             "final_return": Spread.of([r["final_return"] for r in group]).as_dict(),
             "wall_s": Spread.of([r["wall_s"] for r in group]).as_dict(),
+            "cpu_s": Spread.of([r["cpu_s"] for r in group]).as_dict(),
             "curve": {str(s): Spread.of([r["curve"][str(s)] for r in group if str(s) in r["curve"]]
                                         ).as_dict() for s in steps},
         }
