@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import os
 from pathlib import Path
 from typing import Any
@@ -182,7 +183,7 @@ def make_agent(config: AgentConfig, venv: VecEnv, seed: int) -> BaseAlgorithm:
     action_dim = int(np.prod(venv.action_space.shape)) if isinstance(venv.action_space, spaces.Box) else None
     kwargs: dict[str, Any] = {"verbose": 0, "seed": seed, "device": str(resolve_device(config.device))}
     kwargs.update(sb3_kwargs(hyperparams, algorithm, action_dim))
-    kwargs.update(config.kwargs)
+    kwargs.update(copy.deepcopy(dict(config.kwargs)))  # SB3 writes into policy_kwargs (SAC: use_sde)
     agent = algorithm("MlpPolicy", venv, **kwargs)
     if isinstance(agent, OffPolicyAlgorithm):
         check_reward_env(agent)  # VecNormalize inside a reward wrapper: the env's reward stored

@@ -1,0 +1,13 @@
+"""make_agent leaves the config it was given as it was (SB3 writes into the dicts it receives)."""
+
+from rlkit.factories.builders import make_agent, make_venv
+from rlkit.factories.configs import AgentConfig, EnvConfig
+
+
+def test_sac_does_not_write_into_the_configs_policy_kwargs():
+    config = AgentConfig(algo="sac", hyperparams="sb3", device="cpu",
+                         kwargs={"policy_kwargs": {"net_arch": [8, 8]}, "buffer_size": 100})
+    before = config.model_dump()
+    agent = make_agent(config, make_venv(EnvConfig(id="Pendulum-v1", n_envs=1)), seed=0)
+    assert agent.policy_kwargs["use_sde"] is False  # SB3 added it to the dict it was handed
+    assert config.model_dump() == before
