@@ -29,10 +29,10 @@ import torch
 
 from rlkit.apec.config import ApecConfig
 from rlkit.apec.rollouts import sequential_map
-from rlkit.config import StrictModel, apply_overrides, experiment_parser, load_config, save_config
+from rlkit.config import StrictModel, apply_overrides, load_config, save_config
 from rlkit.logging import make_logger
 from rlkit.runners.apec import run_apec, run_demos
-from rlkit.scale.command import add_backend_arguments, backend_from_args
+from rlkit.scale.command import backend_from_args, experiment_parser
 from rlkit.scale.tasks import close_map, task_map
 from rlkit.scale.units import Backend, Unit, run_units
 from rlkit.types import TaskMap
@@ -267,10 +267,8 @@ def main(argv: list[str] | None = None, doc: str | None = __doc__,
     """The experiment's command line; ``experiments/apec_pixels.py`` runs it with its own config,
     docstring and ``name`` (the units' and plots' prefix)."""
     parser = experiment_parser(doc, default_config,
-                               "rebuild summary, table and plots from the finished runs; no training")
-    add_backend_arguments(parser)
-    parser.add_argument("--resume", action="store_true",
-                        help="skip the units already finished in out_dir")
+                               "rebuild summary, table and plots from the finished runs; no training",
+                               "skip the units already finished in out_dir")
     args = parser.parse_args(argv)
     config = load_config(ApecExperimentConfig, args.config, args.overrides)
     backend = backend_from_args(args)

@@ -32,10 +32,10 @@ from typing import Any, Literal
 import numpy as np
 
 from experiments.stats import Spread
-from rlkit.config import StrictModel, experiment_parser, load_config, save_config
+from rlkit.config import StrictModel, load_config, save_config
 from rlkit.m3hf.run_config import FeedbackSettings, M3HFConfig
 from rlkit.persistence import atomic_open, atomic_write_json
-from rlkit.scale.command import add_backend_arguments, backend_from_args
+from rlkit.scale.command import backend_from_args, experiment_parser
 from rlkit.scale.units import Backend, Unit, UnitResult, run_units
 
 ARM_LABELS = {
@@ -290,10 +290,8 @@ def write_metrics(rows: list[dict[str, Any]], out: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = experiment_parser(__doc__, Path(__file__).parent / "configs/m3hf.yaml",
-                               "rebuild metrics, table and plot from the finished runs; no training")
-    add_backend_arguments(parser)
-    parser.add_argument("--resume", action="store_true",
-                        help="skip the units already finished in out_dir (unfinished runs resume)")
+                               "rebuild metrics, table and plot from the finished runs; no training",
+                               "skip the units already finished in out_dir (unfinished runs resume)")
     args = parser.parse_args(argv)
     backend = backend_from_args(args)
     config = load_config(M3HFExperimentConfig, args.config, args.overrides)

@@ -32,7 +32,7 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.env_util import make_vec_env
 
-from rlkit.config import StrictModel, experiment_parser, load_config, save_config
+from rlkit.config import StrictModel, load_config, save_config
 from rlkit.data import SegmentPairs, TrajectoryStore, collect_trajectories, sample_pairs
 from rlkit.devices import Device, resolve_device
 from rlkit.factories.builders import build_reward_model, store_spaces, trainer_config
@@ -42,7 +42,7 @@ from rlkit.persistence import atomic_open
 from rlkit.persistence.agents import load_agent, save_agent
 from rlkit.reward import RewardTrainer, evaluate_reward
 from rlkit.reward.config import TrainerConfig
-from rlkit.scale.command import add_backend_arguments, backend_from_args
+from rlkit.scale.command import backend_from_args, experiment_parser
 from rlkit.scale.units import Backend, Unit, UnitResult, run_units
 
 
@@ -315,10 +315,8 @@ def plot(table: list[dict[str, Any]], config: OrdinalExperimentConfig, path: Pat
 
 def main(argv: list[str] | None = None) -> int:
     parser = experiment_parser(__doc__, Path(__file__).parent / "configs/ordinal_feedback.yaml",
-                               "rebuild summary, table and plot from out_dir/rows.jsonl; no training")
-    add_backend_arguments(parser)
-    parser.add_argument("--resume", action="store_true",
-                        help="skip the units already finished in out_dir (their rows are kept)")
+                               "rebuild summary, table and plot from out_dir/rows.jsonl; no training",
+                               "skip the units already finished in out_dir (their rows are kept)")
     args = parser.parse_args(argv)
     config = load_config(OrdinalExperimentConfig, args.config, args.overrides)
     backend = backend_from_args(args)

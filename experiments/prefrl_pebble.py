@@ -60,7 +60,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 
-from rlkit.config import StrictModel, experiment_parser, load_config, save_config
+from rlkit.config import StrictModel, load_config, save_config
 from rlkit.errors import ConfigError
 from rlkit.factories.builders import make_agent, make_venv, true_return
 from rlkit.factories.configs import (
@@ -73,7 +73,7 @@ from rlkit.factories.configs import (
 from rlkit.factories.resumable import ResumableTraining
 from rlkit.persistence import atomic_open, atomic_write_json
 from rlkit.prefrl import PreferenceRL
-from rlkit.scale.command import add_backend_arguments, backend_from_args
+from rlkit.scale.command import backend_from_args, experiment_parser
 from rlkit.scale.units import Backend, Unit, UnitResult, run_units
 
 ARMS = ("prefrl", "true_reward")
@@ -404,11 +404,9 @@ def main(argv: list[str] | None = None) -> int:
         The exit status.
     """
     parser = experiment_parser(__doc__, Path(__file__).parent / "configs/prefrl_pebble.yaml",
-                               "rebuild summary, table and plot from out_dir/rows.jsonl; no training")
-    add_backend_arguments(parser)
-    parser.add_argument("--resume", action="store_true",
-                        help="skip the units already finished in out_dir; killed ones go on from "
-                             "their folders")
+                               "rebuild summary, table and plot from out_dir/rows.jsonl; no training",
+                               "skip the units already finished in out_dir; killed ones go on from "
+                               "their folders")
     args = parser.parse_args(argv)
     config = load_config(PebbleExperimentConfig, args.config, args.overrides)
     out = Path(config.out_dir)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 from collections.abc import Sequence
 from contextvars import ContextVar
@@ -209,13 +208,3 @@ def save_config(config: BaseModel, path: str | os.PathLike[str]) -> None:
     """
     with atomic_open(path, "w") as handle:
         yaml.safe_dump(config.model_dump(mode="json"), handle, sort_keys=False)
-
-
-def experiment_parser(doc: str | None, default_config: Path, report_help: str) -> argparse.ArgumentParser:
-    """The command line every script under ``experiments/`` shares: ``key=value`` overrides of its
-    YAML config (``--config``), and ``--report-only`` to rebuild its report from finished runs."""
-    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("overrides", nargs="*", metavar="key=value")
-    parser.add_argument("--config", default=default_config)
-    parser.add_argument("--report-only", action="store_true", help=report_help)
-    return parser

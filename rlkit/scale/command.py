@@ -50,6 +50,30 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return parser
 
 
+def experiment_parser(doc: str | None, default_config: Path, report_help: str,
+                      resume_help: str) -> argparse.ArgumentParser:
+    """The command line every script under ``experiments/`` shares: ``key=value`` overrides of its
+    YAML config (``--config``), ``--report-only`` to rebuild its report from finished runs,
+    ``--resume`` to finish a killed run, and where its units run (``add_backend_arguments``).
+
+    Args:
+        doc: the script's description (its docstring).
+        default_config: the YAML config used without ``--config``.
+        report_help: what ``--report-only`` rebuilds.
+        resume_help: what ``--resume`` skips and what it continues.
+
+    Returns:
+        The parser.
+    """
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("overrides", nargs="*", metavar="key=value")
+    parser.add_argument("--config", default=default_config)
+    parser.add_argument("--report-only", action="store_true", help=report_help)
+    parser.add_argument("--resume", action="store_true", help=resume_help)
+    add_backend_arguments(parser)
+    return parser
+
+
 def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
     """``--backend``, ``--workers``, ``--address``, ``--num-cpus``, ``--resources`` and
     ``--storage``: how the experiments (and sweeps) choose where their units run."""
