@@ -183,7 +183,10 @@ def make_agent(config: AgentConfig, venv: VecEnv, seed: int) -> BaseAlgorithm:
     action_dim = int(np.prod(venv.action_space.shape)) if isinstance(venv.action_space, spaces.Box) else None
     kwargs: dict[str, Any] = {"verbose": 0, "seed": seed, "device": str(resolve_device(config.device))}
     kwargs.update(sb3_kwargs(hyperparams, algorithm, action_dim))
-    kwargs.update(copy.deepcopy(dict(config.kwargs)))  # SB3 writes into policy_kwargs (SAC: use_sde)
+    # SB3 writes into the policy_kwargs it is given (SAC: use_sde): hand it a copy of that dict,
+    # and every other value as it is (a replay buffer's reward function must stay the live one)
+    kwargs.update({key: copy.deepcopy(value) if key == "policy_kwargs" else value
+                   for key, value in config.kwargs.items()})
     agent = algorithm("MlpPolicy", venv, **kwargs)
     if isinstance(agent, OffPolicyAlgorithm):
         check_reward_env(agent)  # VecNormalize inside a reward wrapper: the env's reward stored
