@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from rlkit.errors import InvalidDataError
-from rlkit.persistence import formats, write_header
+from rlkit.persistence import write_header
 from rlkit.prefrl import PreferenceRL
 from rlkit.prefrl import loop as prefrl_loop
 from rlkit.prefrl import resume as prefrl_resume
@@ -150,56 +150,3 @@ def test_the_command_killed_with_sigkill_resumes_when_run_again(tmp_path):
     summary = json.loads((tmp_path / "summary.json").read_text())
     # the first round after the 200 random steps (part of the budget), then one every 200 steps
     assert len(summary["rounds"]) == 1 + (1200 - 200) // 200 and summary["labels"] == 20 + 5 * 10
-
-
-def exact_config(**extra: str):
-    """One Pendulum env, a round every 100 steps: the agent's first episode (it starts at step 100,
-    after the random steps) ends at step 300, on the third round; the second at the budget, 500."""
-    return small_config("sac", **{"env.n_envs": "1", "query.every_steps": "100",
-                                  "agent.total_timesteps": "500", "query.initial_pairs": "20",
-                                  "query.pairs_per_round": "10", **extra})
-
-
-def kill_at_step_300(tmp_path, monkeypatch, config) -> None:
-    monkeypatch.setattr(prefrl_loop, "evaluate_reward", KilledInRound(kill_at=3))
-    with pytest.raises(KeyboardInterrupt):
-        PreferenceRL(config, run_dir=tmp_path).learn()
-    monkeypatch.undo()
-
-
-def test_a_sac_run_killed_at_an_episode_end_resumes_bit_for_bit(tmp_path, monkeypatch):
-    """Every RNG, each env's RNG from before the round's step and that step's transitions (stored
-    and trained on after the round) are in the point: the resumed run is the unbroken one."""
-    config = exact_config()
-    kill_at_step_300(tmp_path, monkeypatch, config)
-    resumed = PreferenceRL(config, run_dir=tmp_path)
-    assert resumed.resume_point is not None and resumed.resume_point.timestep == 300
-    assert resumed.resume_point.exact
-    result = resumed.learn()
-    unbroken = PreferenceRL(config)
-    expected = unbroken.learn()
-    assert torch.equal(vector(resumed.agent.policy), vector(unbroken.agent.policy))
-    assert torch.equal(vector(resumed.model), vector(unbroken.model))
-    assert result.episodes.true_returns == expected.episodes.true_returns
-    assert len(result.episodes.true_returns) == 2  # the episode after the point counts too
-    assert resumed.agent._n_updates == unbroken.agent._n_updates
-    np.testing.assert_array_equal(resumed.agent.replay_buffer.rewards, unbroken.agent.replay_buffer.rewards)
-
-
-def test_a_point_of_format_3_still_resumes(tmp_path, monkeypatch):
-    """A point written before the RNGs and the round's env step were kept resumes (not exactly)."""
-    config = exact_config()
-    kill_at_step_300(tmp_path, monkeypatch, config)
-    path = tmp_path / prefrl_resume.RESUME_DIR / prefrl_resume.STATE_FILE
-    state = json.loads(path.read_text())
-    del state["rngs"], state["step"]
-    write_header(path, prefrl_resume.KIND, {k: v for k, v in state.items() if k != "format"},
-                 covers=[path.parent / name for name in state["sha256"]])
-    written = json.loads(path.read_text())
-    written["format"] = written["format"].replace("/4", "/3")
-    written[formats.SELF_CHECKSUM] = formats._digest(written)
-    path.write_text(json.dumps(written))
-    resumed = PreferenceRL(config, run_dir=tmp_path)
-    assert resumed.resume_point is not None and not resumed.resume_point.exact
-    assert resumed.learn().rounds[-1].timestep == 500
-    assert resumed.agent.num_timesteps == 500

@@ -45,6 +45,7 @@ State of its own (an episode-return curve) goes into the point through ``progres
 from __future__ import annotations
 
 import json
+import random
 import re
 import shutil
 from collections.abc import Callable, Mapping
@@ -60,6 +61,7 @@ from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.common.save_util import load_from_zip_file, recursive_setattr
 from stable_baselines3.common.type_aliases import TrainFreq, TrainFrequencyUnit
+from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 
 from rlkit.errors import FileFormatError, InvalidDataError
 from rlkit.persistence import atomic_write_bytes, read_header, tag, write_header
@@ -67,12 +69,12 @@ from rlkit.persistence.agents import save_agent
 from rlkit.persistence.formats import payload_files, verify_checksums
 from rlkit.persistence.replay import chunk_files, load_replay_chunks, save_replay_chunks
 from rlkit.persistence.rng import (
-    check_run_rngs,
     check_torch_rng_state,
-    env_rng_states,
-    restore_run_rngs,
+    numpy_rng_state,
+    random_state_from_json,
+    random_state_to_json,
+    restore_numpy_rng,
     restore_torch_rng,
-    run_rng_states,
     torch_rng_state,
 )
 
@@ -232,7 +234,7 @@ class ResumableTraining:
             raise
         except Exception as error:  # torch's restricted unpickler raises its own kinds
             raise FileFormatError(f"{tensors_path}: missing or damaged ({error})") from None
-        check_run_rngs(header["rngs"], path)
+        _check_rngs(path, header["rngs"])
         counters = header["counters"]
         if not all(isinstance(counters.get(name), int) for name in COUNTERS[:3]):
             raise FileFormatError(f"{path}: field 'counters' lacks one of {list(COUNTERS[:3])}")
@@ -255,7 +257,9 @@ class ResumableTraining:
         write_header(header, KIND, {
             "settings": self.settings, "algo": type(agent).__name__, "n_envs": agent.n_envs,
             "counters": {name: int(getattr(agent, name)) for name in COUNTERS if hasattr(agent, name)},
-            "rngs": run_rng_states(agent.action_space.np_random, boundary.env_rngs),
+            "rngs": {"numpy_global": random_state_to_json(_numpy_global_state()),
+                     "python": _python_state(), "action_space": numpy_rng_state(agent.action_space.np_random),
+                     "envs": boundary.env_rngs},
             "exact": boundary.env_rngs is not None and boundary.episode_end,
             "replay": replay, "progress": progress,
         }, covers=payload_files(folder))
@@ -310,7 +314,7 @@ class _ChunkEnd(BaseCallback):
 
     def _watch(self) -> None:
         if self.end - self.model.n_envs <= self.model.num_timesteps < self.end:
-            self.env_rngs = env_rng_states(self.model.get_env())
+            self.env_rngs = _env_rng_states(self.model.get_env())
 
 
 def _stride(agent: BaseAlgorithm) -> int:
@@ -324,6 +328,53 @@ def _stride(agent: BaseAlgorithm) -> int:
                                    "steps (chunks end at a step count)")
         return freq.frequency * agent.n_envs
     raise InvalidDataError(f"{type(agent).__name__} is neither an on- nor an off-policy SB3 algorithm")
+
+
+def _env_rng_states(venv: VecEnv | None) -> list[dict[str, Any]] | None:
+    """Each env's ``np_random`` state (None when an env has none)."""
+    try:
+        generators = venv.get_attr("np_random") if venv is not None else []
+    except AttributeError:
+        return None
+    if not generators or not all(isinstance(g, np.random.Generator) for g in generators):
+        return None
+    return [numpy_rng_state(g) for g in generators]
+
+
+def _numpy_global_state() -> tuple[Any, ...]:
+    state = np.random.get_state(legacy=True)
+    assert isinstance(state, tuple)  # legacy=True: the tuple form
+    return state
+
+
+def _python_state() -> list[Any]:
+    version, internal, gauss = random.getstate()
+    return [version, list(internal), gauss]
+
+
+def _python_state_from_json(data: Any, where: Path) -> tuple[Any, ...]:
+    try:
+        version, internal, gauss = data
+        state = (int(version), tuple(int(x) for x in internal), None if gauss is None else float(gauss))
+        random.Random().setstate(state)  # refuses a malformed state here, not mid-run
+    except (TypeError, ValueError, OverflowError) as error:
+        raise FileFormatError(f"{where}: not a Python random state ({error})") from None
+    return state
+
+
+def _check_rngs(path: Path, rngs: dict[str, Any]) -> None:
+    """The saved RNG states are ones their generators accept (before anything is restored)."""
+    try:
+        random_state_from_json(rngs["numpy_global"], path)
+        _python_state_from_json(rngs["python"], path)
+        states = [rngs["action_space"], *(rngs["envs"] or [])]
+        for state in states:
+            bit_generator = getattr(np.random, str(state["bit_generator"]), None)
+            if not (isinstance(bit_generator, type) and issubclass(bit_generator, np.random.BitGenerator)):
+                raise FileFormatError(f"{path}: unknown bit generator {state['bit_generator']!r}")
+            restore_numpy_rng(np.random.Generator(bit_generator()), state, path)
+    except (KeyError, TypeError):
+        raise FileFormatError(f"{path}: field 'rngs' is not a set of RNG states") from None
 
 
 def _restore(agent: BaseAlgorithm, directory: Path, path: Path, header: dict[str, Any],
@@ -349,8 +400,28 @@ def _restore(agent: BaseAlgorithm, directory: Path, path: Path, header: dict[str
     restore_torch_rng(tensors["torch"], where=path.with_suffix("") / TENSORS_FILE)
     if tensors["cuda"] and agent.device.type == "cuda" and len(tensors["cuda"]) == torch.cuda.device_count():
         torch.cuda.set_rng_state_all(tensors["cuda"])
-    restore_run_rngs(rngs, agent.action_space.np_random, agent.get_env(), path)
+    np.random.set_state(random_state_from_json(rngs["numpy_global"], path))
+    random.setstate(_python_state_from_json(rngs["python"], path))
+    restore_numpy_rng(agent.action_space.np_random, rngs["action_space"], path)
+    venv = agent.get_env()
+    if rngs["envs"] is not None and venv is not None:
+        _restore_env_rngs(venv, rngs["envs"], path)
     agent._last_obs = None  # learn() starts with an env reset
+
+
+def _restore_env_rngs(venv: VecEnv, states: list[dict[str, Any]], path: Path) -> None:
+    """Each env's ``np_random`` as saved, and the seeds the fresh agent set for its first reset
+    dropped, so that reset draws from them."""
+    generators = venv.get_attr("np_random")
+    if len(generators) != len(states):
+        raise InvalidDataError(f"{path}: RNG states of {len(states)} envs, this agent has {len(generators)}")
+    for index, (generator, state) in enumerate(zip(generators, states, strict=True)):
+        restore_numpy_rng(generator, state, path)
+        venv.set_attr("np_random", generator, indices=[index])
+    base = venv
+    while isinstance(base, VecEnvWrapper):
+        base = base.venv
+    base._reset_seeds()
 
 
 def _changed(saved: Any, given: Any, prefix: str = "") -> list[str]:

@@ -69,13 +69,12 @@ FORMATS: dict[str, Format] = {f.kind: f for f in (
            "generator.zip/.json, reward/, shaping/, trainer_state.pt",
            "sha256 of every payload file in meta.json", "rlkit.ail.checkpoints", older=(1,),
            checksummed=True),
-    # /3: written a round at a time (only new trajectory and replay chunks); /4: with every RNG and
-    # the env step the round came in (a resume at an episode end is exact); /1-/3 still load
-    Format("rlkit.prefrl.resume", 4, "resume/state.json",
-           "round-NNNNNNN/ (tensors.pt, pairs.npz, step.npz, reward/), store/traj-*.npz, "
+    # /3: written a round at a time (only new trajectory and replay chunks); /1 and /2 still load
+    Format("rlkit.prefrl.resume", 3, "resume/state.json",
+           "round-NNNNNNN/ (tensors.pt, pairs.npz, reward/), store/traj-*.npz, "
            "replay/rows-*.npz + rewards-*.npz",
            "sha256 of the round's files and of every chunk in state.json", "rlkit.prefrl.resume",
-           older=(1, 2, 3), checksummed=True),
+           older=(1, 2), checksummed=True),
     # an SB3 run trained in chunks (rlkit.factories.resumable: APEC's demonstrator and policies)
     Format("rlkit.sb3-resume", 1, "point-<steps>.json",
            "point-<steps>/ (agent.zip/.json, tensors.pt), replay/rows-*.npz + rewards-*.npz",

@@ -46,7 +46,6 @@ from rlkit.factories.configs import AgentConfig, PrefRLConfig
 from rlkit.feedback import OrdinalScale, PreferenceDataset, SimulatedTeacher, TeacherConfig
 from rlkit.feedback.answers import AnnotatedTeacher, Answers
 from rlkit.logging import Logger
-from rlkit.persistence.rng import env_rng_states
 from rlkit.prefrl import resume as prefrl_resume
 from rlkit.prefrl.query import make_selector
 from rlkit.reward import RewardEnsemble, RewardTrainer, RunningNorm
@@ -137,9 +136,6 @@ class PreferenceRL:
             self.wrapped, self.relabeller = per_rollout_reward(self.venv, self.reward_fn,
                                                                observers=[recorder])
         self.agent = make_agent(agent_config, self.wrapped, config.seed)
-        buffer = getattr(self.agent, "replay_buffer", None)
-        if isinstance(buffer, LazyRewardReplayBuffer):  # the loop's reward, not a copy of it:
-            buffer.reward_fn = self.reward_fn  # its refits and its normaliser label the rows
         if isinstance(self.agent, OffPolicyAlgorithm):  # (make_agent checked its reward env)
             # its clock starts after the random steps, so its own random start comes on top
             self.agent.learning_starts += self.random_steps
@@ -148,9 +144,6 @@ class PreferenceRL:
                               "(rlkit.runners.prefrl.build_preference_rl makes it from the config)")
         self.teacher: Teacher | None = teacher
         self.result = PrefRLResult(self.agent, self.dataset)
-        # the SB3 locals of the env step a round comes in, and each env's RNG from before it
-        self.pending_step: dict[str, Any] | None = None
-        self.env_rngs: list[dict[str, Any]] | None = None
         if point is not None:
             self._restore(point)
 
@@ -175,7 +168,7 @@ class PreferenceRL:
         if isinstance(self.reward_fn, NormalizedReward) and point.reward.norm is not None:
             self.reward_fn.norm = point.reward.norm
         point.restore_agent(self.agent)
-        point.restore_rngs(self.rng, self.agent)  # a bad state is refused naming its file
+        point.restore_rngs(self.rng)  # a bad state is refused naming its file
         teacher = point.state["teacher"]
         if self.teacher is None and teacher["kind"] == "simulated":
             self.teacher = SimulatedTeacher(TeacherConfig(**teacher["config"]), self.rng)
@@ -289,8 +282,6 @@ class PreferenceRL:
         if remaining > 0:
             budget = _StopAtBudget(self.config.agent.total_timesteps)
             callbacks = [EpisodeLogCallback(self.result.episodes, self.logger), asker, budget]
-            if point is not None:
-                callbacks.insert(0, _FinishStep(point))
             if self.relabeller is not None:
                 callbacks.append(self.relabeller)
             self.agent.learn(remaining, callback=callbacks, reset_num_timesteps=False)
@@ -307,39 +298,11 @@ class _QueryCallback(BaseCallback):
         self.loop = loop
         self.last = 0
 
-    def _on_training_start(self) -> None:
-        self._watch()
-
     def _on_step(self) -> bool:
         if self.num_timesteps - self.last >= self.loop.config.query.every_steps:
             self.last = self.num_timesteps
             if self.loop.wants_query():
-                self.loop.pending_step = self.locals
-                try:
-                    self.loop.query_and_refit(self.loop.config.query.pairs_per_round)
-                finally:
-                    self.loop.pending_step = self.loop.env_rngs = None
-        self._watch()
-        return True
-
-    def _watch(self) -> None:
-        """Keep each env's RNG before a step that brings a round (its resume point saves them)."""
-        if self.model.num_timesteps + self.model.n_envs - self.last >= self.loop.config.query.every_steps:
-            self.loop.env_rngs = env_rng_states(self.model.get_env())
-
-
-class _FinishStep(BaseCallback):
-    """In a resumed run, once ``learn`` has reset the env: the env step its round came in stored
-    and trained on, as the killed run did after that round."""
-
-    def __init__(self, point: prefrl_resume.ResumePoint) -> None:
-        super().__init__()
-        self.point = point
-
-    def _on_training_start(self) -> None:
-        self.point.finish_step(self.model)
-
-    def _on_step(self) -> bool:
+                self.loop.query_and_refit(self.loop.config.query.pairs_per_round)
         return True
 
 

@@ -2,10 +2,7 @@
 
 The resume point is written just before each round draws its candidate pairs: the trajectories,
 the labelled pairs, the reward model (and its optimiser and reward statistics), the agent's
-networks and optimisers, an off-policy agent's replay buffer and the env step the round came in
-(SB3 stores and trains on it after the callbacks: ``step.npz``), the RNGs (the loop's, torch's,
-numpy's global one, Python's, the action space's, each env's from before that step) and the round
-records. A round that came at an episode end in every env therefore resumes bit for bit (``exact``).
+networks and optimisers, an off-policy agent's replay buffer, the RNGs and the round records.
 A resumed run restores all of it and asks that round again: the same RNG and the same data draw
 the same pairs, so a simulated teacher gives the same labels and people's labels, stored under
 those pairs, are found at once. Every query in the label store therefore names trajectories the
@@ -39,7 +36,6 @@ import torch
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.save_util import recursive_getattr, recursive_setattr
-from stable_baselines3.common.type_aliases import TrainFreq, TrainFrequencyUnit
 
 from rlkit.data import TrajectoryStore
 from rlkit.data.segments import SegmentPairs
@@ -58,13 +54,10 @@ from rlkit.persistence.replay import (
     save_replay_chunks,
 )
 from rlkit.persistence.rng import (
-    check_run_rngs,
     check_torch_rng_state,
     numpy_rng_state,
     restore_numpy_rng,
-    restore_run_rngs,
     restore_torch_rng,
-    run_rng_states,
     torch_rng_state,
 )
 from rlkit.reward import LoadedRewardModel, load_reward_model, save_reward_model
@@ -74,7 +67,6 @@ if TYPE_CHECKING:
 
 RESUME_DIR = "resume"
 PAIRS_FILE = "pairs.npz"
-STEP_FILE = "step.npz"  # an off-policy agent's env step the round came in, not yet stored or trained on
 KIND = "rlkit.prefrl.resume"
 FORMAT = tag(KIND)
 STATE_FILE = "state.json"
@@ -113,55 +105,10 @@ class ResumePoint:
             return rewind_metrics(run_dir, after_step=self.timestep)
         return rewind_metrics(run_dir, size=size)
 
-    def restore_rngs(self, rng: np.random.Generator, agent: BaseAlgorithm) -> None:
-        """The loop's numpy Generator and torch's global CPU RNG as they were at the save; from
-        format 4 on also numpy's global RNG (replay batches), Python's ``random``, the agent's
-        action space's RNG (random warm-up actions) and each env's RNG as it was before the
-        round's env step (the episode's reset drawn there is drawn again)."""
-        where = self.directory / STATE_FILE
-        restore_numpy_rng(rng, self.state["numpy_rng"], where)
+    def restore_rngs(self, rng: np.random.Generator) -> None:
+        """The loop's numpy Generator and torch's global CPU RNG as they were at the save."""
+        restore_numpy_rng(rng, self.state["numpy_rng"], self.directory / STATE_FILE)
         restore_torch_rng(self.tensors["torch_rng"], where=self.payload / "tensors.pt")
-        rngs = self.state.get("rngs")
-        if rngs is None:  # a point of format 3 or older
-            return
-        restore_run_rngs(rngs, agent.action_space.np_random, agent.get_env(), where)
-
-    @property
-    def exact(self) -> bool:
-        """Whether the resumed run repeats the killed one bit for bit: an off-policy agent's round
-        came at a step that ended an episode in every env, with the env RNGs kept."""
-        step = self.state.get("step")
-        return bool(step and step["episode_end"] and step["env_rngs"])
-
-    def finish_step(self, agent: BaseAlgorithm) -> None:
-        """Do what SB3 does after the callbacks of the env step the round came in: store its
-        transitions, count the episodes it ended and train when it ended a rollout (call at the
-        start of ``learn``, once the env is reset; ``agent._last_obs`` stays the reset's)."""
-        step = self.state.get("step")
-        if step is None or not isinstance(agent, OffPolicyAlgorithm) or agent.replay_buffer is None:
-            return
-        path = self.payload / STEP_FILE
-        arrays = load_npz(path)
-        try:
-            dones = arrays["dones"].astype(bool)
-            infos = [{"TimeLimit.truncated": bool(truncated)} for truncated in arrays["truncated"]]
-            for index in np.flatnonzero(arrays["has_terminal"]):
-                infos[index]["terminal_observation"] = arrays["terminal"][index]
-            reset_obs, agent._last_obs = agent._last_obs, arrays["last_obs"]
-            agent._store_transition(agent.replay_buffer, arrays["actions"], arrays["new_obs"],
-                                    arrays["rewards"], dones, infos)
-        except (KeyError, IndexError, ValueError) as error:
-            raise FileFormatError(f"{path}: not the env step of this point ({error})") from None
-        agent._last_obs = reset_obs
-        agent._update_current_progress_remaining(agent.num_timesteps, agent._total_timesteps)
-        agent._episode_num += int(dones.sum())
-        freq, collected = agent.train_freq, int(step["collected"])
-        rollout_done = isinstance(freq, TrainFreq) and freq.unit == TrainFrequencyUnit.STEP and (
-            collected >= freq.frequency)
-        if rollout_done and agent.num_timesteps > agent.learning_starts:
-            gradient_steps = agent.gradient_steps if agent.gradient_steps >= 0 else collected * agent.n_envs
-            if gradient_steps > 0:
-                agent.train(batch_size=agent.batch_size, gradient_steps=gradient_steps)
 
     def restore_agent(self, agent: BaseAlgorithm) -> None:
         """Networks, optimisers, counters and replay buffer into a fresh agent of the same config."""
@@ -200,7 +147,6 @@ def save(loop: PreferenceRL, directory: Path, pending_pairs: int) -> int:
     round_dir = f"round-{generation:07d}"
     shutil.rmtree(directory / round_dir, ignore_errors=True)  # a killed write's, named by no point
     _write_round(loop, directory / round_dir)
-    step = _write_step(loop, directory / round_dir)
     chunked = previous if previous and previous.get("layout") == LAYOUT else None
     store_chunks, written = _save_store(loop.store, directory, chunked, generation)
     agent, replay = loop.agent, None
@@ -213,8 +159,7 @@ def save(loop: PreferenceRL, directory: Path, pending_pairs: int) -> int:
     files |= chunk_files(replay) if replay is not None else {}
     covers = payload_files(directory / round_dir)
     write_header(directory / STATE_FILE, KIND, {  # last: the commit of the new point
-        **_state(loop, pending_pairs), "step": step, "layout": LAYOUT, "generation": generation,
-        "round": round_dir,
+        **_state(loop, pending_pairs), "layout": LAYOUT, "generation": generation, "round": round_dir,
         "store_chunks": store_chunks, "replay": replay, "chunk_sha256": files,
         "dataset": _dataset_header(loop.dataset),
     }, covers=covers)
@@ -284,29 +229,6 @@ def _write_round(loop: PreferenceRL, folder: Path) -> None:
     save_reward_model(loop.model, folder / "reward", norm=loop.reward_norm)
 
 
-def _write_step(loop: PreferenceRL, folder: Path) -> dict[str, Any] | None:
-    """An off-policy agent's env step the round came in (SB3 stores it after the callbacks)."""
-    agent, step = loop.agent, loop.pending_step
-    if (step is None or not isinstance(agent, OffPolicyAlgorithm) or agent._vec_normalize_env is not None
-            or not isinstance(agent._last_obs, np.ndarray)
-            or not isinstance(step.get("new_obs"), np.ndarray)):
-        return None
-    dones, infos, new_obs = np.asarray(step["dones"], bool), step["infos"], step["new_obs"]
-    terminal = new_obs.copy()
-    has_terminal = np.array([bool(done) and info.get("terminal_observation") is not None
-                             for done, info in zip(dones, infos, strict=True)])
-    for index in np.flatnonzero(has_terminal):
-        terminal[index] = infos[index]["terminal_observation"]
-    save_npz(folder / STEP_FILE, {
-        "last_obs": agent._last_obs, "actions": np.asarray(step["buffer_actions"]), "new_obs": new_obs,
-        "rewards": np.asarray(step["rewards"]), "dones": dones, "terminal": terminal,
-        "has_terminal": has_terminal,
-        "truncated": np.array([bool(info.get("TimeLimit.truncated", False)) for info in infos]),
-    })
-    return {"collected": int(step["num_collected_steps"]), "episode_end": bool(dones.all()),
-            "env_rngs": loop.env_rngs is not None}
-
-
 def _write_tensors(loop: PreferenceRL, folder: Path) -> None:
     agent = loop.agent
     _, variables = agent._get_torch_save_params()  # the state dicts come from get_parameters()
@@ -328,7 +250,6 @@ def _state(loop: PreferenceRL, pending_pairs: int) -> dict[str, Any]:
         "agent_episodes": agent._episode_num,
         "pending_pairs": pending_pairs,
         "numpy_rng": numpy_rng_state(loop.rng),
-        "rngs": run_rng_states(agent.action_space.np_random, loop.env_rngs),
         "metrics_bytes": None if loop.run_dir is None else metrics_size(loop.run_dir),
         "teacher": loop.teacher_state(),
         "rounds": [dataclasses.asdict(r) for r in loop.result.rounds],
@@ -369,27 +290,12 @@ def load(directory: Path, config_json: dict[str, Any]) -> ResumePoint | None:
     if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size < 0):
         raise FileFormatError(f"{directory / STATE_FILE}: metrics_bytes={size!r} is not a byte count")
     restore_numpy_rng(np.random.default_rng(), state["numpy_rng"], directory / STATE_FILE)  # a check
-    _check_rngs(directory / STATE_FILE, state)
     if chunked:
         store = TrajectoryStore.load_chunks(directory / chunk["file"] for chunk in state["store_chunks"])
         dataset = _load_dataset(store, payload / PAIRS_FILE, state["dataset"])
     else:
         dataset = PreferenceDataset.load(directory / "preferences")
     return ResumePoint(directory, state, dataset, load_reward_model(payload / "reward"), tensors, payload)
-
-
-def _check_rngs(where: Path, state: dict[str, Any]) -> None:
-    """A format-4 point's RNG states and env step fields are ones this rlkit can restore."""
-    rngs, step = state.get("rngs"), state.get("step")
-    if rngs is not None:
-        check_run_rngs(rngs, where)
-    try:
-        if step is not None and not (isinstance(step["collected"], int)
-                                     and isinstance(step["episode_end"], bool)
-                                     and isinstance(step["env_rngs"], bool)):
-            raise TypeError("step")
-    except (KeyError, TypeError):
-        raise FileFormatError(f"{where}: field 'step' is not this rlkit's") from None
 
 
 _CHUNKED_FIELDS: dict[str, type | tuple[type, ...]] = {
