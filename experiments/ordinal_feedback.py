@@ -38,7 +38,6 @@ from rlkit.devices import Device, resolve_device
 from rlkit.factories.builders import build_reward_model, store_spaces, trainer_config
 from rlkit.factories.configs import RewardModelConfig
 from rlkit.feedback import OrdinalScale, beta_for_spread
-from rlkit.persistence import atomic_open
 from rlkit.persistence.agents import load_agent, save_agent
 from rlkit.reward import RewardTrainer, evaluate_reward
 from rlkit.reward.config import TrainerConfig
@@ -318,21 +317,21 @@ def main(argv: list[str] | None = None) -> int:
                                "rebuild summary, table and plot from out_dir/rows.jsonl; no training",
                                "skip the units already finished in out_dir (their rows are kept)")
     args = parser.parse_args(argv)
+    from experiments.rows import read_rows, write_rows  # by name: the script puts the repo root on sys.path
     config = load_config(OrdinalExperimentConfig, args.config, args.overrides)
     backend = backend_from_args(args)
     torch.set_num_threads(1)  # small nets: one thread is fastest and leaves a core for the envs
     out = Path(config.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     if args.report_only:
-        rows = [json.loads(line) for line in (out / "rows.jsonl").read_text().splitlines()]
+        rows = read_rows(out)
     else:
         save_config(config, out / "config.yaml")
         rows = run_all(config, out, backend, resume=args.resume)
         if not rows:
             print(f"no unit finished under {out}", file=sys.stderr)
             return 1
-        with atomic_open(out / "rows.jsonl", "w") as handle:
-            handle.writelines(json.dumps(row) + "\n" for row in rows)
+        write_rows(out, rows)
     table = summarise(rows)
     (out / "summary.json").write_text(json.dumps(table, indent=2))
     (out / "table.md").write_text(markdown_table(table))

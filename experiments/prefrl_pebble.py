@@ -71,7 +71,7 @@ from rlkit.factories.configs import (
     QueryConfig,
 )
 from rlkit.factories.resumable import ResumableTraining
-from rlkit.persistence import atomic_open, atomic_write_json
+from rlkit.persistence import atomic_write_json
 from rlkit.prefrl import PreferenceRL
 from rlkit.scale.command import backend_from_args, experiment_parser
 from rlkit.scale.units import Backend, Unit, UnitResult, run_units
@@ -408,11 +408,12 @@ def main(argv: list[str] | None = None) -> int:
                                "skip the units already finished in out_dir; killed ones go on from "
                                "their folders")
     args = parser.parse_args(argv)
+    from experiments.rows import read_rows, write_rows  # by name: the script puts the repo root on sys.path
     config = load_config(PebbleExperimentConfig, args.config, args.overrides)
     out = Path(config.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     if args.report_only:
-        rows = [json.loads(line) for line in (out / "rows.jsonl").read_text().splitlines()]
+        rows = read_rows(out)
     else:
         backend = backend_from_args(args)
         save_config(config, out / "config.yaml")
@@ -420,8 +421,7 @@ def main(argv: list[str] | None = None) -> int:
         if not rows:
             print(f"no unit finished under {out}", file=sys.stderr)
             return 1
-        with atomic_open(out / "rows.jsonl", "w") as handle:
-            handle.writelines(json.dumps(row) + "\n" for row in rows)
+        write_rows(out, rows)
     table = summarise(rows)
     atomic_write_json(out / "summary.json", table)
     (out / "table.md").write_text(markdown_table(table))
