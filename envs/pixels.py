@@ -33,12 +33,20 @@ from gymnasium.envs.classic_control.pendulum import PendulumEnv
 from rlkit.errors import ConfigError
 
 __all__ = [
-    "PIXEL_ENV_IDS", "Canvas", "PixelPendulum", "PixelPointMass", "StackFrames", "make_pixel_env",
-    "register_pixel_envs",
+    "KEYPOINT_COLOURS", "PIXEL_ENV_IDS", "Canvas", "PixelPendulum", "PixelPointMass", "StackFrames",
+    "make_pixel_env", "register_pixel_envs",
 ]
 
 PIXEL_ENV_IDS = ("rlkit/PixelPendulum-v0", "rlkit/PixelPointMass-v0")
 BACKGROUND = np.array([30, 30, 40], dtype=np.uint8)
+ROD, PIVOT = (220, 120, 60), (200, 200, 200)
+MASS, TARGET = (230, 200, 70), (60, 180, 90)
+# The colours of the moving objects of each task, for a fixed keypoint encoder
+# (``rlkit.factories.keypoints.ColourKeypoints``, policy setting ``encoder: keypoints``).
+KEYPOINT_COLOURS = {
+    "rlkit/PixelPendulum-v0": [list(ROD)],
+    "rlkit/PixelPointMass-v0": [list(MASS), list(TARGET)],
+}
 
 
 class Canvas:
@@ -96,8 +104,8 @@ class PixelPendulum(gymnasium.Env[np.ndarray, np.ndarray]):
         tip = np.array([np.sin(theta), np.cos(theta)])  # theta = 0 points up
         canvas = self.canvas
         canvas.clear()
-        canvas.segment(np.zeros(2), tip, 0.2, (220, 120, 60))
-        canvas.disc(np.zeros(2), 0.08, (200, 200, 200))
+        canvas.segment(np.zeros(2), tip, 0.2, ROD)
+        canvas.disc(np.zeros(2), 0.08, PIVOT)
         return canvas.frame.copy()
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -135,8 +143,8 @@ class PixelPointMass(gymnasium.Env[np.ndarray, np.ndarray]):
     def _draw(self) -> np.ndarray:
         canvas = self.canvas
         canvas.clear()
-        canvas.disc(self.state[4:6], 0.15, (60, 180, 90))
-        canvas.disc(self.state[0:2], 0.1, (230, 200, 70))
+        canvas.disc(self.state[4:6], 0.15, TARGET)
+        canvas.disc(self.state[0:2], 0.1, MASS)
         return canvas.frame.copy()
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None

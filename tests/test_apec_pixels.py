@@ -9,6 +9,7 @@ import shutil
 import numpy as np
 import pytest
 
+from envs.pixels import KEYPOINT_COLOURS
 from experiments import apec_pixels
 from experiments.apec import ApecExperimentConfig, run_unit, units
 from rlkit.ail import CheckpointStore
@@ -128,11 +129,15 @@ def test_drex_fits_a_convolutional_bc_policy_to_pixel_demos_and_stores_frames_on
 
 SMALL_SAC = ("learning_starts: 20, batch_size: 16, buffer_size: 500, policy_kwargs: {net_arch: [16], "
              "features_extractor_kwargs: {channels: 8, strides: [2, 1], features_dim: 16}}")
+# The AIL generator acts from the fixed keypoint encoder (as experiments/configs/apec_pixels.yaml's).
+KEYPOINT_SAC = ("learning_starts: 20, batch_size: 16, buffer_size: 500, augment_pad: 0, policy_kwargs: "
+                "{net_arch: [16], encoder: keypoints, features_extractor_kwargs: "
+                f"{{colours: {KEYPOINT_COLOURS[PIXEL_ID]}}}}}")
 TINY = [
     f"env.id={PIXEL_ID}", "env.kwargs={size: 16, max_episode_steps: 20}",
     "demos.algo=sac", "demos.total_timesteps=120", "demos.checkpoint_every=40", "demos.baseline=random",
     "demos.eval_episodes=1", f"demos.kwargs={{{SMALL_SAC}}}",
-    "ail.rounds=4", "ail.steps_per_round=40", "ail.generator=sac", f"ail.generator_kwargs={{{SMALL_SAC}}}",
+    "ail.rounds=4", "ail.steps_per_round=40", "ail.generator=sac", f"ail.generator_kwargs={{{KEYPOINT_SAC}}}",
     "ail.hidden=[16]", "ail.batch_size=32", "ail.agent_buffer=40",
     "rollouts.per_checkpoint=2", "pairs.n_pairs=24", "pairs.gap=1", "pairs.ot_threshold=0",
     "pairs.segment_length=5",

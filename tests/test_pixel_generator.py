@@ -10,10 +10,11 @@ import torch
 from stable_baselines3 import SAC
 from stable_baselines3.common.vec_env import DummyVecEnv
 
-from envs.pixels import make_pixel_env
+from envs.pixels import KEYPOINT_COLOURS, make_pixel_env
 from rlkit.ail import AILConfig, AILTrainer, DiscriminatorConfig, make_generator, policy_log_prob
 from rlkit.errors import InvalidDataError
 from rlkit.factories import pixel_sac
+from rlkit.factories.keypoints import ColourKeypoints
 from rlkit.factories.pixel_sac import DrQCnnPolicy, DrQSAC
 from rlkit.persistence.agents import load_agent, save_agent
 
@@ -63,12 +64,16 @@ def test_vector_sac_stays_sb3_sac_and_drqsac_needs_images() -> None:
 
 @pytest.mark.parametrize(("policy_kwargs", "message"), [
     ({"features_extractor_kwargs": {"strides": [2, 2, 2, 2]}}, "too small"),
-    ({"features_extractor_kwargs": {"width": 8}}, r"\['width'\] are not PixelEncoder settings"),
+    ({"features_extractor_kwargs": {"width": 8}}, r"\['width'\] are not settings of the 'conv' encoder"),
+    ({"encoder": "keypoints", "features_extractor_kwargs": {"channels": 4}},
+     r"\['channels'\] are not settings of the 'keypoints' encoder"),
+    ({"encoder": "resnet"}, "encoder must be one of"),
     ({"share_features_extractor": True}, "share_features_extractor itself"),
 ])
 def test_bad_encoder_settings_are_refused_by_name(policy_kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(InvalidDataError, match=message):
-        make_generator("sac", pixel_venv(), 64, seed=0, kwargs={**SMALL, "policy_kwargs": policy_kwargs})
+        make_generator("sac", pixel_venv(), 64, seed=0,
+                       kwargs={**SMALL, "augment_pad": 0, "policy_kwargs": policy_kwargs})
 
 
 @pytest.mark.parametrize("pad", [4, 0])
@@ -182,3 +187,65 @@ def test_ail_checkpoints_of_a_pixel_generator_load_and_resume(tmp_path: Any) -> 
     assert resumed.generator.replay_buffer.size() == 64
     resumed.train()
     assert resumed.generator.num_timesteps == 96
+
+
+# --- the fixed keypoint encoder ----------------------------------------------------------------
+
+KEYPOINTS: dict[str, Any] = {
+    **SMALL, "augment_pad": 0,
+    "policy_kwargs": {"net_arch": [16], "encoder": "keypoints",
+                      "features_extractor_kwargs": {"colours": KEYPOINT_COLOURS["rlkit/PixelPointMass-v0"]}},
+}
+
+
+def test_keypoints_are_where_the_env_put_its_objects() -> None:
+    env = make_pixel_env("rlkit/PixelPointMass-v0", 3, size=32)
+    obs, info = env.reset(seed=3)
+    states = [info["state"]]
+    for action in ([1.0, 1.0], [1.0, -1.0]):
+        obs, _, _, _, info = env.step(np.array(action, np.float32))
+        states.append(info["state"])
+    encoder = ColourKeypoints(env.observation_space, KEYPOINT_COLOURS["rlkit/PixelPointMass-v0"])
+    features = encoder(torch.as_tensor(obs[None]).float() / 255).reshape(3, 2, 3).numpy()
+    half_pixel = 2.2 / 32 / 2  # the frame spans [-1.1, 1.1]: a centroid is within a pixel
+    for frame, state in zip(features, states, strict=True):
+        mass, target = frame
+        np.testing.assert_allclose(mass[:2] * 1.1, state[0:2], atol=2 * half_pixel)
+        np.testing.assert_allclose(target[:2] * 1.1, state[4:6], atol=2 * half_pixel)
+        assert mass[2] == target[2] == 1.0
+    assert not np.allclose(features[0, 0, :2], features[2, 0, :2])  # the mass moved
+
+
+def test_a_colour_not_in_the_frame_is_absent_at_zero() -> None:
+    env = make_pixel_env("rlkit/PixelPendulum-v0", 2, size=16)
+    obs, _ = env.reset(seed=0)
+    encoder = ColourKeypoints(env.observation_space, [[1, 2, 3], *KEYPOINT_COLOURS["rlkit/PixelPendulum-v0"]])
+    features = encoder(torch.as_tensor(obs[None]).float() / 255).reshape(2, 2, 3)
+    assert features[:, 0].eq(0).all() and features[:, 1, 2].eq(1).all()
+
+
+@pytest.mark.parametrize(("colours", "message"), [([], "non-empty"), ([[0, 0]], r"\[r, g, b\]"),
+                                                  ([[0, 0, 300]], "0-255")])
+def test_bad_colours_are_refused(colours: Any, message: str) -> None:
+    with pytest.raises(InvalidDataError, match=message):
+        ColourKeypoints(pixel_venv().observation_space, colours)
+
+
+def test_drqsac_on_keypoints_trains_its_mlps_and_round_trips(tmp_path: Any) -> None:
+    generator = make_generator("sac", pixel_venv(), 40, seed=0, kwargs=KEYPOINTS)
+    assert isinstance(generator, DrQSAC) and isinstance(generator.critic.features_extractor, ColourKeypoints)
+    assert generator.critic.features_extractor.features_dim == 3 * 2 * 3
+    before = [p.detach().clone() for p in generator.actor.mu.parameters()]
+    generator.learn(40)
+    assert not all(torch.equal(a, b) for a, b in zip(before, generator.actor.mu.parameters(), strict=True))
+    save_agent(generator, tmp_path / "generator")
+    loaded = load_agent({"DrQSAC": DrQSAC}, tmp_path / "generator", env=pixel_venv())
+    assert loaded.policy.encoder == "keypoints"
+    obs = np.stack([pixel_venv().reset()[0] for _ in range(2)])
+    np.testing.assert_array_equal(generator.predict(obs, deterministic=True)[0],
+                                  loaded.predict(obs, deterministic=True)[0])
+
+
+def test_keypoints_refuse_augmentation() -> None:
+    with pytest.raises(InvalidDataError, match="augment_pad=4 with the keypoints encoder"):
+        make_generator("sac", pixel_venv(), 40, seed=0, kwargs={**KEYPOINTS, "augment_pad": 4})

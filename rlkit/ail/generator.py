@@ -44,8 +44,8 @@ def make_generator(algo: str, venv: VecEnv, steps_per_round: int, seed: int,
         seed: SB3's seed.
         device: where the networks run (a name SB3 takes, or a ``torch.device``).
         kwargs: further SB3 constructor arguments; they override the PPO defaults above. For
-            ``DrQSAC`` also ``augment_pad`` and ``policy_kwargs`` ``share_encoder`` and
-            ``features_extractor_kwargs`` (``features_dim``, ``channels``, ``strides``).
+            ``DrQSAC`` also ``augment_pad`` and ``policy_kwargs`` ``share_encoder``, ``encoder``
+            (``conv`` or ``keypoints``) and ``features_extractor_kwargs`` (the encoder's settings).
 
     Returns:
         The untrained SB3 algorithm.

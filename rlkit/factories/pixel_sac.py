@@ -17,8 +17,9 @@ DrQ-v2/DAC agents, ``apec_dmc/src/agent/drqv2.py`` and ``dac.py``, share these p
 - Random-shift augmentation (``rlkit.reward.augment.random_shift``, pad 4 as the reference) of
   every sampled batch, observations and next observations independently, once per gradient step:
   actor, critic and target see the same shifted images.
-- Each gradient step encodes the batch 3 times and backpropagates through one encoder once (SB3's
-  ``SAC.train`` encodes 5 times and backpropagates twice; features are reused here).
+- Each gradient step encodes the batch 3 times (twice with the fixed ``keypoints`` encoder) and
+  backpropagates through one encoder once (SB3's ``SAC.train`` encodes 5 times and backpropagates
+  twice; features are reused here).
 
 The replay buffer is SB3's own (uint8 frames, relabelled and saved by rlkit as for any SAC); its
 n-step returns are SB3's ``n_steps`` (the reference uses 3; 1 by default here as in SB3). Nothing
@@ -71,12 +72,11 @@ from stable_baselines3.sac.policies import LOG_STD_MAX, LOG_STD_MIN, Actor, SACP
 from torch import nn
 
 from rlkit.errors import InvalidDataError
+from rlkit.factories.keypoints import ColourKeypoints
 from rlkit.reward.augment import random_shift
 
-__all__ = ["DrQSAC", "DrQCnnPolicy", "ENCODER_SETTINGS", "PixelEncoder", "is_pixel_space"]
+__all__ = ["DrQSAC", "DrQCnnPolicy", "ENCODERS", "ENCODER_SETTINGS", "PixelEncoder", "is_pixel_space"]
 
-ENCODER_SETTINGS = ("features_dim", "channels", "strides")  # PixelEncoder's, in policy_kwargs'
-# features_extractor_kwargs
 
 
 def is_pixel_space(space: spaces.Space) -> bool:
@@ -129,31 +129,48 @@ class PixelEncoder(BaseFeaturesExtractor):
         return self.trunk(self.convs(observations - 0.5))
 
 
+ENCODERS = {"conv": PixelEncoder, "keypoints": ColourKeypoints}  # DrQCnnPolicy's ``encoder``
+ENCODER_SETTINGS = {  # each encoder's settings, in policy_kwargs' features_extractor_kwargs
+    "conv": ("features_dim", "channels", "strides"),
+    "keypoints": ("colours", "features_dim"),
+}
+
+
 class DrQCnnPolicy(SACPolicy):
-    """SAC's actor and critic on a ``PixelEncoder``; ``share_encoder`` as in the module docstring.
+    """SAC's actor and critic on a pixel encoder; ``share_encoder`` as in the module docstring.
 
     Args:
         observation_space, action_space, lr_schedule: as for SB3's ``SACPolicy``.
         share_encoder: one encoder trained by the critic, read detached by the actor (DrQ), or
             one per network.
-        features_extractor_kwargs: ``PixelEncoder``'s ``features_dim``, ``channels``, ``strides``.
+        encoder: ``"conv"`` (``PixelEncoder``, learned) or ``"keypoints"``
+            (``rlkit.factories.keypoints.ColourKeypoints``, fixed: nothing to train; use it with
+            ``augment_pad=0``, a shift moves every centroid).
+        features_extractor_kwargs: the encoder's settings (``ENCODER_SETTINGS``): ``features_dim``,
+            ``channels``, ``strides`` for ``conv``; ``colours`` for ``keypoints``.
         **kwargs: SB3's ``SACPolicy`` arguments (``net_arch``, ``n_critics``, ...).
+
+    Raises:
+        InvalidDataError: on an unknown encoder or setting, or SB3's extractor arguments.
     """
 
     def __init__(self, observation_space: spaces.Space, action_space: spaces.Box,
-                 lr_schedule: Schedule, share_encoder: bool = True,
+                 lr_schedule: Schedule, share_encoder: bool = True, encoder: str = "conv",
                  features_extractor_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
         for name in ("features_extractor_class", "share_features_extractor"):
             if name in kwargs:
-                raise InvalidDataError(f"DrQCnnPolicy sets {name} itself (its encoder is a PixelEncoder, "
-                                       "shared as share_encoder says); leave it unset")
-        unknown = sorted(set(features_extractor_kwargs or {}) - set(ENCODER_SETTINGS))
+                raise InvalidDataError(f"DrQCnnPolicy sets {name} itself (its encoder is the one "
+                                       "encoder names, shared as share_encoder says); leave it unset")
+        if encoder not in ENCODERS:
+            raise InvalidDataError(f"encoder must be one of {list(ENCODERS)}, got {encoder!r}")
+        unknown = sorted(set(features_extractor_kwargs or {}) - set(ENCODER_SETTINGS[encoder]))
         if unknown:
-            raise InvalidDataError(f"features_extractor_kwargs {unknown} are not PixelEncoder settings "
-                                   f"{list(ENCODER_SETTINGS)}")
+            raise InvalidDataError(f"features_extractor_kwargs {unknown} are not settings of the "
+                                   f"{encoder!r} encoder {list(ENCODER_SETTINGS[encoder])}")
         self.share_encoder = share_encoder
+        self.encoder = encoder
         super().__init__(observation_space, action_space, lr_schedule,
-                         features_extractor_class=PixelEncoder,
+                         features_extractor_class=ENCODERS[encoder],
                          features_extractor_kwargs=features_extractor_kwargs,
                          share_features_extractor=False, **kwargs)
 
@@ -181,6 +198,7 @@ class DrQCnnPolicy(SACPolicy):
         data.pop("features_extractor_class", None)
         data.pop("share_features_extractor", None)
         data["share_encoder"] = self.share_encoder
+        data["encoder"] = self.encoder
         return data
 
 
@@ -190,7 +208,8 @@ class DrQSAC(SAC):
     Args:
         policy: ``"CnnPolicy"`` (or the class).
         env: the env or VecEnv of image observations.
-        augment_pad: the random shift's largest offset in pixels (0: no augmentation).
+        augment_pad: the random shift's largest offset in pixels (0: no augmentation; required
+            with ``policy_kwargs`` ``encoder: keypoints``).
         buffer_size: replay capacity in transitions (frames are stored twice per transition by
             SB3's buffer: 100k stacks of 9x64x64 take 7.4 GB when full).
         **kwargs: SB3's SAC arguments; gSDE is not supported.
@@ -208,6 +227,9 @@ class DrQSAC(SAC):
             raise InvalidDataError(f"augment_pad must be >= 0, got {augment_pad}")
         if kwargs.get("use_sde"):
             raise InvalidDataError("DrQSAC does not support gSDE (use_sde=True)")
+        if augment_pad and (kwargs.get("policy_kwargs") or {}).get("encoder") == "keypoints":
+            raise InvalidDataError(f"augment_pad={augment_pad} with the keypoints encoder: a shift moves "
+                                   "every keypoint; set augment_pad=0")
         self.augment_pad = augment_pad
         super().__init__(policy, env, buffer_size=buffer_size, **kwargs)
 
@@ -234,6 +256,7 @@ class DrQSAC(SAC):
         self._update_learning_rate(optimizers)
         ent_coef_losses, ent_coefs, actor_losses, critic_losses = [], [], [], []
         shared = self.policy.share_encoder
+        fixed = self.policy.encoder == "keypoints"  # no weights: the target's encoder is the actor's
         for gradient_step in range(gradient_steps):
             data = self.replay_buffer.sample(batch_size, env=self._vec_normalize_env)  # type: ignore[union-attr]
             discounts = data.discounts if data.discounts is not None else self.gamma
@@ -242,7 +265,8 @@ class DrQSAC(SAC):
             with torch.no_grad():
                 target = self.critic_target
                 target_features = target.extract_features(next_obs, target.features_extractor)
-                next_actor_features = self.actor.extract_features(next_obs, self.actor.features_extractor)
+                next_actor_features = (target_features if fixed else  # one function: encode once
+                                       self.actor.extract_features(next_obs, self.actor.features_extractor))
             actor_features = (critic_features.detach() if shared
                               else self.actor.extract_features(obs, self.actor.features_extractor))
             actions_pi, log_prob = _action_log_prob(self.actor, actor_features)
