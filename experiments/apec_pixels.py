@@ -5,9 +5,10 @@ One command:  python experiments/apec_pixels.py [--config FILE] [key=value ...] 
 
 The same pipeline, units, held-out design and statistics as ``experiments/apec.py`` (whose code
 this runs), on pixel tasks: observations are 3 uint8 frames stacked channel-first, stored once per
-frame. Per task and seed: a pixel SAC demonstrator (DrQ-style, trained once per task and shared by
-the seeds) and one suboptimal demonstration near a fraction of its best return; adversarial
-imitation with a convolutional discriminator and a pixel SAC generator, a checkpoint per round;
+frame. Per task and seed: a SAC demonstrator acting from the frames (trained once per task and
+shared by the seeds) and one suboptimal demonstration near a fraction of its best return;
+adversarial imitation with a convolutional discriminator and a SAC generator acting from the
+frames, a checkpoint per round;
 rollouts of every checkpoint; APEC's pairs (checkpoint gap + the OT filter on the raw frame
 stacks, the reference's choice) of 10-step windows, D-REX's pairs (a convolutional BC policy with
 noise) and the AIL discriminator's own reward, each scored on a held-out set whose AIL
@@ -16,8 +17,9 @@ mean ± standard error and 95% t-intervals over seeds; policies trained on the l
 report their true return.
 
 ``experiments/configs/apec_pixels.yaml``: the CPU tasks drawn with numpy (``rlkit/PixelPointMass-v0``,
-``rlkit/PixelPendulum-v0``) at a budget a 2-core machine runs; ``apec_pixels_dmc.yaml``: the
-paper's DMControl tasks at a GPU machine's budget. Every run directory is resumable: rerun to
+``rlkit/PixelPendulum-v0``) at a budget a 2-core machine runs, its acting agents on a fixed keypoint
+encoder (``rlkit.factories.keypoints``; the config's header says why); ``apec_pixels_dmc.yaml``:
+the paper's DMControl tasks at a GPU machine's budget, every agent learning its conv encoder. Every run directory is resumable: rerun to
 continue, ``--resume`` skips the units already finished.
 """
 
