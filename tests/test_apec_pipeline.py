@@ -165,7 +165,7 @@ def test_policy_replay_is_seeded_with_ail_rollouts_paid_on_the_next_state():
     from stable_baselines3.common.env_util import make_vec_env
 
     from rlkit.data import Trajectory
-    from rlkit.runners.apec import paid_reward, seed_replay
+    from rlkit.runners.apec_policy import paid_reward, seed_replay
 
     venv = make_vec_env("Pendulum-v1", n_envs=1)
     agent = SAC("MlpPolicy", venv, learning_starts=0, buffer_size=100, seed=0)
@@ -296,7 +296,8 @@ def test_the_policy_stage_killed_part_way_resumes_from_its_last_point(tmp_path):
 
     from rlkit.config import load_config
     from rlkit.errors import InvalidDataError
-    from rlkit.runners.apec import run_policy, venv_factory
+    from rlkit.runners.apec import venv_factory
+    from rlkit.runners.apec_policy import run_policy
 
     class Reward(torch.nn.Module):
         """-|x'|, counting its calls (one per vectorised step); raises at call ``dies_at``."""

@@ -1,0 +1,154 @@
+"""The last stage of ``rlkit apec``: a fresh agent trained on a learned reward, and its true return.
+
+``run_policy`` builds the agent (SAC from pixels on a pixel task, ``rlkit.factories`` otherwise),
+pays it the learned reward on ``s`` or ``s'``, seeds an off-policy agent's replay buffer with AIL
+rollouts as the reference does (``eval_reward.py:150-151``), trains it in resumable chunks
+(``rlkit.factories.resumable``) and reports its deterministic true return.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rlkit.ail.generator import make_generator
+from rlkit.apec.config import ApecConfig, RolloutConfig
+from rlkit.apec.rollouts import VenvFactory, policy_rollouts
+from rlkit.data import Trajectory, TrajectoryStore
+from rlkit.devices import resolve_device
+from rlkit.factories.agent import EpisodeLog, EpisodeLogCallback
+from rlkit.factories.builders import make_agent
+from rlkit.factories.resumable import ResumableTraining
+from rlkit.logging import Logger, Track, progress_of
+from rlkit.persistence import atomic_write_json, read_json
+from rlkit.persistence.agents import save_agent
+from rlkit.reward.nets import TorchRewardFn
+from rlkit.reward.normalize import NormalizedReward, RunningNorm
+from rlkit.types import RewardFn
+from rlkit.wrappers import RewardVecEnvWrapper
+
+__all__ = ["POLICY_POINT_EVERY", "paid_reward", "policy_chunk", "run_policy", "seed_replay"]
+
+
+def run_policy(config: ApecConfig, make_venv: VenvFactory, reward: Any, out_dir: Path,
+               logger: Logger | None, seed_store: TrajectoryStore | None = None) -> dict[str, Any]:
+    """A fresh agent on the learned reward (``r(s')`` by default, normalised if asked); its TRUE
+    return during and after training. An off-policy agent's replay buffer is first seeded with
+    ``policy.seed_rollouts`` trajectories of ``seed_store`` (the AIL checkpoints' rollouts), as the
+    reference (eval_reward.py:150-151), and its random steps are counted from the buffer's size.
+    Cached in ``out_dir/result.json``: a rerun reports it without training again. Resumable: a
+    point every ``policy_chunk`` steps in ``out_dir/resume`` (with the episode curve and the reward
+    normaliser), removed once ``result.json`` is written."""
+    if (out_dir / "result.json").is_file():
+        return dict(read_json(out_dir / "result.json"))
+    settings = config.policy.agent
+    reward_fn: RewardFn = paid_reward(TorchRewardFn(reward), config.policy.reward_on)
+    normalized = NormalizedReward(reward_fn, RunningNorm()) if settings.normalize_reward else None
+    reward_fn = normalized or reward_fn
+    venv = RewardVecEnvWrapper(make_venv(config.seed + 7), reward_fn)
+    seeded: list[Trajectory] = []
+    if seed_store is not None and config.policy.seed_rollouts and settings.algo == "sac":
+        rng = np.random.default_rng(config.seed + 8)
+        picks = rng.integers(0, len(seed_store), config.policy.seed_rollouts)
+        seeded = [seed_store[int(k)] for k in picks]
+        starts = int(settings.kwargs.get("learning_starts", 100))  # SB3's default
+        n_seeded = sum(len(t) for t in seeded)
+        settings = settings.replace(kwargs={**settings.kwargs, "learning_starts": max(0, starts - n_seeded)})
+    if config.env.pixels:  # SAC from pixels (DrQSAC); SB3's arguments as given, no rl-zoo3 lookup
+        agent: Any = make_generator(settings.algo, venv, settings.total_timesteps, config.seed,
+                                    resolve_device(settings.device), settings.kwargs)
+    else:
+        agent = make_agent(settings, venv, config.seed)
+    point_settings = {  # what the points depend on (device and evaluation may change)
+        "agent": settings.model_dump(mode="json", exclude={"device", "eval_episodes"}),
+        "reward_on": config.policy.reward_on, "seed": config.seed,
+        "seed_rollouts": config.policy.seed_rollouts, "reward_sha256": _weights_sha256(reward)}
+    training = ResumableTraining(out_dir / "resume", settings.total_timesteps,
+                                 policy_chunk(settings.total_timesteps), settings=point_settings)
+    resumed = training.resume(agent)
+    log = EpisodeLog(**resumed.progress["log"]) if resumed is not None else EpisodeLog()
+    if resumed is not None and normalized is not None:
+        normalized.norm = RunningNorm.from_state(resumed.progress["reward_norm"])
+    if resumed is None and seeded:  # a resumed buffer holds them already
+        seed_replay(agent, seeded, reward_fn)
+    progress = progress_of(logger)
+    steps = None if progress is None else progress.follow(  # moved by the agent/... episode returns
+        Track(f"apec policy {out_dir.name} env steps", settings.total_timesteps, prefixes=("agent/",)),
+        completed=agent.num_timesteps)
+    training.train(agent, EpisodeLogCallback(log, logger), progress=lambda: {
+        "log": asdict(log), "reward_norm": None if normalized is None else normalized.norm.state_dict()})
+    if steps is not None:  # trained: whatever episode was logged last
+        steps.update(settings.total_timesteps)
+    venv.close()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    save_agent(agent, out_dir / "agent")
+    eval_venv = make_venv(config.seed + 10_000)
+    try:
+        finals, _ = policy_rollouts([(0, agent)], eval_venv, np.random.default_rng(config.seed),
+                                    RolloutConfig(per_checkpoint=settings.eval_episodes, deterministic=True))
+    finally:
+        eval_venv.close()
+    returns = [float(t.ret) for t in finals]
+    spread = float(np.std(returns, ddof=1)) if len(returns) > 1 else float("nan")
+    result = {"final_true_return": float(np.mean(returns)), "final_true_return_std": spread,
+              "n_episodes": len(returns), "seeded_transitions": sum(len(t) for t in seeded),
+              "curve_timesteps": log.timesteps, "curve_true_returns": log.true_returns}
+    atomic_write_json(out_dir / "result.json", result)
+    training.clear()
+    return result
+
+
+POLICY_POINT_EVERY = 50_000  # env steps between a policy's resume points, at most
+
+
+def policy_chunk(total_timesteps: int) -> int:
+    """Env steps between a policy's resume points: a tenth of the run, at most ``POLICY_POINT_EVERY``.
+
+    Args:
+        total_timesteps: the policy's training steps.
+
+    Returns:
+        The chunk (``ResumableTraining`` rounds it to whole rollouts).
+    """
+    return min(POLICY_POINT_EVERY, max(1, total_timesteps // 10))
+
+
+def _weights_sha256(module: Any) -> str:
+    """A digest of a reward module's weights: a policy's resume point names the reward it was
+    trained on, and one made on another is refused."""
+    digest = hashlib.sha256()
+    for name, tensor in sorted(module.state_dict().items()):
+        digest.update(name.encode())
+        digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+    return digest.hexdigest()
+
+
+def paid_reward(reward_fn: RewardFn, on: str) -> RewardFn:
+    """``reward_fn`` as the agent is paid: on ``s`` (``"obs"``) or on ``s'`` (``"next_obs"``)."""
+    if on == "obs":
+        return reward_fn
+
+    def on_next(obs: np.ndarray, acts: np.ndarray, next_obs: np.ndarray, dones: np.ndarray) -> np.ndarray:
+        return reward_fn(next_obs, acts, next_obs, dones)
+
+    return on_next
+
+
+def seed_replay(agent: Any, trajectories: list[Trajectory], reward_fn: RewardFn) -> None:
+    """Add whole trajectories to an off-policy agent's replay buffer, rewards from ``reward_fn``
+    (one call per trajectory); the last step of a fixed-horizon episode is a truncation, so every
+    transition bootstraps (done = False) unless the trajectory ended in a true termination."""
+    buffer = agent.replay_buffer
+    for t in trajectories:
+        n = len(t)
+        dones = np.zeros(n, bool)
+        dones[-1] = bool(t.terminal)
+        rewards = np.asarray(reward_fn(t.obs[:-1], t.acts, t.obs[1:], dones), np.float32)
+        actions = agent.policy.scale_action(t.acts) if hasattr(agent.policy, "scale_action") else t.acts
+        for k in range(n):
+            buffer.add(t.obs[k][None], t.obs[k + 1][None], np.asarray(actions[k])[None],
+                       rewards[k:k + 1], dones[k:k + 1], [{}])
