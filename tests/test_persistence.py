@@ -5,6 +5,7 @@ a folder write that fails half-way leaves the old folder whole."""
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import Callable
 from pathlib import Path
 
@@ -25,7 +26,10 @@ from rlkit.persistence.arrays import load_npz
 from rlkit.persistence.formats import SELF_CHECKSUM, check_tag
 from rlkit.persistence.replay import load_replay, save_replay
 from rlkit.persistence.rng import (
+    numpy_global_state,
     numpy_rng_state,
+    python_random_state,
+    python_random_state_from_json,
     random_state_from_json,
     random_state_to_json,
     restore_numpy_rng,
@@ -322,6 +326,22 @@ def test_legacy_random_state_and_torch_rng_round_trip_exactly():
     torch.testing.assert_close(torch.rand(5, generator=fresh), expected_torch, rtol=0, atol=0)
     with pytest.raises(FileFormatError, match="tensors.pt: not a torch RNG state"):
         restore_torch_rng(torch.zeros(3), fresh, "tensors.pt")
+
+
+def test_the_global_numpy_and_python_rngs_round_trip_through_json_exactly():
+    random.seed(5)
+    np.random.seed(6)
+    random.gauss(0, 1)  # leaves a cached gaussian
+    saved = json.loads(json.dumps({"python": python_random_state(), "numpy": numpy_global_state()}))
+    expected = ([random.random() for _ in range(5)], random.gauss(0, 1), np.random.normal(size=4))
+    random.seed(0)
+    np.random.seed(0)
+    random.setstate(python_random_state_from_json(saved["python"]))
+    np.random.set_state(random_state_from_json(saved["numpy"]))
+    assert ([random.random() for _ in range(5)], random.gauss(0, 1)) == expected[:2]
+    np.testing.assert_array_equal(np.random.normal(size=4), expected[2])
+    with pytest.raises(FileFormatError, match="point.json: not a Python random state"):
+        python_random_state_from_json([3, [1, 2, "x"], None], "point.json")
 
 
 @pytest.mark.parametrize("rows", [0, 25, 64, 100])  # empty, part-filled, exactly full, wrapped

@@ -70,9 +70,11 @@ from rlkit.persistence.formats import payload_files, verify_checksums
 from rlkit.persistence.replay import chunk_files, load_replay_chunks, save_replay_chunks
 from rlkit.persistence.rng import (
     check_torch_rng_state,
+    numpy_global_state,
     numpy_rng_state,
+    python_random_state,
+    python_random_state_from_json,
     random_state_from_json,
-    random_state_to_json,
     restore_numpy_rng,
     restore_torch_rng,
     torch_rng_state,
@@ -257,8 +259,8 @@ class ResumableTraining:
         write_header(header, KIND, {
             "settings": self.settings, "algo": type(agent).__name__, "n_envs": agent.n_envs,
             "counters": {name: int(getattr(agent, name)) for name in COUNTERS if hasattr(agent, name)},
-            "rngs": {"numpy_global": random_state_to_json(_numpy_global_state()),
-                     "python": _python_state(), "action_space": numpy_rng_state(agent.action_space.np_random),
+            "rngs": {"numpy_global": numpy_global_state(), "python": python_random_state(),
+                     "action_space": numpy_rng_state(agent.action_space.np_random),
                      "envs": boundary.env_rngs},
             "exact": boundary.env_rngs is not None and boundary.episode_end,
             "replay": replay, "progress": progress,
@@ -341,32 +343,11 @@ def _env_rng_states(venv: VecEnv | None) -> list[dict[str, Any]] | None:
     return [numpy_rng_state(g) for g in generators]
 
 
-def _numpy_global_state() -> tuple[Any, ...]:
-    state = np.random.get_state(legacy=True)
-    assert isinstance(state, tuple)  # legacy=True: the tuple form
-    return state
-
-
-def _python_state() -> list[Any]:
-    version, internal, gauss = random.getstate()
-    return [version, list(internal), gauss]
-
-
-def _python_state_from_json(data: Any, where: Path) -> tuple[Any, ...]:
-    try:
-        version, internal, gauss = data
-        state = (int(version), tuple(int(x) for x in internal), None if gauss is None else float(gauss))
-        random.Random().setstate(state)  # refuses a malformed state here, not mid-run
-    except (TypeError, ValueError, OverflowError) as error:
-        raise FileFormatError(f"{where}: not a Python random state ({error})") from None
-    return state
-
-
 def _check_rngs(path: Path, rngs: dict[str, Any]) -> None:
     """The saved RNG states are ones their generators accept (before anything is restored)."""
     try:
         random_state_from_json(rngs["numpy_global"], path)
-        _python_state_from_json(rngs["python"], path)
+        python_random_state_from_json(rngs["python"], path)
         states = [rngs["action_space"], *(rngs["envs"] or [])]
         for state in states:
             bit_generator = getattr(np.random, str(state["bit_generator"]), None)
@@ -401,7 +382,7 @@ def _restore(agent: BaseAlgorithm, directory: Path, path: Path, header: dict[str
     if tensors["cuda"] and agent.device.type == "cuda" and len(tensors["cuda"]) == torch.cuda.device_count():
         torch.cuda.set_rng_state_all(tensors["cuda"])
     np.random.set_state(random_state_from_json(rngs["numpy_global"], path))
-    random.setstate(_python_state_from_json(rngs["python"], path))
+    random.setstate(python_random_state_from_json(rngs["python"], path))
     restore_numpy_rng(agent.action_space.np_random, rngs["action_space"], path)
     venv = agent.get_env()
     if rngs["envs"] is not None and venv is not None:

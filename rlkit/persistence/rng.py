@@ -1,9 +1,11 @@
-"""RNG state as plain data: numpy ``Generator``s, numpy's legacy global ``RandomState`` and torch's
-CPU generator, saved and restored exactly (a restored RNG draws what the saved one would have)."""
+"""RNG state as plain data: numpy ``Generator``s, numpy's legacy global ``RandomState``, Python's
+``random`` and torch's CPU generator, saved and restored exactly (a restored RNG draws what the
+saved one would have)."""
 
 from __future__ import annotations
 
 import os
+import random
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -47,6 +49,30 @@ def random_state_from_json(data: Any, where: str | os.PathLike[str] = "rng") -> 
         np.random.RandomState().set_state(state)  # refuses a malformed state here, not mid-run
     except (IndexError, TypeError, ValueError, OverflowError) as error:
         raise FileFormatError(f"{where}: not a numpy RandomState state ({error})") from None
+    return state
+
+
+def numpy_global_state() -> list[Any]:
+    """numpy's legacy global ``RandomState`` (``np.random.*``) as a JSON list."""
+    state = np.random.get_state(legacy=True)
+    assert isinstance(state, tuple)  # legacy=True: the tuple form
+    return random_state_to_json(state)
+
+
+def python_random_state() -> list[Any]:
+    """Python's global ``random`` state as a JSON list."""
+    version, internal, gauss = random.getstate()
+    return [version, list(internal), gauss]
+
+
+def python_random_state_from_json(data: Any, where: str | os.PathLike[str] = "rng") -> tuple[Any, ...]:
+    """The tuple ``random.setstate`` takes, from ``python_random_state``'s list (checked)."""
+    try:
+        version, internal, gauss = data
+        state = (int(version), tuple(int(x) for x in internal), None if gauss is None else float(gauss))
+        random.Random().setstate(state)  # refuses a malformed state here, not mid-run
+    except (TypeError, ValueError, OverflowError) as error:
+        raise FileFormatError(f"{where}: not a Python random state ({error})") from None
     return state
 
 
