@@ -6,15 +6,14 @@ One command:  python experiments/apec_pixels.py [--config FILE] [key=value ...] 
 The same pipeline, units, held-out design and statistics as ``experiments/apec.py`` (whose code
 this runs), on pixel tasks: observations are 3 uint8 frames stacked channel-first, stored once per
 frame. Per task and seed: a SAC demonstrator acting from the frames (trained once per task and
-shared by the seeds) and one suboptimal demonstration near a fraction of its best return;
-adversarial imitation with a convolutional discriminator and a SAC generator acting from the
-frames, a checkpoint per round;
-rollouts of every checkpoint; APEC's pairs (checkpoint gap + the OT filter on the raw frame
-stacks, the reference's choice) of 10-step windows, D-REX's pairs (a convolutional BC policy with
-noise) and the AIL discriminator's own reward, each scored on a held-out set whose AIL
-trajectories come from a separate AIL run: accuracy with the pairs it rests on, correlations,
-mean ± standard error and 95% t-intervals over seeds; policies trained on the learned rewards
-report their true return.
+shared by the seeds) and 10 suboptimal demonstrations (as the pixel reference) from its checkpoint
+nearest a fraction of its best return; adversarial imitation with a convolutional discriminator
+and a SAC generator acting from the frames, a checkpoint per round; rollouts of every checkpoint;
+APEC's pairs (checkpoint gap + the OT filter on the raw frame stacks, the reference's choice) of
+10-step windows, D-REX's pairs (a convolutional BC policy with noise) and the AIL discriminator's
+own reward, each scored on a held-out set whose AIL trajectories come from a separate AIL run:
+accuracy with the pairs it rests on, correlations, mean ± standard error and 95% t-intervals over
+seeds; policies trained on the learned rewards report their true return.
 
 ``experiments/configs/apec_pixels.yaml``: the CPU tasks drawn with numpy (``rlkit/PixelPointMass-v0``,
 ``rlkit/PixelPendulum-v0``) at a budget a 2-core machine runs, its acting agents on a fixed keypoint
