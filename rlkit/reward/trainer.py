@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -52,21 +53,25 @@ class TrainReport:
 
 
 class _PairTensors:
-    """The labelled pairs ``rows`` of ``pairs`` as tensors shaped ``(n, 2, L, ...)`` (left, right),
-    their labels ``z`` and, unless every segment is full-length and undiscounted, per-step return
-    ``weights`` (mask times discount**t). Resident when they fit the memory budget, else gathered
-    batch by batch. ``batch`` takes positions in ``rows``.
+    """The labelled pairs ``rows`` of ``pairs`` as a table of their distinct segments (same
+    trajectory, start and length) and each pair's two slots in it: ``segments`` ``(S, 3)``,
+    ``pair_segments`` ``(n, 2)`` (left, right), tensors ``(S, L, ...)``, the labels ``z`` and,
+    unless every segment is full-length and undiscounted, per-step return ``weights`` (mask times
+    discount**t). Pairs that share segments (APEC's whole rollouts) hold each one once. Resident
+    when the table fits the memory budget, else gathered batch by batch. ``batch`` takes
+    positions in ``rows`` and gives ``(b, 2, L, ...)`` tensors; ``segment_batch`` takes slots.
 
     Given the tensors of the trainer's last fit (``previous``), rows whose pairs it fitted on are
-    not gathered again: only the rest are, appended to its tensors. A previous row counts only
-    while it holds the same store and segments (a dataset that grew by appending keeps them all;
-    one that does not extend the last is gathered anew). ``new_labels`` counts the rows it had not
-    fitted on."""
+    not gathered again: only the rest are, and the segments the table lacks appended to it. A
+    previous row counts only while it holds the same store and segments (a dataset that grew by
+    appending keeps them all; one that does not extend the last is gathered anew). ``new_labels``
+    counts the rows it had not fitted on."""
 
     fitted: np.ndarray  # every row fitted on so far (this fit's and earlier ones')
-    slot_rows: np.ndarray  # the row each slot (first axis) of the resident tensors holds
-    slots: np.ndarray  # the slot of each row of ``rows``
-    tensors: dict[str, torch.Tensor]
+    segments: np.ndarray  # (S, 3): the (trajectory, start, length) each slot of the table holds
+    pair_segments: np.ndarray  # (len(rows), 2): the slots of each row's left and right segment
+    held: np.ndarray  # the rows whose segments the table holds, when resident
+    tensors: dict[str, torch.Tensor]  # (S, L, ...), when resident
 
     def __init__(self, pairs: SegmentPairs, rows: np.ndarray, z: torch.Tensor,
                  inputs: tuple[str, ...], model: torch.nn.Module, discount: float,
@@ -77,7 +82,6 @@ class _PairTensors:
         self.length = int(lengths.max())
         self.weighted = discount != 1.0 or bool((lengths != self.length).any())
         bytes_per_pair = sum(array.nbytes for array in self._gather_numpy(rows[:1]).values())
-        self.resident = bytes_per_pair * len(rows) <= budget_bytes
         known = previous is not None and previous.holds_same_pairs(pairs)
         seen = previous.fitted if known and previous is not None else np.zeros(0, np.int64)
         new = np.setdiff1d(rows, seen)
@@ -85,21 +89,29 @@ class _PairTensors:
         self.fitted = np.union1d(seen, rows)
         self.left, self.right = pairs.left[self.fitted], pairs.right[self.fitted]
         self.device = next(model.parameters()).device
+        kept = previous if known and previous is not None and previous.tensors_fit(self) else None
+        table = kept.segments if kept is not None else np.zeros((0, 3), np.int64)
+        keys = np.stack([pairs.left[rows], pairs.right[rows]], axis=1).reshape(-1, 3)
+        slots, first = _slots_in(table, keys)
+        self.segments = np.concatenate([table, keys[first]])
+        self.pair_segments = slots.reshape(-1, 2)
+        self.resident = bytes_per_pair // 2 * len(self.segments) <= budget_bytes
         if not self.resident:
             return
-        if known and previous is not None and previous.tensors_fit(self):
-            missing = np.setdiff1d(rows, previous.slot_rows)
-            self.slot_rows = np.concatenate([previous.slot_rows, missing])
-            self.tensors = previous.tensors
-            if len(missing):
-                fresh = self._to_tensors(self._gather_numpy(missing))
-                self.tensors = {name: torch.cat([self.tensors[name], fresh[name]])
-                                for name in fresh}
-        else:
-            self.slot_rows = rows
-            self.tensors = self._to_tensors(self._gather_numpy(rows))
-        by_row = np.argsort(self.slot_rows)
-        self.slots = by_row[np.searchsorted(self.slot_rows, rows, sorter=by_row)]
+        # rows the table holds both segments of: gathered before, never again
+        self.held = np.union1d(kept.held, rows) if kept is not None else np.unique(rows)
+        self.tensors = kept.tensors if kept is not None else {}
+        if len(first) == 0:
+            return
+        # gather the rows not held, and keep the segments the table lacks, once each (a segment
+        # new to the table first shows up in a row it does not hold)
+        missing = np.setdiff1d(rows, kept.held) if kept is not None else self.held
+        picked = 2 * np.searchsorted(missing, rows[first // 2]) + first % 2
+        arrays = self._gather_numpy(missing)
+        fresh = self._to_tensors({name: array.reshape(-1, *array.shape[2:])[picked]
+                                  for name, array in arrays.items()})
+        self.tensors = {name: torch.cat([self.tensors[name], tensor]) if self.tensors else tensor
+                        for name, tensor in fresh.items()}
 
     def holds_same_pairs(self, pairs: SegmentPairs) -> bool:
         """Whether every row fitted on still compares the same segments of the same store."""
@@ -113,35 +125,68 @@ class _PairTensors:
                                   self.device) == (other.length, other.weighted, other.inputs,
                                                    other.discount, other.device)
 
+    def labels(self, positions: np.ndarray) -> torch.Tensor:
+        return self.z[torch.from_numpy(positions).to(self.device)]
+
     def batch(self, positions: np.ndarray) -> dict[str, torch.Tensor]:
         if self.resident:
-            slots = torch.from_numpy(self.slots[positions]).to(self.device)
+            slots = torch.from_numpy(self.pair_segments[positions]).to(self.device)
             tensors = {name: tensor[slots] for name, tensor in self.tensors.items()}
         else:
             tensors = self._to_tensors(self._gather_numpy(self.rows[positions]))
-        tensors["z"] = self.z[torch.from_numpy(positions).to(self.device)]
+        tensors["z"] = self.labels(positions)
         return tensors
+
+    def segment_batch(self, slots: np.ndarray) -> dict[str, torch.Tensor]:
+        """The tensors ``(m, L, ...)`` of the table's segments ``slots`` (no labels)."""
+        if self.resident:
+            index = torch.from_numpy(slots).to(self.device)
+            return {name: tensor[index] for name, tensor in self.tensors.items()}
+        keys = self.segments[slots]
+        return self._to_tensors(self._gather_segments(
+            keys, lambda i: "trajectory {}, start {}, length {}".format(*keys[i])))
 
     def _gather_numpy(self, rows: np.ndarray) -> dict[str, np.ndarray]:
         # one gather over (left 0, right 0, left 1, ...): (2n, L, ...) reshapes to (n, 2, L, ...)
         interleaved = np.stack([self.pairs.left[rows], self.pairs.right[rows]], axis=1)
-        steps = gather(self.pairs.store, interleaved.reshape(-1, 3))
+        arrays = self._gather_segments(interleaved.reshape(-1, 3),
+                                       lambda i: f"pair {int(rows[i // 2])}")
+        return {name: array.reshape(len(rows), 2, *array.shape[1:])
+                for name, array in arrays.items()}
+
+    def _gather_segments(self, keys: np.ndarray, where: Callable[[int], str]
+                         ) -> dict[str, np.ndarray]:
+        """The segments ``keys`` as ``(m, L, ...)`` arrays; ``where(i)`` names segment i in an
+        error."""
+        steps = gather(self.pairs.store, keys)
         arrays = {}
         for name in self.inputs:
             array_name = _ARRAY_OF_INPUT[name]
             array = _pad(getattr(steps, array_name), self.length)
-            array = array.reshape(len(rows), 2, *array.shape[1:])
             if np.issubdtype(array.dtype, np.floating) and not np.isfinite(array).all():
                 bad = int(np.flatnonzero(~np.isfinite(array.reshape(len(array), -1)).all(1))[0])
-                raise InvalidDataError(f"{array_name} holds NaN or inf (pair {int(rows[bad])})")
+                raise InvalidDataError(f"{array_name} holds NaN or inf ({where(bad)})")
             arrays[name] = array
         if self.weighted:
-            mask = _pad(steps.mask, self.length).reshape(len(rows), 2, self.length)
+            mask = _pad(steps.mask, self.length)
             arrays["weights"] = (mask * self.discount ** np.arange(self.length)).astype(np.float32)
         return arrays
 
     def _to_tensors(self, arrays: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
         return dict(zip(arrays, numpy_to_tensors(self.model, *arrays.values()), strict=True))
+
+
+def _slots_in(table: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where each of ``keys`` (``(m, 3)`` segments) sits in ``table`` (distinct segments) once
+    the keys it lacks are appended to it, and those keys: the positions in ``keys`` of their first
+    occurrences, in order (so slot ``len(table) + j`` holds ``keys[first[j]]``)."""
+    both = np.concatenate([table, keys])
+    _, first_at, inverse = np.unique(both, axis=0, return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    unseen = np.sort(first_at[first_at >= len(table)])
+    slot_of = first_at.copy()  # a key of the table: its own row (the table's rows are distinct)
+    slot_of[inverse[unseen]] = len(table) + np.arange(len(unseen))
+    return slot_of[inverse[len(table):]], unseen - len(table)
 
 
 def _pad(array: np.ndarray, length: int) -> np.ndarray:
@@ -158,7 +203,18 @@ class RewardTrainer:
     """Trains one ``RewardNet`` or a ``RewardEnsemble`` (each member on its own shuffle of the data,
     all members in one optimizer step; members of one MLP architecture as one batched model). The
     optimizer and the gathered pairs persist, so ``fit`` on a grown dataset continues training
-    (``config.refit`` says for how long) and gathers only the pairs it has not seen."""
+    (``config.refit`` says for how long) and gathers only the pairs it has not seen.
+
+    Pairs may share segments (APEC compares ~500 rollouts in 1000 pairs): a training or
+    validation batch whose distinct segments (same trajectory, start and length) number at most
+    ``dedup_below`` times its 2b segments runs the nets once per distinct segment and gathers
+    the returns back to the pairs (same loss and gradients up to float rounding); other batches
+    (random segments: a minibatch of random pairs) run over both segments of every pair as
+    before. With an ensemble trained as one batched model each member's block is deduplicated on
+    its own. Augmented training batches (``augment``) are never deduplicated: every pair's
+    segment is shifted by its own random offsets, as without deduplication."""
+
+    dedup_below = 0.75  # the largest share of distinct segments in a batch that is deduplicated
 
     def __init__(self, model: RewardNet | RewardEnsemble, config: TrainerConfig | None = None):
         self.config = config or TrainerConfig()
@@ -289,22 +345,67 @@ class RewardTrainer:
         step_losses = []
         for start in range(0, len(orders[0]), batch_size):
             if self.batched:  # all members' batches in one gather and one forward
-                batch = self._augment(
-                    data.batch(np.concatenate([o[start:start + batch_size] for o in orders])))
+                positions = np.concatenate([o[start:start + batch_size] for o in orders])
+                blocks = positions.reshape(k, -1)
+                distinct = self._distinct(data, blocks, training=True)
+                if distinct is not None:  # member k's distinct segments in block k
+                    deltas = self._distinct_deltas(data, distinct, self._own_blocks)
+                    z = data.labels(positions)
+                else:
+                    batch = self._augment(data.batch(positions))
+                    deltas, z = self._member_deltas(batch, per_member=True), batch["z"]
                 # the sum of the members' mean losses, as each is trained on its own
-                loss = self.loss_fn(self._member_deltas(batch, per_member=True),
-                                    batch["z"].reshape(k, -1)) * k
+                loss = self.loss_fn(deltas, z.reshape(k, -1)) * k
             else:
                 losses = []
                 for member, order in zip(self.members, orders, strict=True):
-                    batch = self._augment(data.batch(order[start:start + batch_size]))
-                    losses.append(self.loss_fn(self._segment_delta(member, batch), batch["z"]))
+                    losses.append(self._member_loss(member, data, order[start:start + batch_size]))
                 loss = losses[0] if len(losses) == 1 else torch.stack(losses).sum()
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
             self.optimizer.step()
             step_losses.append(loss.detach())
         return float(torch.stack(step_losses).mean()) / k
+
+    def _member_loss(self, member: torch.nn.Module, data: _PairTensors, positions: np.ndarray
+                     ) -> torch.Tensor:
+        """One member's loss on the pairs ``positions`` (a training batch)."""
+        distinct = self._distinct(data, positions[None], training=True)
+        if distinct is None:
+            batch = self._augment(data.batch(positions))
+            return self.loss_fn(self._segment_delta(member, batch), batch["z"])
+        deltas = self._distinct_deltas(data, distinct, lambda x: member(*x))
+        return self.loss_fn(deltas[0], data.labels(positions))
+
+    def _distinct(self, data: _PairTensors, blocks: np.ndarray, training: bool
+                  ) -> _Distinct | None:
+        """The distinct segments of each block of pairs (``(K, b)`` positions), when running the
+        nets once per distinct segment saves enough (``dedup_below``), else None. Never for an
+        augmented training batch: each pair's segment gets its own random shift there."""
+        if training and self.shift_pad is not None:
+            return None
+        distinct = _Distinct.of(data.pair_segments[blocks])
+        return distinct if distinct.segments.size <= self.dedup_below * 2 * blocks.size else None
+
+    def _distinct_deltas(self, data: _PairTensors, distinct: _Distinct,
+                         rewards_of: Callable[[list[torch.Tensor | None]], torch.Tensor]
+                         ) -> torch.Tensor:
+        """R(left) - R(right) of the pairs of ``distinct``'s K blocks, ``(K', b)``, from one
+        forward over each block's U distinct segments: ``rewards_of`` maps the inputs
+        ``(K, U, L, ...)`` to step rewards ``(K', U, L)``, K' = K (member k reads block k) or,
+        for one block (K = 1), the members that all read it."""
+        blocks = distinct.segments.shape
+        batch = data.segment_batch(distinct.segments.reshape(-1))
+        inputs = [None if (x := batch.get(name)) is None else x.reshape(*blocks, *x.shape[1:])
+                  for name in _ARRAY_OF_INPUT]
+        rewards = rewards_of(inputs)  # (K', U, L)
+        if "weights" in batch:
+            rewards = rewards * batch["weights"].reshape(*blocks, -1)
+        returns = rewards.sum(dim=-1)  # (K', U)
+        index = torch.from_numpy(distinct.index.reshape(blocks[0], -1)).to(returns.device)
+        pair_returns = returns.gather(1, index.expand(len(returns), -1))
+        pair_returns = pair_returns.reshape(len(returns), -1, 2)
+        return pair_returns[..., 0] - pair_returns[..., 1]
 
     def _augment(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """A training batch with its images shifted when augmenting (else as it is)."""
@@ -320,7 +421,13 @@ class RewardTrainer:
         member_deltas, labels = [], []
         with torch.no_grad():
             for start in range(0, len(positions), size):  # chunks bound the gathered memory
-                chunk = data.batch(positions[start:start + size])
+                chunk_positions = positions[start:start + size]
+                distinct = self._distinct(data, chunk_positions[None], training=False)
+                if distinct is not None:  # every member on the chunk's distinct segments
+                    member_deltas.append(self._distinct_deltas(data, distinct, self._all_members))
+                    labels.append(data.labels(chunk_positions))
+                    continue
+                chunk = data.batch(chunk_positions)
                 member_deltas.append(
                     self._member_deltas(chunk, per_member=False) if self.batched else
                     torch.stack([self._segment_delta(member, chunk) for member in self.members])
@@ -330,6 +437,37 @@ class RewardTrainer:
             loss = float(np.mean([float(self.loss_fn(delta, z_val)) for delta in deltas]))
         accuracy = preference_accuracy(deltas.mean(0).cpu().numpy(), z_val.cpu().numpy())
         return loss, accuracy
+
+    def _own_blocks(self, inputs: list[torch.Tensor | None]) -> torch.Tensor:
+        """Every member's step rewards ``(K, U, L)`` on its own block of inputs ``(K, U, L, ...)``
+        (a batched ensemble)."""
+        return cast(RewardEnsemble, self.model).member_rewards(*inputs, per_member=True)
+
+    def _all_members(self, inputs: list[torch.Tensor | None]) -> torch.Tensor:
+        """Every member's step rewards ``(K, U, L)`` on one block of inputs ``(1, U, L, ...)``."""
+        if self.batched:
+            return cast(RewardEnsemble, self.model).member_rewards(*inputs)[:, 0]
+        return torch.stack([member(*inputs)[0] for member in self.members])
+
+
+@dataclass(frozen=True)
+class _Distinct:
+    """The distinct segments of K blocks of pairs: ``segments`` ``(K, U)`` table slots (a block
+    with fewer than U repeats its last one) and ``index`` ``(K, b, 2)``: where each pair's left and
+    right segment sits in its block's U."""
+
+    segments: np.ndarray
+    index: np.ndarray
+
+    @classmethod
+    def of(cls, pair_segments: np.ndarray) -> _Distinct:
+        """From the table slots ``(K, b, 2)`` of each block's pairs."""
+        found = [np.unique(block, return_inverse=True) for block in pair_segments]
+        width = max(len(segments) for segments, _ in found)
+        return cls(np.stack([np.pad(segments, (0, width - len(segments)), mode="edge")
+                             for segments, _ in found]),
+                   np.stack([inverse.reshape(block.shape) for (_, inverse), block
+                             in zip(found, pair_segments, strict=True)]))
 
 
 def _shift_pad(config: TrainerConfig, spec: RewardNetSpec) -> int | None:
