@@ -19,17 +19,20 @@ steps to ask its first labels about, and the true-reward arm's SAC acts at rando
 its true-return learning curve, the deterministic policy's mean return over ``eval_episodes``
 fresh episodes every ``eval_every`` env steps, and its final return over ``final_episodes``.
 
-How this differs from PEBBLE (Lee et al., ICML 2021) and B-Pref. PEBBLE pre-trains its policy
-without reward for its first steps (maximising a k-NN state-entropy estimate), so the first labels
-compare diverse behaviour; rlkit has no unsupervised pre-training: its first labels compare
-uniformly random behaviour (``query.every_steps`` steps; 10,000 here, as PEBBLE's 1,000 seed + 9,000
-unsupervised steps), and SAC starts from scratch after them. Like PEBBLE, rlkit relabels the
-replay buffer with each refit reward (lazily, in batches) and selects queries by ensemble
-disagreement; the teacher is B-Pref's oracle (binary labels, perfectly rational: ``beta: .inf``,
-no mistakes, no ties, no skips). SAC's settings are ``agent.hyperparams: auto``, which for
-HalfCheetah-v5 resolves to SB3's defaults (rl-zoo3 tunes SAC only for HalfCheetah-v4, whose one
-change from SB3's defaults, ``learning_starts: 10000``, is the random start both arms take here),
-not PEBBLE's 1024x1024 nets.
+How this follows PEBBLE (Lee et al., ICML 2021) and B-Pref, and where not. As PEBBLE, the first
+10,000 steps are 1,000 random ones and 9,000 of unsupervised pre-training (``query.unsupervised_steps``:
+SAC on the k-NN state-entropy reward of its replay buffer, k = 5, normalised; then the critic is
+re-initialised; ``rlkit.prefrl.unsupervised``), so the first labels compare diverse behaviour; the
+replay buffer is relabelled with each refit reward (lazily, in batches); the reward model is refit on
+every label each round (``trainer.refit: epochs``); queries are picked by ensemble disagreement; the
+teacher is B-Pref's oracle (binary labels, perfectly rational: ``beta: .inf``, no mistakes, no ties,
+no skips). Not as PEBBLE: the intrinsic reward is paid once per transition (when first sampled),
+not drawn anew each update; the reward model is rlkit's (3 x 256x256 ReLU, linear output,
+normalised by running statistics; PEBBLE's ends in tanh); SAC's settings are
+``agent.hyperparams: auto``, which for HalfCheetah-v5 resolves to SB3's defaults (rl-zoo3 tunes SAC
+only for HalfCheetah-v4, whose one change from SB3's defaults, ``learning_starts: 10000``, is the
+random start both arms take here), not PEBBLE's 1024x1024 nets. The true-reward arm's SAC acts at
+random for its first 10,000 steps.
 
 ``imitation`` 1.0.1 cannot run this setting (checked in its wheel's source): it pins
 ``gymnasium~=0.29`` (HalfCheetah-v4, no v5) and ``stable-baselines3~=2.2.1``, so it needs a venv of

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Self, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, model_serializer
 
 from rlkit.errors import ConfigError
 from rlkit.persistence import atomic_open
@@ -56,6 +56,22 @@ class StrictModel(BaseModel):
     def replace(self, **changes: Any) -> Self:
         """A copy with ``changes``, validated again (``model_copy`` would not check them)."""
         return type(self)(**{**dict(self), **changes})
+
+
+class GrowingModel(StrictModel):
+    """A config that gained fields after runs saved it: the ``written_when_set`` fields are left out
+    of its dump while they hold their defaults, so a run saved before they existed (and resumed
+    with the config compared field by field) still matches one that does not set them."""
+
+    written_when_set: ClassVar[tuple[str, ...]] = ()
+
+    @model_serializer(mode="wrap")
+    def _omit_unset_extras(self, handler: Any) -> dict[str, Any]:
+        data = handler(self)
+        for name in self.written_when_set:
+            if name in data and getattr(self, name) == type(self).model_fields[name].default:
+                del data[name]
+        return data
 
 
 def describe_errors(owner: str, error: ValidationError) -> str:

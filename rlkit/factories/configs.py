@@ -5,11 +5,11 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from rlkit.config import StrictModel
+from rlkit.config import GrowingModel, StrictModel
 from rlkit.devices import Device
 from rlkit.errors import ConfigError, InvalidLabelError
 from rlkit.factories.hyperparams import resolve_hyperparams
@@ -178,7 +178,7 @@ class DemoConfig(StrictModel):
         return resolve_agent_settings(data, cls)
 
 
-class QueryConfig(StrictModel):
+class QueryConfig(GrowingModel):
     every_steps: int = Field(10_000, ge=1, description="query and refit every this many steps")
     initial_pairs: int = Field(200, ge=1)
     pairs_per_round: int = Field(100, ge=1)
@@ -186,6 +186,19 @@ class QueryConfig(StrictModel):
     selector: Literal["uniform", "disagreement", "entropy"] = "disagreement"
     segment_length: int = Field(50, ge=1)
     max_pairs: int | None = Field(None, ge=1, description="stop querying at this many labels")
+    unsupervised_steps: int = Field(
+        0, ge=0, description="of the first every_steps steps, this many train an off-policy agent "
+        "to explore (PEBBLE's state-entropy pre-training) instead of acting at random")
+
+    written_when_set: ClassVar[tuple[str, ...]] = ("unsupervised_steps",)
+
+    @model_validator(mode="after")
+    def _unsupervised_within_first_round(self) -> QueryConfig:
+        if self.unsupervised_steps >= self.every_steps:
+            raise ConfigError(f"query.unsupervised_steps={self.unsupervised_steps} must be below "
+                              f"query.every_steps={self.every_steps} (the steps before the first labels, "
+                              "the random seed steps included)")
+        return self
 
 
 class HumanTeacherConfig(StrictModel):

@@ -48,6 +48,7 @@ from rlkit.feedback.answers import AnnotatedTeacher, Answers
 from rlkit.logging import Logger
 from rlkit.prefrl import resume as prefrl_resume
 from rlkit.prefrl.query import make_selector
+from rlkit.prefrl.unsupervised import StateEntropyReward, reset_critic
 from rlkit.reward import RewardEnsemble, RewardTrainer, RunningNorm
 from rlkit.reward.metrics import evaluate_reward
 from rlkit.reward.nets import TorchRewardFn
@@ -115,6 +116,11 @@ class PreferenceRL:
                               f"for the first query ({self.random_steps}) leave none of "
                               f"agent.total_timesteps={budget} for the agent; lower every_steps or "
                               "raise the budget")
+        # PEBBLE's exploration: the last unsupervised_steps of them are the agent's own
+        self.unsupervised_steps = -(-config.query.unsupervised_steps // n_envs) * n_envs
+        if self.unsupervised_steps and not issubclass(ALGORITHMS[config.agent.algo], OffPolicyAlgorithm):
+            raise ConfigError(f"query.unsupervised_steps={config.query.unsupervised_steps} needs an "
+                              f"off-policy agent (PEBBLE's SAC); agent.algo={config.agent.algo} is on-policy")
         scale = OrdinalScale.get(config.teacher.scale)
         self.dataset = point.dataset if point is not None else PreferenceDataset(TrajectoryStore(), scale)
         self.store = self.dataset.store
@@ -268,11 +274,14 @@ class PreferenceRL:
         if point is None:
             # Seed the store with random behaviour so the first queries have something to compare;
             # those env steps count toward the budget: the agent's clock starts after them.
+            seed_steps = self.random_steps - self.unsupervised_steps
             self.store.extend(collect_trajectories(
-                self.venv, None, self.rng, n_steps=self.random_steps, max_length=200,
+                self.venv, None, self.rng, n_steps=seed_steps, max_length=200,
                 seed=self.config.env.seed + 1,
             ))
-            self.agent.num_timesteps = self.random_steps
+            self.agent.num_timesteps = seed_steps
+            if self.unsupervised_steps:
+                self.explore()
             self.query_and_refit(query.initial_pairs)
         else:  # the round the run was killed in (or after), asked again from its start
             self.query_and_refit(int(point.state["pending_pairs"]), save_resume_point=False)
@@ -286,6 +295,27 @@ class PreferenceRL:
                 callbacks.append(self.relabeller)
             self.agent.learn(remaining, callback=callbacks, reset_num_timesteps=False)
         return self.result
+
+    def explore(self) -> None:
+        """PEBBLE's unsupervised pre-training (``rlkit.prefrl.unsupervised``): the agent trains for
+        ``unsupervised_steps`` env steps on the normalised state-entropy reward of its replay
+        buffer (after its own ``learning_starts`` random steps), its steps recorded for the first
+        queries; then the buffer is handed back to the learned reward (the first refit relabels
+        every row) and the critic is re-initialised."""
+        agent = self.agent
+        assert isinstance(agent, OffPolicyAlgorithm)  # __init__ refused the others
+        buffer = agent.replay_buffer
+        assert isinstance(buffer, LazyRewardReplayBuffer)  # _lazy_rewards built it
+        own_start = agent.learning_starts - self.random_steps  # the agent's configured random start
+        agent.learning_starts = agent.num_timesteps + own_start
+        learned = buffer.reward_fn
+        buffer.reward_fn = NormalizedReward(StateEntropyReward(buffer), RunningNorm())
+        agent.learn(self.unsupervised_steps, reset_num_timesteps=False,
+                    callback=[EpisodeLogCallback(self.result.episodes, self.logger)])
+        buffer.label_waiting()  # the rows explored are paid what they were explored for
+        buffer.reward_fn = learned
+        agent.learning_starts = min(agent.learning_starts, agent.num_timesteps)  # no second random start
+        reset_critic(agent)
 
     def wants_query(self) -> bool:
         limit = self.config.query.max_pairs

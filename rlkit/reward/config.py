@@ -4,18 +4,18 @@ configs and the argument of ``RewardTrainer``. Pydantic only, so configs load wi
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal
 
-from pydantic import Field, model_serializer, model_validator
+from pydantic import Field, model_validator
 
-from rlkit.config import StrictModel
+from rlkit.config import GrowingModel
 from rlkit.devices import Device
 from rlkit.errors import ConfigError
 
 Loss = Literal["ordinal", "bt", "rao_kupper", "hinge"]
 
 
-class TrainerConfig(StrictModel):
+class TrainerConfig(GrowingModel):
     """How to train.
 
     ``patience``: epochs without a better validation loss before stopping (None: never stop early).
@@ -88,11 +88,3 @@ class TrainerConfig(StrictModel):
         if self.loss == "hinge" and not (math.isfinite(self.hinge_margin) and self.hinge_margin >= 0.0):
             raise ConfigError(f"hinge needs a finite margin >= 0, got margin={self.hinge_margin}")
         return self
-
-    @model_serializer(mode="wrap")
-    def _omit_unset_extras(self, handler: Any) -> dict[str, Any]:
-        data = handler(self)
-        for name in self.written_when_set:
-            if name in data and getattr(self, name) == type(self).model_fields[name].default:
-                del data[name]
-        return data
