@@ -48,7 +48,7 @@ from rlkit.reward import (
     TrainerConfig,
     evaluate_reward,
 )
-from rlkit.reward.trainer import _PairTensors
+from rlkit.reward.pair_tensors import PairTensors
 
 SEGMENT, MEMBERS = 50, 3
 GOAL = 3.0
@@ -114,11 +114,11 @@ def gather_seconds(pairs: SegmentPairs, schedule: list[int], model: RewardEnsemb
     rows, before = np.arange(schedule[-1]), np.arange(schedule[-2])
     args = (model.spec.inputs, model, 1.0, 2**30)
     started = time.perf_counter()
-    _PairTensors(pairs, rows, z, *args)
+    PairTensors(pairs, rows, z, *args)
     full = time.perf_counter() - started
-    previous = _PairTensors(pairs, before, z[:len(before)], *args)
+    previous = PairTensors(pairs, before, z[:len(before)], *args)
     started = time.perf_counter()
-    _PairTensors(pairs, rows, z, *args, previous=previous)
+    PairTensors(pairs, rows, z, *args, previous=previous)
     return full, time.perf_counter() - started
 
 

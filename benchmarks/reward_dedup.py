@@ -108,7 +108,7 @@ def main() -> None:
             seconds[arm].append(per_step)
     median = {arm: statistics.median(seconds[arm]) for arm in arms}
     speedup = median["baseline"] / median["dedup"]
-    per_pair_bytes = 2 * PAIRS * args.length * OBS_DIM * 4  # what _PairTensors held before
+    per_pair_bytes = 2 * PAIRS * args.length * OBS_DIM * 4  # what PairTensors held before
     same_losses = bool(np.allclose(losses["dedup"], losses["baseline"], rtol=1e-4, atol=0))
     print(json.dumps({
         "benchmark": "reward_dedup",

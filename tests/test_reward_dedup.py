@@ -7,7 +7,7 @@ import torch
 
 from rlkit.data import SegmentPairs, TrajectoryStore, sample_pairs, sample_segments
 from rlkit.reward import RewardEnsemble, RewardNet, RewardTrainer, TrainerConfig
-from rlkit.reward.trainer import _PairTensors
+from rlkit.reward.pair_tensors import PairTensors
 from tests.test_pixel_networks import conv_net, region_store, true_labels
 from tests.test_reward_ensemble_batched import ensemble
 from tests.test_reward_trainer import small_net, store, truthful_labels
@@ -36,8 +36,8 @@ def make_model(kind: str) -> RewardNet | RewardEnsemble:
 def count_segment_batches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """A list that grows by one for every deduplicated batch gathered."""
     calls: list[int] = []
-    real = _PairTensors.segment_batch
-    monkeypatch.setattr(_PairTensors, "segment_batch",
+    real = PairTensors.segment_batch
+    monkeypatch.setattr(PairTensors, "segment_batch",
                         lambda self, slots: calls.append(len(slots)) or real(self, slots))
     return calls
 
@@ -51,7 +51,7 @@ def one_step(kind: str, config: TrainerConfig, pairs: SegmentPairs, dedup_below:
     trainer.optimizer.step = lambda *args, **kwargs: None  # keep the gradients, skip the update
     rows = np.arange(len(pairs))
     z = torch.as_tensor(truthful_labels(pairs))
-    data = _PairTensors(pairs, rows, z, model.spec.inputs, model, config.discount, budget)
+    data = PairTensors(pairs, rows, z, model.spec.inputs, model, config.discount, budget)
     orders = [np.random.default_rng(k).permutation(rows) for k in range(len(trainer.members))]
     loss = trainer._train_epoch(data, orders)
     return loss, [p.grad.clone() for p in model.parameters()]
@@ -169,7 +169,7 @@ def test_the_resident_table_holds_each_segment_once_across_refits(store) -> None
     assert len(data.segments) == len(distinct) == len(data.tensors["obs"]) < 2 * len(pairs)
     np.testing.assert_array_equal(data.segments[:len(first.segments)], first.segments)
     rows = np.arange(len(pairs))
-    per_pair = _PairTensors(pairs, rows, data.z, data.inputs, data.model, data.discount, 0)
+    per_pair = PairTensors(pairs, rows, data.z, data.inputs, data.model, data.discount, 0)
     expected, got = per_pair.batch(rows), data.batch(rows)
     assert got.keys() == expected.keys()
     for name in expected:

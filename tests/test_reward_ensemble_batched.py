@@ -16,7 +16,7 @@ from rlkit.prefrl.query import make_selector, preference_probabilities
 from rlkit.reward import RewardEnsemble, RewardNet, RewardNetSpec, RewardTrainer, TrainerConfig
 from rlkit.reward.metrics import evaluate_reward
 from rlkit.reward.nets import TorchRewardFn, build_reward_net
-from rlkit.reward.trainer import _PairTensors
+from rlkit.reward.pair_tensors import PairTensors
 from tests.test_reward_trainer import mixed_length_pairs, store, truthful_labels
 
 __all__ = ["store"]  # the trajectories fixture, shared with the trainer's tests
@@ -107,13 +107,13 @@ def test_batched_steps_equal_members_trained_apart(store: TrajectoryStore) -> No
     config = TrainerConfig(batch_size=16)
     together = RewardTrainer(model, config)
     together.optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
-    loss = together._train_epoch(_PairTensors(pairs, rows, labels, ("obs", "act"), model, 1.0,
+    loss = together._train_epoch(PairTensors(pairs, rows, labels, ("obs", "act"), model, 1.0,
                                               2**30), orders)
     losses = []
     for member, order in zip(apart, orders, strict=True):
         alone = RewardTrainer(member, config)
         alone.optimizer = torch.optim.SGD(member.parameters(), lr=0.05)
-        data = _PairTensors(pairs, rows, labels, ("obs", "act"), member, 1.0, 2**30)
+        data = PairTensors(pairs, rows, labels, ("obs", "act"), member, 1.0, 2**30)
         losses.append(alone._train_epoch(data, [order]))
     assert loss == pytest.approx(np.mean(losses), rel=1e-5)
     for trained, alone in zip(model.members, apart, strict=True):
@@ -123,12 +123,12 @@ def test_batched_steps_equal_members_trained_apart(store: TrajectoryStore) -> No
 
 # -- cached pair tensors ------------------------------------------------------------------------
 
-def all_tensors(data: _PairTensors) -> dict[str, torch.Tensor]:
+def all_tensors(data: PairTensors) -> dict[str, torch.Tensor]:
     return data.batch(np.arange(len(data.rows)))
 
 
-def assert_same_tensors(data: _PairTensors, pairs: SegmentPairs, rows: np.ndarray) -> None:
-    fresh = _PairTensors(pairs, rows, data.z, data.inputs, data.model, data.discount, 2**30)
+def assert_same_tensors(data: PairTensors, pairs: SegmentPairs, rows: np.ndarray) -> None:
+    fresh = PairTensors(pairs, rows, data.z, data.inputs, data.model, data.discount, 2**30)
     got, expected = all_tensors(data), all_tensors(fresh)
     assert got.keys() == expected.keys()
     for name in expected:
@@ -140,8 +140,8 @@ def test_a_refit_on_a_grown_dataset_gathers_only_the_new_pairs(store, monkeypatc
     labels = truthful_labels(pairs)
     labels[[3, 50]] = np.nan  # skipped: never gathered while skipped
     gathered: list[np.ndarray] = []
-    real = _PairTensors._gather_numpy
-    monkeypatch.setattr(_PairTensors, "_gather_numpy",
+    real = PairTensors._gather_numpy
+    monkeypatch.setattr(PairTensors, "_gather_numpy",
                         lambda self, rows: gathered.append(rows) or real(self, rows))
     trainer = RewardTrainer(ensemble(), TrainerConfig(max_epochs=1))
     dataset = as_dataset(pairs, labels, 60)
@@ -163,8 +163,8 @@ def test_pairs_that_do_not_extend_the_last_fit_are_gathered_again(store, monkeyp
     trainer = RewardTrainer(ensemble(), TrainerConfig(max_epochs=1))
     trainer.fit(pairs.subset(np.arange(40)), labels[:40])
     gathered: list[np.ndarray] = []
-    real = _PairTensors._gather_numpy
-    monkeypatch.setattr(_PairTensors, "_gather_numpy",
+    real = PairTensors._gather_numpy
+    monkeypatch.setattr(PairTensors, "_gather_numpy",
                         lambda self, rows: gathered.append(rows) or real(self, rows))
     # the same store, but row 0 now compares other segments: nothing cached can be trusted
     moved = pairs.subset(np.arange(40, 80))

@@ -12,7 +12,7 @@ from typing import Any, cast
 import numpy as np
 import torch
 
-from rlkit.data import SegmentPairs, gather
+from rlkit.data import SegmentPairs
 from rlkit.devices import resolve_device
 from rlkit.errors import InvalidDataError, InvalidLabelError
 from rlkit.reward.augment import default_pad, shift_observations
@@ -20,9 +20,8 @@ from rlkit.reward.config import TrainerConfig
 from rlkit.reward.ensemble import RewardEnsemble
 from rlkit.reward.losses import make_loss
 from rlkit.reward.metrics import evaluate_reward, preference_accuracy
-from rlkit.reward.nets import RewardNet, RewardNetSpec, numpy_to_tensors
-
-_ARRAY_OF_INPUT = {"obs": "obs", "act": "acts", "next_obs": "next_obs", "done": "dones"}
+from rlkit.reward.nets import RewardNet, RewardNetSpec
+from rlkit.reward.pair_tensors import ARRAY_OF_INPUT, Distinct, PairTensors
 
 
 @dataclass(frozen=True)
@@ -50,153 +49,6 @@ class TrainReport:
     @property
     def epochs(self) -> int:
         return len(self.train_loss)
-
-
-class _PairTensors:
-    """The labelled pairs ``rows`` of ``pairs`` as a table of their distinct segments (same
-    trajectory, start and length) and each pair's two slots in it: ``segments`` ``(S, 3)``,
-    ``pair_segments`` ``(n, 2)`` (left, right), tensors ``(S, L, ...)``, the labels ``z`` and,
-    unless every segment is full-length and undiscounted, per-step return ``weights`` (mask times
-    discount**t). Pairs that share segments (APEC's whole rollouts) hold each one once. Resident
-    when the table fits the memory budget, else gathered batch by batch. ``batch`` takes
-    positions in ``rows`` and gives ``(b, 2, L, ...)`` tensors; ``segment_batch`` takes slots.
-
-    Given the tensors of the trainer's last fit (``previous``), rows whose pairs it fitted on are
-    not gathered again: only the rest are, and the segments the table lacks appended to it. A
-    previous row counts only while it holds the same store and segments (a dataset that grew by
-    appending keeps them all; one that does not extend the last is gathered anew). ``new_labels``
-    counts the rows it had not fitted on."""
-
-    fitted: np.ndarray  # every row fitted on so far (this fit's and earlier ones')
-    segments: np.ndarray  # (S, 3): the (trajectory, start, length) each slot of the table holds
-    pair_segments: np.ndarray  # (len(rows), 2): the slots of each row's left and right segment
-    held: np.ndarray  # the rows whose segments the table holds, when resident
-    tensors: dict[str, torch.Tensor]  # (S, L, ...), when resident
-
-    def __init__(self, pairs: SegmentPairs, rows: np.ndarray, z: torch.Tensor,
-                 inputs: tuple[str, ...], model: torch.nn.Module, discount: float,
-                 budget_bytes: int, previous: _PairTensors | None = None) -> None:
-        self.pairs, self.rows, self.z, self.inputs = pairs, rows, z, inputs
-        self.model, self.discount = model, discount
-        lengths = pairs.left[rows, 2]
-        self.length = int(lengths.max())
-        self.weighted = discount != 1.0 or bool((lengths != self.length).any())
-        bytes_per_pair = sum(array.nbytes for array in self._gather_numpy(rows[:1]).values())
-        known = previous is not None and previous.holds_same_pairs(pairs)
-        seen = previous.fitted if known and previous is not None else np.zeros(0, np.int64)
-        new = np.setdiff1d(rows, seen)
-        self.new_labels = len(new)
-        self.fitted = np.union1d(seen, rows)
-        self.left, self.right = pairs.left[self.fitted], pairs.right[self.fitted]
-        self.device = next(model.parameters()).device
-        kept = previous if known and previous is not None and previous.tensors_fit(self) else None
-        table = kept.segments if kept is not None else np.zeros((0, 3), np.int64)
-        keys = np.stack([pairs.left[rows], pairs.right[rows]], axis=1).reshape(-1, 3)
-        slots, first = _slots_in(table, keys)
-        self.segments = np.concatenate([table, keys[first]])
-        self.pair_segments = slots.reshape(-1, 2)
-        self.resident = bytes_per_pair // 2 * len(self.segments) <= budget_bytes
-        if not self.resident:
-            return
-        # rows the table holds both segments of: gathered before, never again
-        self.held = np.union1d(kept.held, rows) if kept is not None else np.unique(rows)
-        self.tensors = kept.tensors if kept is not None else {}
-        if len(first) == 0:
-            return
-        # gather the rows not held, and keep the segments the table lacks, once each (a segment
-        # new to the table first shows up in a row it does not hold)
-        missing = np.setdiff1d(rows, kept.held) if kept is not None else self.held
-        picked = 2 * np.searchsorted(missing, rows[first // 2]) + first % 2
-        arrays = self._gather_numpy(missing)
-        fresh = self._to_tensors({name: array.reshape(-1, *array.shape[2:])[picked]
-                                  for name, array in arrays.items()})
-        self.tensors = {name: torch.cat([self.tensors[name], tensor]) if self.tensors else tensor
-                        for name, tensor in fresh.items()}
-
-    def holds_same_pairs(self, pairs: SegmentPairs) -> bool:
-        """Whether every row fitted on still compares the same segments of the same store."""
-        return (pairs.store is self.pairs.store and len(pairs) > int(self.fitted.max())
-                and np.array_equal(pairs.left[self.fitted], self.left)
-                and np.array_equal(pairs.right[self.fitted], self.right))
-
-    def tensors_fit(self, other: _PairTensors) -> bool:
-        """Whether these resident tensors can serve ``other`` (same pairs checked apart)."""
-        return self.resident and (self.length, self.weighted, self.inputs, self.discount,
-                                  self.device) == (other.length, other.weighted, other.inputs,
-                                                   other.discount, other.device)
-
-    def labels(self, positions: np.ndarray) -> torch.Tensor:
-        return self.z[torch.from_numpy(positions).to(self.device)]
-
-    def batch(self, positions: np.ndarray) -> dict[str, torch.Tensor]:
-        if self.resident:
-            slots = torch.from_numpy(self.pair_segments[positions]).to(self.device)
-            tensors = {name: tensor[slots] for name, tensor in self.tensors.items()}
-        else:
-            tensors = self._to_tensors(self._gather_numpy(self.rows[positions]))
-        tensors["z"] = self.labels(positions)
-        return tensors
-
-    def segment_batch(self, slots: np.ndarray) -> dict[str, torch.Tensor]:
-        """The tensors ``(m, L, ...)`` of the table's segments ``slots`` (no labels)."""
-        if self.resident:
-            index = torch.from_numpy(slots).to(self.device)
-            return {name: tensor[index] for name, tensor in self.tensors.items()}
-        keys = self.segments[slots]
-        return self._to_tensors(self._gather_segments(
-            keys, lambda i: "trajectory {}, start {}, length {}".format(*keys[i])))
-
-    def _gather_numpy(self, rows: np.ndarray) -> dict[str, np.ndarray]:
-        # one gather over (left 0, right 0, left 1, ...): (2n, L, ...) reshapes to (n, 2, L, ...)
-        interleaved = np.stack([self.pairs.left[rows], self.pairs.right[rows]], axis=1)
-        arrays = self._gather_segments(interleaved.reshape(-1, 3),
-                                       lambda i: f"pair {int(rows[i // 2])}")
-        return {name: array.reshape(len(rows), 2, *array.shape[1:])
-                for name, array in arrays.items()}
-
-    def _gather_segments(self, keys: np.ndarray, where: Callable[[int], str]
-                         ) -> dict[str, np.ndarray]:
-        """The segments ``keys`` as ``(m, L, ...)`` arrays; ``where(i)`` names segment i in an
-        error."""
-        steps = gather(self.pairs.store, keys)
-        arrays = {}
-        for name in self.inputs:
-            array_name = _ARRAY_OF_INPUT[name]
-            array = _pad(getattr(steps, array_name), self.length)
-            if np.issubdtype(array.dtype, np.floating) and not np.isfinite(array).all():
-                bad = int(np.flatnonzero(~np.isfinite(array.reshape(len(array), -1)).all(1))[0])
-                raise InvalidDataError(f"{array_name} holds NaN or inf ({where(bad)})")
-            arrays[name] = array
-        if self.weighted:
-            mask = _pad(steps.mask, self.length)
-            arrays["weights"] = (mask * self.discount ** np.arange(self.length)).astype(np.float32)
-        return arrays
-
-    def _to_tensors(self, arrays: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
-        return dict(zip(arrays, numpy_to_tensors(self.model, *arrays.values()), strict=True))
-
-
-def _slots_in(table: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Where each of ``keys`` (``(m, 3)`` segments) sits in ``table`` (distinct segments) once
-    the keys it lacks are appended to it, and those keys: the positions in ``keys`` of their first
-    occurrences, in order (so slot ``len(table) + j`` holds ``keys[first[j]]``)."""
-    both = np.concatenate([table, keys])
-    _, first_at, inverse = np.unique(both, axis=0, return_index=True, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    unseen = np.sort(first_at[first_at >= len(table)])
-    slot_of = first_at.copy()  # a key of the table: its own row (the table's rows are distinct)
-    slot_of[inverse[unseen]] = len(table) + np.arange(len(unseen))
-    return slot_of[inverse[len(table):]], unseen - len(table)
-
-
-def _pad(array: np.ndarray, length: int) -> np.ndarray:
-    """Zero-pad the step axis (1) to ``length``, so per-batch gathers match the whole dataset."""
-    missing = length - array.shape[1]
-    if missing == 0:
-        return array
-    widths = [(0, 0)] * array.ndim
-    widths[1] = (0, missing)
-    return np.pad(array, widths)
 
 
 class RewardTrainer:
@@ -227,7 +79,7 @@ class RewardTrainer:
         self.optimizer = torch.optim.AdamW(
             self.model.parameters(), lr=self.config.lr, weight_decay=self.config.weight_decay
         )
-        self._data: _PairTensors | None = None  # the last fit's pairs, for the next one
+        self._data: PairTensors | None = None  # the last fit's pairs, for the next one
         self.shift_pad = _shift_pad(self.config, self.model.spec)  # None: no augmentation
         self._shifts: torch.Generator | None = None  # the fit's augmentation RNG
 
@@ -245,7 +97,7 @@ class RewardTrainer:
         device = next(self.model.parameters()).device
         z = torch.as_tensor(labels[kept], dtype=torch.float32, device=device)
         self.loss_fn(torch.zeros_like(z), z)  # rejects labels off this loss's scale before training
-        data = _PairTensors(pairs, kept, z, self.model.spec.inputs, self.model, config.discount,
+        data = PairTensors(pairs, kept, z, self.model.spec.inputs, self.model, config.discount,
                             config.memory_budget_bytes, self._data)
         refit = self._data is not None and data.new_labels < len(kept)  # on data it fitted before
         self._data = data
@@ -310,7 +162,7 @@ class RewardTrainer:
         kept = _labelled_rows(labels, len(pairs))
         z = torch.as_tensor(labels[kept], dtype=torch.float32)
         # a budget of 0 bytes: the rows are remembered, their steps gathered by the next fit
-        self._data = _PairTensors(pairs, kept, z, self.model.spec.inputs, self.model,
+        self._data = PairTensors(pairs, kept, z, self.model.spec.inputs, self.model,
                                   self.config.discount, 0)
 
     def evaluate(self, dataset_or_pairs: Any, labels: np.ndarray | None = None,
@@ -324,13 +176,13 @@ class RewardTrainer:
     def _segment_delta(self, member: torch.nn.Module, batch: dict[str, torch.Tensor]
                        ) -> torch.Tensor:
         """R(left) - R(right) from one forward over both sides: ``(b, 2, L)`` rewards."""
-        return _returns_delta(member(*(batch.get(name) for name in _ARRAY_OF_INPUT)), batch)
+        return _returns_delta(member(*(batch.get(name) for name in ARRAY_OF_INPUT)), batch)
 
     def _member_deltas(self, batch: dict[str, torch.Tensor], per_member: bool) -> torch.Tensor:
         """Every member's R(left) - R(right) in one batched forward: ``(K, b)``. ``per_member``:
         the batch holds K consecutive blocks, member k's own pairs in block k."""
         k = len(self.members)
-        inputs = [batch.get(name) for name in _ARRAY_OF_INPUT]
+        inputs = [batch.get(name) for name in ARRAY_OF_INPUT]
         if per_member:
             inputs = [None if x is None else x.reshape(k, -1, *x.shape[1:]) for x in inputs]
             weights = batch.get("weights")
@@ -338,7 +190,7 @@ class RewardTrainer:
         model = cast(RewardEnsemble, self.model)  # self.batched holds only for ensembles
         return _returns_delta(model.member_rewards(*inputs, per_member=per_member), batch)
 
-    def _train_epoch(self, data: _PairTensors, orders: list[np.ndarray]) -> float:
+    def _train_epoch(self, data: PairTensors, orders: list[np.ndarray]) -> float:
         """One pass; each member steps through its own order. Returns the mean member loss."""
         self.model.train()
         batch_size, k = self.config.batch_size, len(self.members)
@@ -367,7 +219,7 @@ class RewardTrainer:
             step_losses.append(loss.detach())
         return float(torch.stack(step_losses).mean()) / k
 
-    def _member_loss(self, member: torch.nn.Module, data: _PairTensors, positions: np.ndarray
+    def _member_loss(self, member: torch.nn.Module, data: PairTensors, positions: np.ndarray
                      ) -> torch.Tensor:
         """One member's loss on the pairs ``positions`` (a training batch)."""
         distinct = self._distinct(data, positions[None], training=True)
@@ -377,17 +229,17 @@ class RewardTrainer:
         deltas = self._distinct_deltas(data, distinct, lambda x: member(*x))
         return self.loss_fn(deltas[0], data.labels(positions))
 
-    def _distinct(self, data: _PairTensors, blocks: np.ndarray, training: bool
-                  ) -> _Distinct | None:
+    def _distinct(self, data: PairTensors, blocks: np.ndarray, training: bool
+                  ) -> Distinct | None:
         """The distinct segments of each block of pairs (``(K, b)`` positions), when running the
         nets once per distinct segment saves enough (``dedup_below``), else None. Never for an
         augmented training batch: each pair's segment gets its own random shift there."""
         if training and self.shift_pad is not None:
             return None
-        distinct = _Distinct.of(data.pair_segments[blocks])
+        distinct = Distinct.of(data.pair_segments[blocks])
         return distinct if distinct.segments.size <= self.dedup_below * 2 * blocks.size else None
 
-    def _distinct_deltas(self, data: _PairTensors, distinct: _Distinct,
+    def _distinct_deltas(self, data: PairTensors, distinct: Distinct,
                          rewards_of: Callable[[list[torch.Tensor | None]], torch.Tensor]
                          ) -> torch.Tensor:
         """R(left) - R(right) of the pairs of ``distinct``'s K blocks, ``(K', b)``, from one
@@ -397,7 +249,7 @@ class RewardTrainer:
         blocks = distinct.segments.shape
         batch = data.segment_batch(distinct.segments.reshape(-1))
         inputs = [None if (x := batch.get(name)) is None else x.reshape(*blocks, *x.shape[1:])
-                  for name in _ARRAY_OF_INPUT]
+                  for name in ARRAY_OF_INPUT]
         rewards = rewards_of(inputs)  # (K', U, L)
         if "weights" in batch:
             rewards = rewards * batch["weights"].reshape(*blocks, -1)
@@ -414,7 +266,7 @@ class RewardTrainer:
         return shift_observations(batch, self.shift_pad, self._shifts,
                                   self.model.spec.channels_first)
 
-    def _validate(self, data: _PairTensors, positions: np.ndarray) -> tuple[float, float]:
+    def _validate(self, data: PairTensors, positions: np.ndarray) -> tuple[float, float]:
         """Mean member loss and the accuracy of the ensemble mean on held-out pairs."""
         self.model.train(False)  # evaluation mode (no dropout/batch-norm updates)
         size = self.config.eval_batch_size
@@ -448,26 +300,6 @@ class RewardTrainer:
         if self.batched:
             return cast(RewardEnsemble, self.model).member_rewards(*inputs)[:, 0]
         return torch.stack([member(*inputs)[0] for member in self.members])
-
-
-@dataclass(frozen=True)
-class _Distinct:
-    """The distinct segments of K blocks of pairs: ``segments`` ``(K, U)`` table slots (a block
-    with fewer than U repeats its last one) and ``index`` ``(K, b, 2)``: where each pair's left and
-    right segment sits in its block's U."""
-
-    segments: np.ndarray
-    index: np.ndarray
-
-    @classmethod
-    def of(cls, pair_segments: np.ndarray) -> _Distinct:
-        """From the table slots ``(K, b, 2)`` of each block's pairs."""
-        found = [np.unique(block, return_inverse=True) for block in pair_segments]
-        width = max(len(segments) for segments, _ in found)
-        return cls(np.stack([np.pad(segments, (0, width - len(segments)), mode="edge")
-                             for segments, _ in found]),
-                   np.stack([inverse.reshape(block.shape) for (_, inverse), block
-                             in zip(found, pair_segments, strict=True)]))
 
 
 def _shift_pad(config: TrainerConfig, spec: RewardNetSpec) -> int | None:
