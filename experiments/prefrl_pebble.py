@@ -340,8 +340,9 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
         table[arm] = {
             "seeds": [r["seed"] for r in group],
             "final_return": Spread.of([r["final_return"] for r in group]).as_dict(),
-            "wall_s": Spread.of([r["wall_s"] for r in group]).as_dict(),
-            "cpu_s": Spread.of([r["cpu_s"] for r in group]).as_dict(),
+            # a resumed unit timed only its last sitting: wall and CPU over the unbroken ones
+            "wall_s": Spread.of([r["wall_s"] for r in group if not r["resumed_from"]]).as_dict(),
+            "cpu_s": Spread.of([r["cpu_s"] for r in group if not r["resumed_from"]]).as_dict(),
             "curve": {str(s): Spread.of([r["curve"][str(s)] for r in group if str(s) in r["curve"]]
                                         ).as_dict() for s in steps},
         }
@@ -357,15 +358,21 @@ def markdown_table(table: dict[str, Any]) -> str:
     Returns:
         A markdown table.
     """
-    lines = ["| arm | seeds | final true return, mean | sd | 95% t-interval | n | wall per run (s) |",
+    lines = ["| arm | seeds | final true return, mean | sd | 95% t-interval | n "
+             "| wall per unbroken run (s), n |",
              "| --- | --- | ---: | ---: | --- | ---: | ---: |"]
     for arm, entry in table.items():
         final = entry["final_return"]
         interval = ("-" if math.isnan(final["ci95_low"])
                     else f"[{final['ci95_low']:.1f}, {final['ci95_high']:.1f}]")
         lines.append(f"| {arm} | {', '.join(map(str, entry['seeds']))} | {final['mean']:.1f} | "
-                     f"{final['sd']:.1f} | {interval} | {final['n']} | {entry['wall_s']['mean']:.0f} |")
+                     f"{final['sd']:.1f} | {interval} | {final['n']} | {_wall(entry['wall_s'])} |")
     return "\n".join(lines) + "\n"
+
+
+def _wall(spread: dict[str, Any]) -> str:
+    """The mean wall of the unbroken runs and their n, or "-" when every run was resumed."""
+    return "-" if not spread["n"] else f"{spread['mean']:.0f}, {spread['n']}"
 
 
 def plot(table: dict[str, Any], title: str, path: Path) -> None:

@@ -116,3 +116,15 @@ def test_a_killed_unit_resumes_where_it_was(tmp_path: Path, arm: str, monkeypatc
     assert {step: resumed["curve"][step] for step in before} == before  # kept, not redone
     if arm == "true_reward":  # chunks end on episode ends: the resumed run is the unbroken one
         assert resumed["curve"] == whole["curve"] and resumed["final_return"] == whole["final_return"]
+
+
+def test_the_table_times_only_runs_that_were_not_resumed():
+    row = {"arm": "prefrl", "curve": {"10": 1.0}, "final_return": 5.0, "cpu_s": 9.0}
+    rows = [row | {"seed": 0, "wall_s": 100.0, "resumed_from": 0},
+            row | {"seed": 1, "wall_s": 3.0, "resumed_from": 50}]  # timed its last sitting only
+    table = prefrl_pebble.summarise(rows)
+    assert table["prefrl"]["wall_s"]["n"] == 1 and table["prefrl"]["wall_s"]["mean"] == 100.0
+    assert table["prefrl"]["final_return"]["n"] == 2
+    assert "| 100, 1 |" in prefrl_pebble.markdown_table(table)
+    resumed = prefrl_pebble.summarise(rows[1:])
+    assert prefrl_pebble.markdown_table(resumed).rstrip().endswith("| - |")
