@@ -18,8 +18,8 @@ seeds; policies trained on the learned rewards report their true return.
 ``experiments/configs/apec_pixels.yaml``: the CPU tasks drawn with numpy (``rlkit/PixelPointMass-v0``,
 ``rlkit/PixelPendulum-v0``) at a budget a 2-core machine runs, its acting agents on a fixed keypoint
 encoder (``rlkit.factories.keypoints``; the config's header says why); ``apec_pixels_dmc.yaml``:
-the paper's DMControl tasks at a GPU machine's budget, every agent learning its conv encoder. Every run directory is resumable: rerun to
-continue, ``--resume`` skips the units already finished.
+the paper's DMControl tasks at a GPU machine's budget, every agent learning its conv encoder.
+Every run directory is resumable: rerun to continue, ``--resume`` skips the units already finished.
 """
 
 from __future__ import annotations
