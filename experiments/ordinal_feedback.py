@@ -32,7 +32,7 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.env_util import make_vec_env
 
-from rlkit.config import StrictModel, load_config, save_config
+from rlkit.config import StrictModel, load_config
 from rlkit.data import SegmentPairs, TrajectoryStore, collect_trajectories, sample_pairs
 from rlkit.devices import Device, resolve_device
 from rlkit.factories.builders import build_reward_model, store_spaces, trainer_config
@@ -317,21 +317,16 @@ def main(argv: list[str] | None = None) -> int:
                                "rebuild summary, table and plot from out_dir/rows.jsonl; no training",
                                "skip the units already finished in out_dir (their rows are kept)")
     args = parser.parse_args(argv)
-    from experiments.rows import read_rows, write_rows  # by name: the script puts the repo root on sys.path
+    from experiments.rows import run_or_read  # by name: the script puts the repo root on sys.path
     config = load_config(OrdinalExperimentConfig, args.config, args.overrides)
     backend = backend_from_args(args)
     torch.set_num_threads(1)  # small nets: one thread is fastest and leaves a core for the envs
     out = Path(config.out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    if args.report_only:
-        rows = read_rows(out)
-    else:
-        save_config(config, out / "config.yaml")
-        rows = run_all(config, out, backend, resume=args.resume)
-        if not rows:
-            print(f"no unit finished under {out}", file=sys.stderr)
-            return 1
-        write_rows(out, rows)
+    rows = run_or_read(out, config, args.report_only,
+                       lambda: run_all(config, out, backend, resume=args.resume))
+    if rows is None:
+        return 1
     table = summarise(rows)
     (out / "summary.json").write_text(json.dumps(table, indent=2))
     (out / "table.md").write_text(markdown_table(table))

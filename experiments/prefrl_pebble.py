@@ -63,7 +63,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 
-from rlkit.config import StrictModel, load_config, save_config
+from rlkit.config import StrictModel, load_config
 from rlkit.errors import ConfigError
 from rlkit.factories.builders import make_agent, make_venv, true_return
 from rlkit.factories.configs import (
@@ -418,20 +418,14 @@ def main(argv: list[str] | None = None) -> int:
                                "skip the units already finished in out_dir; killed ones go on from "
                                "their folders")
     args = parser.parse_args(argv)
-    from experiments.rows import read_rows, write_rows  # by name: the script puts the repo root on sys.path
+    from experiments.rows import run_or_read  # by name: the script puts the repo root on sys.path
     config = load_config(PebbleExperimentConfig, args.config, args.overrides)
     out = Path(config.out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    if args.report_only:
-        rows = read_rows(out)
-    else:
-        backend = backend_from_args(args)
-        save_config(config, out / "config.yaml")
-        rows = run_all(config, out, backend, resume=args.resume)
-        if not rows:
-            print(f"no unit finished under {out}", file=sys.stderr)
-            return 1
-        write_rows(out, rows)
+    rows = run_or_read(out, config, args.report_only,
+                       lambda: run_all(config, out, backend_from_args(args), resume=args.resume))
+    if rows is None:
+        return 1
     table = summarise(rows)
     atomic_write_json(out / "summary.json", table)
     (out / "table.md").write_text(markdown_table(table))

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rlkit.config import StrictModel, save_config
 from rlkit.persistence import atomic_open
 
 ROWS_FILE = "rows.jsonl"
@@ -32,3 +35,28 @@ def read_rows(out: Path) -> list[dict[str, Any]]:
         The rows, in the file's order.
     """
     return [json.loads(line) for line in (out / ROWS_FILE).read_text().splitlines()]
+
+
+def run_or_read(out: Path, config: StrictModel, report_only: bool,
+                run: Callable[[], list[dict[str, Any]]]) -> list[dict[str, Any]] | None:
+    """An experiment's rows: read back (``--report-only``), or the config saved, the units run and
+    their rows written.
+
+    Args:
+        out: the experiment's output folder (it exists).
+        config: the experiment's config, saved as ``out/config.yaml`` before a run.
+        report_only: read the rows of an earlier run instead of running.
+        run: runs the units and returns the finished ones' rows.
+
+    Returns:
+        The rows, or None (said on stderr) when no unit finished.
+    """
+    if report_only:
+        return read_rows(out)
+    save_config(config, out / "config.yaml")
+    rows = run()
+    if not rows:
+        print(f"no unit finished under {out}", file=sys.stderr)
+        return None
+    write_rows(out, rows)
+    return rows
