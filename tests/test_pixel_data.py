@@ -1,5 +1,7 @@
 """Stacked pixel observations in the trajectory store: each frame kept once, stacks as views."""
 
+import json
+
 import numpy as np
 import pytest
 from stable_baselines3.common.env_util import make_vec_env
@@ -17,7 +19,8 @@ from rlkit.data import (
 from rlkit.data.frames import frames_of_stacks, stacked_view
 from rlkit.errors import ConfigError, FileFormatError, InvalidDataError
 from rlkit.feedback import FIVE, PreferenceDataset
-from rlkit.persistence.arrays import load_npz
+from rlkit.persistence.arrays import load_npz, save_npz
+from rlkit.persistence.formats import npz_header
 
 K, C, H, W = 3, 3, 5, 4
 
@@ -134,6 +137,28 @@ def test_a_preference_dataset_of_pixel_trajectories_saves_and_loads(trajectories
     loaded = PreferenceDataset.load(dataset.save(tmp_path / "prefs")[0])
     assert loaded.store.frame_stack == K
     assert_same_trajectories(loaded.store, trajectories)
+
+
+def header_format(path) -> str:
+    return json.loads(bytes(load_npz(path)["_header"]))["format"]
+
+
+def test_stacked_frames_are_format_2_which_an_older_reader_refuses_by_version(trajectories, tmp_path):
+    """Frames in place of obs are a format change: /2, so an rlkit before frame stacks says the file
+    is newer instead of naming a missing ``obs``; single observations still write /1."""
+    stacked = stacked_store(trajectories).save(tmp_path / "pixels")
+    assert header_format(stacked) == "rlkit.trajectories/2"
+    plain = TrajectoryStore()
+    plain.extend(trajectories)
+    assert header_format(plain.save(tmp_path / "plain")) == "rlkit.trajectories/1"
+    arrays = load_npz(stacked)
+    # written between frame stacks and the version bump: frames under /1, still read
+    save_npz(tmp_path / "interim.npz", {**arrays, "_header": npz_header("rlkit.trajectories", 1)})
+    assert_same_trajectories(TrajectoryStore.load(tmp_path / "interim.npz"), trajectories)
+    newer = np.frombuffer(json.dumps({"format": "rlkit.trajectories/3"}).encode(), dtype=np.uint8)
+    save_npz(tmp_path / "newer.npz", {**arrays, "_header": newer})
+    with pytest.raises(FileFormatError, match=r"newer.npz: format is 'rlkit.trajectories/3', written by"):
+        TrajectoryStore.load(tmp_path / "newer.npz")
 
 
 def test_a_store_of_single_frames_writes_the_arrays_it_always_wrote(tmp_path):

@@ -341,7 +341,8 @@ class TrajectoryStore:
             The path written.
         """
         path = Path(path).with_suffix(".npz")
-        save_npz(path, {"_header": npz_header(_KIND), **self.arrays(start, stop)})
+        version = 1 if self.frame_stack == 1 else None  # only stacked frames need the newer format
+        save_npz(path, {"_header": npz_header(_KIND, version), **self.arrays(start, stop)})
         return path
 
     @classmethod

@@ -59,8 +59,10 @@ FORMATS: dict[str, Format] = {f.kind: f for f in (
            "zip CRC-32 per member; pickled fields refused", "rlkit.persistence.agents"),
     Format("rlkit.reward_model", 1, "model.json", "model.safetensors",
            "weights_sha256 in model.json; safetensors header", "rlkit.reward.serialization"),
-    Format("rlkit.trajectories", 1, "_header array inside the .npz", "the .npz arrays",
-           "zip CRC-32 per array; shapes checked against the lengths", "rlkit.data.store"),
+    # /2: pixel frames stacked k deep (``frames`` + ``frame_stack`` in place of ``obs``); a store of
+    # single observations still writes /1, byte for byte as before
+    Format("rlkit.trajectories", 2, "_header array inside the .npz", "the .npz arrays",
+           "zip CRC-32 per array; shapes checked against the lengths", "rlkit.data.store", older=(1,)),
     Format("rlkit.preferences", 1, "<name>.json", "<name>.npz (pairs, labels, trajectories)",
            "npz_sha256 in the .json; zip CRC-32", "rlkit.feedback.dataset"),
     Format("rlkit.replay", 1, "_header array inside replay.npz", "an SB3 replay buffer's filled rows",
@@ -309,11 +311,16 @@ def read_format_json(path: str | os.PathLike[str], expected_format: str) -> dict
     return data
 
 
-def npz_header(kind: str) -> Any:
-    """The ``_header`` array that tags an ``.npz`` of ``kind`` (uint8 bytes of a JSON object)."""
+def npz_header(kind: str, version: int | None = None) -> Any:
+    """The ``_header`` array that tags an ``.npz`` of ``kind`` (uint8 bytes of a JSON object), at
+    ``version`` (one this rlkit reads; None: the current one)."""
     import numpy as np
 
-    return np.frombuffer(json.dumps({"format": tag(kind)}).encode(), dtype=np.uint8)
+    spec = FORMATS[kind]
+    if version is not None and version not in spec.reads:
+        raise ValueError(f"{kind} has no version {version}; this rlkit writes {list(spec.reads)}")
+    found = spec.tag if version is None else f"{kind}/{version}"
+    return np.frombuffer(json.dumps({"format": found}).encode(), dtype=np.uint8)
 
 
 def check_npz_header(arrays: Mapping[str, Any], kind: str, where: str | os.PathLike[str],
