@@ -159,6 +159,8 @@ def test_stacked_frames_are_format_2_which_an_older_reader_refuses_by_version(tr
     save_npz(tmp_path / "newer.npz", {**arrays, "_header": newer})
     with pytest.raises(FileFormatError, match=r"newer.npz: format is 'rlkit.trajectories/3', written by"):
         TrajectoryStore.load(tmp_path / "newer.npz")
+    with pytest.raises(FileFormatError, match=r"has no version 3; this rlkit writes \[1, 2\]"):
+        npz_header("rlkit.trajectories", 3)
 
 
 def test_a_store_of_single_frames_writes_the_arrays_it_always_wrote(tmp_path):

@@ -318,7 +318,7 @@ def npz_header(kind: str, version: int | None = None) -> Any:
 
     spec = FORMATS[kind]
     if version is not None and version not in spec.reads:
-        raise ValueError(f"{kind} has no version {version}; this rlkit writes {list(spec.reads)}")
+        raise FileFormatError(f"{kind} has no version {version}; this rlkit writes {list(spec.reads)}")
     found = spec.tag if version is None else f"{kind}/{version}"
     return np.frombuffer(json.dumps({"format": found}).encode(), dtype=np.uint8)
 
