@@ -56,3 +56,17 @@ def test_free_form_kwargs_are_replaced_whole_by_a_file_but_a_dotted_key_edits_on
     assert load_config(DemoConfig, path).agent.kwargs == {"n_steps": 64}
     edited = load_config(DemoConfig, None, ["agent.kwargs.n_steps=64"]).agent.kwargs
     assert edited["n_steps"] == 64 and edited["batch_size"] == DemoConfig().agent.kwargs["batch_size"]
+
+
+def test_a_saved_config_loads_back_the_same_even_where_a_section_default_differs(tmp_path):
+    """pref-rl's trainer defaults to ``refit: steps``, the field itself to ``epochs``: a config that
+    sets ``epochs`` must write it (left out, loading would fill in ``steps``), while a growing field
+    nobody set stays out of the file, so runs saved before it existed still compare equal."""
+    config = load_config(PrefRLConfig, None, ["trainer.refit=epochs"])
+    assert PrefRLConfig().trainer.refit == "steps" and config.trainer.refit == "epochs"
+    path = tmp_path / "config.yaml"
+    save_config(config, path)
+    saved = yaml.safe_load(path.read_text())
+    assert saved["trainer"]["refit"] == "epochs"
+    assert "unsupervised_steps" not in saved["query"]  # unset, at its default
+    assert load_config(PrefRLConfig, path) == config
