@@ -430,7 +430,8 @@ def main(argv: list[str] | None = None) -> int:
     atomic_write_json(out / "summary.json", table)
     (out / "table.md").write_text(markdown_table(table))
     env = config.prefrl.env.id
-    plot(table, f"{env}, SAC, {config.prefrl.agent.total_timesteps} steps", out / "curves.png")
+    plot(table, f"{env}, SAC, {config.prefrl.agent.total_timesteps} steps: mean, 95% t-interval shaded",
+         out / "curves.png")
     print(json.dumps({"summary": str(out / "summary.json"), "plot": str(out / "curves.png")}))
     return 0
 
