@@ -60,11 +60,8 @@ class StrictModel(BaseModel):
 
 class GrowingModel(StrictModel):
     """A config that gained fields after runs saved it: the ``written_when_set`` fields are left out
-    of its dump while nobody set them and they hold their defaults, so a run saved before they
-    existed (and resumed with the config compared field by field) still matches one that does not
-    set them. A field that was set is always written, even at its field default: ``load_config``
-    fills a missing field from the enclosing config's default (pref-rl's trainer defaults to
-    ``refit: steps``, the field to ``epochs``), so leaving it out would not load back the same."""
+    of its dump while they hold their defaults, so a run saved before they existed (and resumed
+    with the config compared field by field) still matches one that does not set them."""
 
     written_when_set: ClassVar[tuple[str, ...]] = ()
 
@@ -72,8 +69,7 @@ class GrowingModel(StrictModel):
     def _omit_unset_extras(self, handler: Any) -> dict[str, Any]:
         data = handler(self)
         for name in self.written_when_set:
-            unset = name not in self.model_fields_set
-            if name in data and unset and getattr(self, name) == type(self).model_fields[name].default:
+            if name in data and getattr(self, name) == type(self).model_fields[name].default:
                 del data[name]
         return data
 
