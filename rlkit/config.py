@@ -10,6 +10,7 @@ from typing import Any, ClassVar, Self, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, model_serializer
+from pydantic_core import to_jsonable_python
 
 from rlkit.errors import ConfigError
 from rlkit.persistence import atomic_open
@@ -222,5 +223,20 @@ def save_config(config: BaseModel, path: str | os.PathLike[str]) -> None:
         config: the resolved config.
         path: the YAML file to write (atomically).
     """
+    data = _as_loaded_back(config, config.model_dump(mode="json"), type(config)().model_dump(mode="json"))
     with atomic_open(path, "w") as handle:
-        yaml.safe_dump(config.model_dump(mode="json"), handle, sort_keys=False)
+        yaml.safe_dump(data, handle, sort_keys=False)
+
+
+def _as_loaded_back(config: BaseModel, data: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
+    """``data`` (the dump of ``config``) with every field it leaves out (a ``GrowingModel``'s
+    unset field at its field default) written back where ``load_config`` would otherwise fill it
+    from ``defaults`` (the command's defaults, whose section may hold another value: pref-rl's
+    trainer has ``refit: steps``, the field ``epochs``), so the file loads back as ``config``."""
+    for key, default in defaults.items():
+        value = getattr(config, key, None)
+        if key not in data and key in type(config).model_fields:
+            data[key] = to_jsonable_python(value)
+        elif isinstance(value, BaseModel) and isinstance(data.get(key), dict) and isinstance(default, dict):
+            _as_loaded_back(value, data[key], default)
+    return data

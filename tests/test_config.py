@@ -2,8 +2,10 @@
 
 import pytest
 import yaml
+from pydantic import BaseModel
 
-from rlkit.config import ConfigError, load_config, save_config
+from rlkit.cli import RUNNERS, command_schema
+from rlkit.config import ConfigError, GrowingModel, load_config, save_config
 from rlkit.factories.configs import DemoConfig, PrefRLConfig
 
 
@@ -58,15 +60,36 @@ def test_free_form_kwargs_are_replaced_whole_by_a_file_but_a_dotted_key_edits_on
     assert edited["n_steps"] == 64 and edited["batch_size"] == DemoConfig().agent.kwargs["batch_size"]
 
 
-def test_a_saved_config_loads_back_the_same_even_where_a_section_default_differs(tmp_path):
-    """pref-rl's trainer defaults to ``refit: steps``, the field itself to ``epochs``: a config that
-    sets ``epochs`` must write it (left out, loading would fill in ``steps``), while a growing field
-    nobody set stays out of the file, so runs saved before it existed still compare equal."""
+def growing_fields(config: BaseModel, prefix: str = "") -> list[tuple[str, object]]:
+    """Every ``written_when_set`` field of the config's sections: (dotted key, its field default)."""
+    found = []
+    for name in type(config).model_fields:
+        value = getattr(config, name)
+        if isinstance(value, GrowingModel):
+            found += [(f"{prefix}{name}.{field}", type(value).model_fields[field].default)
+                      for field in value.written_when_set]
+        if isinstance(value, BaseModel):
+            found += growing_fields(value, f"{prefix}{name}.")
+    return found
+
+
+@pytest.mark.parametrize("command", sorted(RUNNERS))
+def test_a_growing_field_set_to_its_default_loads_back_as_set(command, tmp_path):
+    """A growing field is left out of a dump at its field default; loading fills it from the section's
+    default, which may differ (pref-rl's trainer: ``refit: steps``, the field: ``epochs``). Each such
+    field, set to its field default, must load back as set."""
+    schema = command_schema(command)
+    for key, default in growing_fields(schema()):
+        config = load_config(schema, None, [f"{key}={yaml.safe_dump(default).splitlines()[0]}"])
+        save_config(config, tmp_path / "config.yaml")
+        assert load_config(schema, tmp_path / "config.yaml") == config, key
+
+
+def test_pref_rl_writes_its_refit_and_leaves_out_unset_growing_fields(tmp_path):
     config = load_config(PrefRLConfig, None, ["trainer.refit=epochs"])
     assert PrefRLConfig().trainer.refit == "steps" and config.trainer.refit == "epochs"
     path = tmp_path / "config.yaml"
     save_config(config, path)
     saved = yaml.safe_load(path.read_text())
     assert saved["trainer"]["refit"] == "epochs"
-    assert "unsupervised_steps" not in saved["query"]  # unset, at its default
-    assert load_config(PrefRLConfig, path) == config
+    assert "unsupervised_steps" not in saved["query"]  # unset, at its default: runs saved before it match

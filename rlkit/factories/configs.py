@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, field_serializer, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from rlkit.config import GrowingModel, StrictModel
 from rlkit.devices import Device
@@ -260,13 +260,6 @@ class PrefRLConfig(StrictModel):
     @classmethod
     def _agent_settings(cls, data: Any) -> Any:
         return resolve_agent_settings(data, cls)
-
-    @field_serializer("trainer", mode="wrap")
-    def _write_the_refit(self, trainer: TrainerConfig, handler: Any) -> dict[str, Any]:
-        """``trainer.refit`` always written: this section's default (``steps``) is not the field's
-        (``epochs``), and ``TrainerConfig`` leaves the field out at ``epochs`` (a growing field), so
-        a saved ``epochs`` would load back as this default."""
-        return {**handler(trainer), "refit": trainer.refit}
 
     @model_validator(mode="after")
     def _selector_fits_the_model(self) -> PrefRLConfig:
