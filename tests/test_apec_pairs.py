@@ -1,5 +1,7 @@
 """APEC rollouts and pair selection on synthetic stores whose checkpoint index is known."""
 
+import re
+
 import numpy as np
 import ot
 import pytest
@@ -202,3 +204,42 @@ def test_the_ot_distance_is_the_references_transport_cost_and_the_margin_is_in_i
     assert set(data.meta["checkpoint_left"].tolist() + data.meta["checkpoint_right"].tolist()) == {0, 20}
     later = np.where(data.labels > 0.5, data.meta["ot_left"], data.meta["ot_right"])
     assert np.allclose(later, 0.25, atol=2e-3)  # the 0.35 rollout never passes the 0.1 margin
+
+
+def test_an_ot_arm_at_its_own_margin_is_that_arm_with_the_pairs_margin_set():
+    from rlkit.apec.config import ApecConfig
+    from rlkit.runners.apec import build_dataset
+
+    store, index, demos = _store()
+    distances = demo_ot_distances(store, demos)
+    margin = float(np.quantile(np.abs(distances[:, None] - distances[None, :]), 0.5))
+    config = ApecConfig(pairs=PairConfig(n_pairs=100, ot_threshold=0.0),
+                        methods=["ot_only", f"ot_only@{margin}", f"apec@{margin}"])
+
+    def dataset(method, pairs=config.pairs):
+        return build_dataset(method, config.replace(pairs=pairs), None, demos, store, index, distances)
+
+    at_margin = dataset(f"ot_only@{margin}")
+    set_in_pairs = dataset("ot_only", config.pairs.replace(ot_threshold=margin))
+    assert np.array_equal(at_margin.pairs.left, set_in_pairs.pairs.left)
+    assert np.array_equal(at_margin.labels, set_in_pairs.labels)
+    assert np.all(np.abs(at_margin.meta["ot_left"] - at_margin.meta["ot_right"]) > margin)
+    bare = dataset("ot_only")  # the pairs' own margin, 0: closer pairs too
+    assert np.abs(bare.meta["ot_left"] - bare.meta["ot_right"]).min() < margin
+    apec_at_margin = dataset(f"apec@{margin}")
+    assert np.array_equal(apec_at_margin.labels,
+                          dataset("apec", config.pairs.replace(ot_threshold=margin)).labels)
+
+
+@pytest.mark.parametrize("method, message", [
+    ("ot_only@-0.1", "must be a number >= 0"), ("ot_only@nan", "must be a number >= 0"),
+    ("ot_only@wide", "must be a number >= 0"), ("drex@0.1", "only apec, apec_ordinal, ot_only take"),
+    ("ot-only", "unknown; one of apec,"),
+])
+def test_a_method_that_is_no_arm_is_refused_naming_it(method, message):
+    from rlkit.apec.config import ApecConfig
+    from rlkit.errors import ConfigError
+
+    expected = rf"ApecConfig.methods.1: method '{re.escape(method)}': .*{message}"
+    with pytest.raises(ConfigError, match=expected):
+        ApecConfig(methods=["apec", method])

@@ -38,9 +38,11 @@ TINY = [
 @pytest.mark.slow
 def test_rlkit_apec_runs_every_method_end_to_end_and_a_rerun_reuses_every_stage(tmp_path, capsys):
     run_dir = tmp_path / "run"
-    assert main(["apec", "--run-dir", str(run_dir), "--logger", "jsonl", *TINY]) == 0
+    arms = ["apec", "gap_only", "ot_only", "ot_only@0", "drex", "raw_ail"]  # @0: the pairs' margin
+    assert main(["apec", "--run-dir", str(run_dir), "--logger", "jsonl", *TINY,
+                 f"methods=[{', '.join(arms)}]"]) == 0
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
-    assert [line["method"] for line in lines] == ["apec", "gap_only", "ot_only", "drex", "raw_ail"]
+    assert [line["method"] for line in lines] == arms
     metrics = json.loads((run_dir / "metrics.json").read_text())["methods"]
     for method, values in metrics.items():
         assert 0.0 <= values["accuracy"] <= 1.0, method
@@ -54,6 +56,8 @@ def test_rlkit_apec_runs_every_method_end_to_end_and_a_rerun_reuses_every_stage(
     later = np.where(apec.labels > 0.5, apec.meta["checkpoint_left"], apec.meta["checkpoint_right"])
     earlier = np.where(apec.labels > 0.5, apec.meta["checkpoint_right"], apec.meta["checkpoint_left"])
     assert len(apec) == 24 and np.all(later > earlier + 1)
+    at_margin = PreferenceDataset.load(run_dir / "datasets" / "ot_only@0")
+    assert np.array_equal(at_margin.labels, PreferenceDataset.load(run_dir / "datasets" / "ot_only").labels)
     drex = PreferenceDataset.load(run_dir / "datasets" / "drex")
     assert set(drex.sources) == {"drex"}
     index = load_npz(run_dir / "rollouts" / "index.npz")

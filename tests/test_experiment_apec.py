@@ -34,3 +34,20 @@ def test_ordinal_summary_uses_the_sample_sd_and_a_t_interval():
     (entry,) = ordinal_summarise(rows)
     assert entry["in_dist_accuracy_se"] == pytest.approx(1.0 / math.sqrt(3))
     assert entry["in_dist_accuracy_ci95"][1] == pytest.approx(2 + T_975_DF2 / math.sqrt(3))
+
+
+@pytest.mark.parametrize("name", ["apec", "apec_pixels", "apec_pixels_dmc"])
+def test_the_apec_experiment_configs_load_and_name_real_arms(name):
+    from pathlib import Path
+
+    from experiments.apec import ApecExperimentConfig, task_config
+    from rlkit.apec.config import split_method
+    from rlkit.config import load_config
+
+    config = load_config(ApecExperimentConfig, Path("experiments/configs") / f"{name}.yaml", [])
+    for task in config.tasks:  # every task's overrides apply to the shared pipeline
+        pipeline = task_config(config, task, config.seeds[0])
+        assert set(pipeline.policy.methods) <= set(pipeline.methods)
+    if name == "apec":  # issue 12's arms: OT-only at three margins, graded labels
+        margins = [split_method(m)[1] for m in config.pipeline.methods if m.startswith("ot_only")]
+        assert margins == [0.05, 0.1, 0.2] and "apec_ordinal" in config.pipeline.methods

@@ -34,7 +34,7 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from envs.fixed_horizon import make_fixed_horizon
 from rlkit.ail import AILConfig, AILTrainer, CheckpointStore, DiscriminatorConfig, load_demos, save_demos
-from rlkit.apec.config import ApecConfig, ApecEnvConfig, DemosSettings, Method
+from rlkit.apec.config import ApecConfig, ApecEnvConfig, DemosSettings, Method, split_method
 from rlkit.apec.demonstrator import (
     RESUME_DIR,
     DemonstratorConfig,
@@ -273,18 +273,19 @@ def build_dataset(method: str, config: ApecConfig, make_venv: VenvFactory, demos
                   store: TrajectoryStore, index: np.ndarray, distances: np.ndarray) -> PreferenceDataset:
     """The preference dataset of one method; all share the seed, so they differ only by method."""
     rng = np.random.default_rng(config.seed + 3)
-    p = pair_config = config.pairs
-    if method == "apec":
+    base, margin = split_method(method)  # ot_only@0.05: the OT-only arm at margin 0.05
+    p = pair_config = config.pairs if margin is None else config.pairs.replace(ot_threshold=margin)
+    if base == "apec":
         return select_pairs(store, index, rng, pair_config, ot_distances=distances)
-    if method == "apec_ordinal":
+    if base == "apec_ordinal":
         graded = pair_config.replace(labels="gap", scale="five")
         return select_pairs(store, index, rng, graded, ot_distances=distances)
-    if method == "gap_only":
+    if base == "gap_only":
         no_ot = pair_config.replace(ot_threshold=None)
         return select_pairs(store, index, rng, no_ot)
-    if method == "ot_only":
+    if base == "ot_only":
         return ot_only_pairs(store, index, distances, rng, pair_config)
-    if method == "drex":
+    if base == "drex":
         d = config.drex
         drex_config = DrexConfig(
             noise_levels=tuple(np.round(np.arange(0.0, 1.0, d.noise_step), 4)),
@@ -299,7 +300,7 @@ def build_dataset(method: str, config: ApecConfig, make_venv: VenvFactory, demos
         finally:
             venv.close()
         return drex_pairs(noisy, noise, rng, drex_config)
-    raise InvalidDataError(f"method: unknown {method!r}")
+    raise InvalidDataError(f"method {method!r}: has no preference dataset (the raw AIL reward has none)")
 
 
 def run_heldout(config: ApecConfig, make_venv: VenvFactory, demos: list[Trajectory], run_dir: Path,
