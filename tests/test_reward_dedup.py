@@ -174,3 +174,34 @@ def test_the_resident_table_holds_each_segment_once_across_refits(store) -> None
     assert got.keys() == expected.keys()
     for name in expected:
         torch.testing.assert_close(got[name], expected[name], rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("kind", ["net", "ensemble"])
+@pytest.mark.parametrize("dedup", [ON, OFF])
+def test_bfloat16_training_learns_as_float32_does_and_keeps_float32_weights(store, kind, dedup):
+    pairs = shared_pairs(store, 240, seed=4)
+    labels = truthful_labels(pairs)
+    reports, models = {}, {}
+    for precision in ("float32", "bfloat16"):
+        models[precision] = make_model(kind)
+        trainer = RewardTrainer(models[precision], TrainerConfig(lr=3e-3, max_epochs=8, patience=None,
+                                                                 precision=precision))
+        trainer.dedup_below = dedup
+        reports[precision] = trainer.fit(pairs, labels, rng=np.random.default_rng(0))
+    fp32, bf16 = reports["float32"].train_loss, reports["bfloat16"].train_loss
+    assert fp32 != bf16  # the forward passes did run in bfloat16
+    assert bf16[-1] < 0.6 * bf16[0]  # each step cast the current weights: it learnt
+    assert bf16[-1] == pytest.approx(fp32[-1], rel=0.1, abs=0.02)
+    assert reports["bfloat16"].val_accuracy[-1] >= reports["float32"].val_accuracy[-1] - 0.05
+    assert all(p.dtype == torch.float32 for p in models["bfloat16"].parameters())
+
+
+def test_bfloat16_step_rewards_are_summed_in_float32():
+    from rlkit.reward.trainer import _returns_delta
+
+    # 1000 steps of 0.1 against the same with one step 0.25 higher: returns near 100, where
+    # bfloat16 is 0.5 apart, so a sum kept in bfloat16 would lose the difference
+    rewards = torch.full((1, 2, 1000), 0.1, dtype=torch.bfloat16)
+    rewards[0, 1, 0] += 0.25
+    assert _returns_delta(rewards, {}).dtype == torch.float32
+    assert _returns_delta(rewards, {}).item() == pytest.approx(-0.25, abs=1e-3)

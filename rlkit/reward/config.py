@@ -48,6 +48,12 @@ class TrainerConfig(GrowingModel):
     ``RandomShiftsAug(pad=4)`` on 84 x 84 frames; ``shift_pad`` None scales that pad to the
     images (``augment.default_pad``: 3 on 64 x 64, 1 on 16 x 16, 0 on tiny test frames).
 
+    ``precision``: ``bfloat16`` runs the nets' forward passes in training and validation under
+    ``torch.autocast`` to bfloat16 (matrix products in bfloat16, accumulated in float32; weights,
+    optimizer state, returns and the loss stay float32, and so do the rewards of the trained
+    net): ~2.7x per full-batch step of APEC's 2x512 reward on 1000-step rollouts on a CPU with
+    AMX (``benchmarks/reward_precision.py``). ``float32``: no autocast.
+
     The fields after ``patience`` are written to a resolved config file only when they differ from
     their defaults, so the files of the commands read as before; ``seed`` is the command's own.
     """
@@ -72,11 +78,12 @@ class TrainerConfig(GrowingModel):
     batch_members: bool = True
     augment: Literal["auto", "none", "shift"] = "auto"
     shift_pad: int | None = Field(None, ge=0)
+    precision: Literal["float32", "bfloat16"] = "float32"
 
     written_when_set: ClassVar[tuple[str, ...]] = (
         "hinge_margin", "rao_kupper_theta", "discount", "bootstrap", "seed", "device",
         "memory_budget_bytes", "eval_batch_size", "refit", "refit_epochs", "batch_members",
-        "augment", "shift_pad",
+        "augment", "shift_pad", "precision",
     )
 
     @model_validator(mode="after")

@@ -3,6 +3,7 @@ every step is one forward over the left and right segments of a batch together."
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from collections.abc import Callable
@@ -82,6 +83,7 @@ class RewardTrainer:
         self._data: PairTensors | None = None  # the last fit's pairs, for the next one
         self.shift_pad = _shift_pad(self.config, self.model.spec)  # None: no augmentation
         self._shifts: torch.Generator | None = None  # the fit's augmentation RNG
+        self._device_type = next(self.model.parameters()).device.type
 
     def fit(self, dataset_or_pairs: Any, labels: np.ndarray | None = None,
             rng: np.random.Generator | None = None) -> TrainReport:
@@ -196,28 +198,40 @@ class RewardTrainer:
         batch_size, k = self.config.batch_size, len(self.members)
         step_losses = []
         for start in range(0, len(orders[0]), batch_size):
-            if self.batched:  # all members' batches in one gather and one forward
-                positions = np.concatenate([o[start:start + batch_size] for o in orders])
-                blocks = positions.reshape(k, -1)
-                distinct = self._distinct(data, blocks, training=True)
-                if distinct is not None:  # member k's distinct segments in block k
-                    deltas = self._distinct_deltas(data, distinct, self._own_blocks)
-                    z = data.labels(positions)
-                else:
-                    batch = self._augment(data.batch(positions))
-                    deltas, z = self._member_deltas(batch, per_member=True), batch["z"]
-                # the sum of the members' mean losses, as each is trained on its own
-                loss = self.loss_fn(deltas, z.reshape(k, -1)) * k
-            else:
-                losses = []
-                for member, order in zip(self.members, orders, strict=True):
-                    losses.append(self._member_loss(member, data, order[start:start + batch_size]))
-                loss = losses[0] if len(losses) == 1 else torch.stack(losses).sum()
+            with self._precision():
+                loss = self._batch_loss(data, orders, start)
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
             self.optimizer.step()
             step_losses.append(loss.detach())
         return float(torch.stack(step_losses).mean()) / k
+
+    def _batch_loss(self, data: PairTensors, orders: list[np.ndarray], start: int) -> torch.Tensor:
+        """The loss of the training batch at ``start`` of each member's order: the sum of the
+        members' mean losses, as each is trained on its own."""
+        batch_size, k = self.config.batch_size, len(self.members)
+        if not self.batched:
+            losses = [self._member_loss(member, data, order[start:start + batch_size])
+                      for member, order in zip(self.members, orders, strict=True)]
+            return losses[0] if len(losses) == 1 else torch.stack(losses).sum()
+        # all members' batches in one gather and one forward
+        positions = np.concatenate([o[start:start + batch_size] for o in orders])
+        distinct = self._distinct(data, positions.reshape(k, -1), training=True)
+        if distinct is not None:  # member k's distinct segments in block k
+            deltas = self._distinct_deltas(data, distinct, self._own_blocks)
+            z = data.labels(positions)
+        else:
+            batch = self._augment(data.batch(positions))
+            deltas, z = self._member_deltas(batch, per_member=True), batch["z"]
+        return self.loss_fn(deltas, z.reshape(k, -1)) * k
+
+    def _precision(self) -> contextlib.AbstractContextManager[Any]:
+        """The nets' forward passes in training and validation: under ``torch.autocast`` to
+        bfloat16 when ``config.precision`` asks (entered per step, so each step casts the current
+        weights), else as they are."""
+        if self.config.precision == "float32":
+            return contextlib.nullcontext()
+        return torch.autocast(self._device_type, dtype=torch.bfloat16)
 
     def _member_loss(self, member: torch.nn.Module, data: PairTensors, positions: np.ndarray
                      ) -> torch.Tensor:
@@ -250,7 +264,7 @@ class RewardTrainer:
         batch = data.segment_batch(distinct.segments.reshape(-1))
         inputs = [None if (x := batch.get(name)) is None else x.reshape(*blocks, *x.shape[1:])
                   for name in ARRAY_OF_INPUT]
-        rewards = rewards_of(inputs)  # (K', U, L)
+        rewards = rewards_of(inputs).float()  # (K', U, L); summed in float32 under autocast too
         if "weights" in batch:
             rewards = rewards * batch["weights"].reshape(*blocks, -1)
         returns = rewards.sum(dim=-1)  # (K', U)
@@ -271,7 +285,7 @@ class RewardTrainer:
         self.model.train(False)  # evaluation mode (no dropout/batch-norm updates)
         size = self.config.eval_batch_size
         member_deltas, labels = [], []
-        with torch.no_grad():
+        with torch.no_grad(), self._precision():
             for start in range(0, len(positions), size):  # chunks bound the gathered memory
                 chunk_positions = positions[start:start + size]
                 distinct = self._distinct(data, chunk_positions[None], training=False)
@@ -318,7 +332,8 @@ def _shift_pad(config: TrainerConfig, spec: RewardNetSpec) -> int | None:
 
 def _returns_delta(rewards: torch.Tensor, batch: dict[str, torch.Tensor]) -> torch.Tensor:
     """R(left) - R(right) of ``(..., 2, L)`` step rewards, weighted by ``batch["weights"]`` when
-    the segments are padded or discounted."""
+    the segments are padded or discounted; summed in float32 (the rewards may be bfloat16)."""
+    rewards = rewards.float()
     if "weights" in batch:
         rewards = rewards * batch["weights"]
     returns = rewards.sum(dim=-1)
