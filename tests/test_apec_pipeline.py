@@ -292,16 +292,8 @@ def test_the_demonstrator_killed_part_way_goes_on_from_its_last_checkpoint(tmp_p
     assert not (out / RESUME_DIR).exists()
 
 
-def test_the_policy_stage_killed_part_way_resumes_from_its_last_point(tmp_path):
-    """A policy killed in its second chunk goes on from its first resume point, not from scratch:
-    the second sitting takes only the steps after it, the episode curve keeps the first sitting's
-    episodes, and once result.json is written the points are removed."""
+def _counting_reward():
     import torch
-
-    from rlkit.config import load_config
-    from rlkit.errors import InvalidDataError
-    from rlkit.runners.apec import venv_factory
-    from rlkit.runners.apec_policy import run_policy
 
     class Reward(torch.nn.Module):
         """-|x'|, counting its calls (one per vectorised step); raises at call ``dies_at``."""
@@ -317,6 +309,19 @@ def test_the_policy_stage_killed_part_way_resumes_from_its_last_point(tmp_path):
                 raise _Killed
             return -self.scale * next_obs.abs().sum(-1)
 
+    return Reward
+
+
+def test_the_policy_stage_killed_part_way_resumes_from_its_last_point(tmp_path):
+    """A policy killed in its second chunk goes on from its first resume point, not from scratch:
+    the second sitting takes only the steps after it, the episode curve keeps the first sitting's
+    episodes, and once result.json is written the points are removed."""
+    from rlkit.config import load_config
+    from rlkit.errors import InvalidDataError
+    from rlkit.runners.apec import venv_factory
+    from rlkit.runners.apec_policy import run_policy
+
+    Reward = _counting_reward()
     config = load_config(ApecConfig, None, TINY)  # PPO, 256 steps on 2 envs: points at 128 and 256
     make_venv = venv_factory(config.env)
     whole = Reward()
@@ -337,3 +342,31 @@ def test_the_policy_stage_killed_part_way_resumes_from_its_last_point(tmp_path):
     for curve in ("curve_timesteps", "curve_true_returns"):
         assert result[curve][:before] == expected[curve][:before], curve
     assert (tmp_path / "killed" / "result.json").is_file() and not (tmp_path / "killed" / "resume").exists()
+
+
+def test_a_policy_evaluated_every_chunk_trains_as_one_evaluated_at_the_end_and_keeps_its_curve(tmp_path):
+    """``policy.eval_every``: a deterministic evaluation after each chunk, as the final one; the
+    training is the same as without them, and a run killed part way keeps its first evaluations."""
+    from rlkit.config import load_config
+    from rlkit.runners.apec import venv_factory
+    from rlkit.runners.apec_policy import run_policy
+
+    Reward = _counting_reward()
+    plain = load_config(ApecConfig, None, TINY)  # PPO, 256 steps on 2 envs: chunks of 128
+    config = load_config(ApecConfig, None, [*TINY, "policy.eval_every=128"])
+    make_venv = venv_factory(config.env)
+    at_the_end = run_policy(plain, make_venv, Reward(), tmp_path / "plain", None)
+    every_chunk = run_policy(config, make_venv, Reward(), tmp_path / "evaluated", None)
+    assert every_chunk["eval_timesteps"] == [128, 256] and at_the_end["eval_timesteps"] == []
+    assert every_chunk["final_true_return"] == every_chunk["eval_true_returns"][-1]
+    assert every_chunk["final_true_return"] == at_the_end["final_true_return"]
+    assert every_chunk["curve_true_returns"] == at_the_end["curve_true_returns"]
+
+    with pytest.raises(_Killed):  # at step 200, after the evaluation at 128
+        run_policy(config, make_venv, Reward(dies_at=100), tmp_path / "killed", None)
+    resumed = run_policy(config, make_venv, Reward(), tmp_path / "killed", None)
+    assert resumed["eval_timesteps"] == [128, 256]
+    # the first sitting's evaluation is kept; the chunk ended mid-episode, so from the point the
+    # resumed run is equal in steps, not in numbers (rlkit.factories.resumable)
+    assert resumed["eval_true_returns"][0] == every_chunk["eval_true_returns"][0]
+    assert resumed["final_true_return"] == resumed["eval_true_returns"][-1]

@@ -325,11 +325,16 @@ class PolicySettings(StrictModel):
     buffer seeded with ``seed_rollouts`` rollouts of the AIL checkpoints (drawn with replacement,
     replay_buffer.py:281-293), no reward normalisation. The paper trains 1M steps (the reference
     script 3M, eval_reward.py:162). SB3's defaults under the reference's settings
-    (``hyperparams: sb3``), never rl-zoo3's, so the comparison stays the reference's."""
+    (``hyperparams: sb3``), never rl-zoo3's, so the comparison stays the reference's.
+    ``eval_every``: also evaluate the policy as the final evaluation does (``agent.eval_episodes``
+    deterministic episodes, the same env seeds) every this many env steps (rounded to the resume
+    points' chunks), for a learning curve of true returns; None: at the end only."""
 
     methods: list[Method] = ["apec", "drex"]
     reward_on: Literal["obs", "next_obs"] = "next_obs"
     seed_rollouts: int = Field(10, ge=0)
+    eval_every: int | None = _new_field(None, "env steps between deterministic evaluations "
+                                        "(null: at the end only)", ge=1)
     agent: AgentConfig = AgentConfig(algo="sac", total_timesteps=1_000_000, eval_episodes=10,
                                      normalize_reward=False, hyperparams="sb3",
                                      kwargs=REFERENCE_POLICY_SAC)

@@ -178,13 +178,16 @@ class ResumableTraining:
         return None
 
     def train(self, agent: BaseAlgorithm, callback: BaseCallback | None = None,
-              progress: Callable[[], Mapping[str, Any]] | None = None) -> None:
+              progress: Callable[[], Mapping[str, Any]] | None = None,
+              after_chunk: Callable[[], None] | None = None) -> None:
         """Learn chunk by chunk from ``agent.num_timesteps`` to the end, saving a point after each.
 
         Args:
             agent: the agent (fresh, or as ``resume`` left it).
             callback: SB3 callback(s) for every chunk (one object: its state carries over).
             progress: returns the caller's JSON progress to save with each point.
+            after_chunk: called after each chunk is learnt, before its point is saved (e.g. an
+                evaluation whose result ``progress`` then saves).
         """
         stride = _stride(agent)
         target = -(-self.total_timesteps // stride) * stride
@@ -199,6 +202,8 @@ class ResumableTraining:
                         callback=CallbackList([*([callback] if callback is not None else []), boundary]))
             if agent.num_timesteps < end:  # a callback stopped the training
                 return
+            if after_chunk is not None:
+                after_chunk()
             self._save(agent, boundary, dict(progress()) if progress is not None else {})
 
     def clear(self) -> None:

@@ -31,7 +31,7 @@ from rlkit.reward.normalize import NormalizedReward, RunningNorm
 from rlkit.types import RewardFn
 from rlkit.wrappers import RewardVecEnvWrapper
 
-__all__ = ["POLICY_POINT_EVERY", "paid_reward", "policy_chunk", "run_policy", "seed_replay"]
+__all__ = ["POLICY_POINT_EVERY", "paid_reward", "policy_chunk", "run_policy", "seed_replay", "true_returns"]
 
 
 def run_policy(config: ApecConfig, make_venv: VenvFactory, reward: Any, out_dir: Path,
@@ -41,8 +41,11 @@ def run_policy(config: ApecConfig, make_venv: VenvFactory, reward: Any, out_dir:
     ``policy.seed_rollouts`` trajectories of ``seed_store`` (the AIL checkpoints' rollouts), as the
     reference (eval_reward.py:150-151), and its random steps are counted from the buffer's size.
     Cached in ``out_dir/result.json``: a rerun reports it without training again. Resumable: a
-    point every ``policy_chunk`` steps in ``out_dir/resume`` (with the episode curve and the reward
-    normaliser), removed once ``result.json`` is written."""
+    point every ``policy_chunk`` steps in ``out_dir/resume`` (with the episode curve, the reward
+    normaliser and the evaluations), removed once ``result.json`` is written. With
+    ``policy.eval_every`` the points come that often, each after a deterministic evaluation of the
+    true return as the final one (``eval_timesteps``, ``eval_true_returns``); the last is the
+    final evaluation."""
     if (out_dir / "result.json").is_file():
         return dict(read_json(out_dir / "result.json"))
     settings = config.policy.agent
@@ -67,10 +70,14 @@ def run_policy(config: ApecConfig, make_venv: VenvFactory, reward: Any, out_dir:
         "agent": settings.model_dump(mode="json", exclude={"device", "eval_episodes"}),
         "reward_on": config.policy.reward_on, "seed": config.seed,
         "seed_rollouts": config.policy.seed_rollouts, "reward_sha256": _weights_sha256(reward)}
+    every = config.policy.eval_every  # a deterministic evaluation after each chunk, if set
     training = ResumableTraining(out_dir / "resume", settings.total_timesteps,
-                                 policy_chunk(settings.total_timesteps), settings=point_settings)
+                                 every or policy_chunk(settings.total_timesteps), settings=point_settings)
     resumed = training.resume(agent)
     log = EpisodeLog(**resumed.progress["log"]) if resumed is not None else EpisodeLog()
+    curve: dict[str, list[Any]] = {"timesteps": [], "true_returns": []}  # the evaluations so far
+    if resumed is not None:
+        curve = resumed.progress.get("evaluations", curve)
     if resumed is not None and normalized is not None:
         normalized.norm = RunningNorm.from_state(resumed.progress["reward_norm"])
     if resumed is None and seeded:  # a resumed buffer holds them already
@@ -79,27 +86,47 @@ def run_policy(config: ApecConfig, make_venv: VenvFactory, reward: Any, out_dir:
     steps = None if progress is None else progress.follow(  # moved by the agent/... episode returns
         Track(f"apec policy {out_dir.name} env steps", settings.total_timesteps, prefixes=("agent/",)),
         completed=agent.num_timesteps)
+
+    def evaluate() -> None:
+        curve["timesteps"].append(int(agent.num_timesteps))
+        curve["true_returns"].append(true_returns(config, make_venv, agent))
+        if logger is not None:
+            logger.log({"policy/eval_true_return": float(np.mean(curve["true_returns"][-1]))},
+                       step=int(agent.num_timesteps))
+
     training.train(agent, EpisodeLogCallback(log, logger), progress=lambda: {
-        "log": asdict(log), "reward_norm": None if normalized is None else normalized.norm.state_dict()})
+        "log": asdict(log), "reward_norm": None if normalized is None else normalized.norm.state_dict(),
+        "evaluations": curve}, after_chunk=evaluate if every else None)
     if steps is not None:  # trained: whatever episode was logged last
         steps.update(settings.total_timesteps)
     venv.close()
     out_dir.mkdir(parents=True, exist_ok=True)
     save_agent(agent, out_dir / "agent")
-    eval_venv = make_venv(config.seed + 10_000)
-    try:
-        finals, _ = policy_rollouts([(0, agent)], eval_venv, np.random.default_rng(config.seed),
-                                    RolloutConfig(per_checkpoint=settings.eval_episodes, deterministic=True))
-    finally:
-        eval_venv.close()
-    returns = [float(t.ret) for t in finals]
+    ended = bool(curve["timesteps"]) and curve["timesteps"][-1] == agent.num_timesteps
+    returns = curve["true_returns"][-1] if ended else true_returns(config, make_venv, agent)
     spread = float(np.std(returns, ddof=1)) if len(returns) > 1 else float("nan")
     result = {"final_true_return": float(np.mean(returns)), "final_true_return_std": spread,
               "n_episodes": len(returns), "seeded_transitions": sum(len(t) for t in seeded),
-              "curve_timesteps": log.timesteps, "curve_true_returns": log.true_returns}
+              "curve_timesteps": log.timesteps, "curve_true_returns": log.true_returns,
+              "eval_timesteps": curve["timesteps"],
+              "eval_true_returns": [float(np.mean(r)) for r in curve["true_returns"]]}
     atomic_write_json(out_dir / "result.json", result)
     training.clear()
     return result
+
+
+def true_returns(config: ApecConfig, make_venv: VenvFactory, agent: Any) -> list[float]:
+    """The true returns of ``policy.agent.eval_episodes`` deterministic episodes of ``agent``, on
+    the evaluation env (seed ``config.seed + 10_000``, reseeded per call: every evaluation of a
+    run plays the same starts)."""
+    venv = make_venv(config.seed + 10_000)
+    try:
+        finals, _ = policy_rollouts([(0, agent)], venv, np.random.default_rng(config.seed),
+                                    RolloutConfig(per_checkpoint=config.policy.agent.eval_episodes,
+                                                  deterministic=True))
+    finally:
+        venv.close()
+    return [float(t.ret) for t in finals]
 
 
 POLICY_POINT_EVERY = 50_000  # env steps between a policy's resume points, at most
