@@ -114,6 +114,8 @@ def run_seed(config: ApecExperimentConfig, task: TaskSettings, seed: int, out: P
                      "ail_spearman": results["ail_progress"]["spearman_checkpoints"],
                      "label_agreement": metrics.get("label_agreement", float("nan")),
                      "policy_return": policy.get("final_true_return", float("nan")),
+                     "policy_curve": {"timesteps": policy.get("eval_timesteps", []),
+                                      "true_returns": policy.get("eval_true_returns", [])},
                      "demo_return": float(np.mean(results["demos"]["returns"])),
                      "demo_fraction": results["demos"].get("fraction", float("nan"))})
     (run_dir / "rows.json").write_text(json.dumps(rows, indent=1))
@@ -246,8 +248,49 @@ def plot(table: list[dict[str, Any]], task: str, demo_return: float, path: Path)
     plt.close(figure)
 
 
+def curve_table(rows: list[dict[str, Any]], task: str) -> dict[str, list[dict[str, Any]]]:
+    """Per policy method of ``task``: at each evaluation step every seed reached, the mean true
+    return over seeds with its 95% t-interval and n."""
+    from experiments.stats import Spread  # by name: a script puts the repo root on sys.path first
+
+    curves: dict[str, list[dict[str, Any]]] = {}
+    for method in dict.fromkeys(r["method"] for r in rows if r["task"] == task):
+        seeds = [dict(zip(r["policy_curve"]["timesteps"], r["policy_curve"]["true_returns"], strict=True))
+                 for r in rows if (r["task"], r["method"]) == (task, method)
+                 and r.get("policy_curve", {}).get("timesteps")]
+        if not seeds:
+            continue
+        shared = sorted(set.intersection(*(set(seed) for seed in seeds)))
+        curves[method] = [{"timesteps": step, **vars(Spread.of([seed[step] for seed in seeds]))}
+                          for step in shared]
+    return curves
+
+
+def plot_curves(curves: dict[str, list[dict[str, Any]]], task: str, demo_return: float, path: Path) -> None:
+    """Each policy's deterministic true return over training: mean over seeds, 95% t-band, n."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(6.4, 4.0))
+    for method, points in curves.items():
+        steps = [p["timesteps"] for p in points]
+        axis.plot(steps, [p["mean"] for p in points], label=f"{method} (n={points[-1]['n']} seeds)")
+        axis.fill_between(steps, [p["low"] for p in points], [p["high"] for p in points], alpha=0.2)
+    axis.axhline(demo_return, color="tab:red", linewidth=1, label="demonstration")
+    axis.set(title=f"{task}: policies on the learned rewards", xlabel="env steps",
+             ylabel="true return (deterministic evaluation)")
+    axis.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+
+
 def report(config: ApecExperimentConfig, out: Path, name: str = "apec") -> int:
-    """``summary.json``, ``table.md`` and a ``<name>_<task>.png`` per task from the finished rows."""
+    """``summary.json``, ``table.md`` and a ``<name>_<task>.png`` per task from the finished rows;
+    where the policies were evaluated during training, their curves per task
+    (``<name>_<task>_policy.png`` and ``_policy_curves.json``)."""
     rows = collect_rows(config, out)
     if not rows:
         print(f"no finished runs under {out}", file=sys.stderr)
@@ -258,6 +301,9 @@ def report(config: ApecExperimentConfig, out: Path, name: str = "apec") -> int:
     for task in dict.fromkeys(e["task"] for e in table):
         demo_return = float(np.mean([r["demo_return"] for r in rows if r["task"] == task]))
         plot(table, task, demo_return, out / f"{name}_{_name(task)}.png")  # ids may hold "/"
+        if curves := curve_table(rows, task):
+            (out / f"{name}_{_name(task)}_policy_curves.json").write_text(json.dumps(curves, indent=1))
+            plot_curves(curves, task, demo_return, out / f"{name}_{_name(task)}_policy.png")
     print(json.dumps({"summary": str(out / "summary.json"), "table": str(out / "table.md")}))
     return 0
 

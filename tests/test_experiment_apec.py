@@ -51,3 +51,25 @@ def test_the_apec_experiment_configs_load_and_name_real_arms(name):
     if name == "apec":  # issue 12's arms: OT-only at three margins, graded labels
         margins = [split_method(m)[1] for m in config.pipeline.methods if m.startswith("ot_only")]
         assert margins == [0.05, 0.1, 0.2] and "apec_ordinal" in config.pipeline.methods
+
+
+def test_policy_curves_average_the_seeds_at_the_steps_every_seed_reached(tmp_path):
+    from experiments.apec import curve_table, plot_curves
+
+    def curve_row(seed, method, returns):
+        steps = [50_000 * (k + 1) for k in range(len(returns))]
+        return _row(seed, 0.0, method=method, policy_curve={"timesteps": steps, "true_returns": returns})
+
+    rows = [curve_row(0, "apec", [1.0, 4.0, 9.0]), curve_row(1, "apec", [2.0, 5.0]),  # seed 1 was cut
+            curve_row(2, "apec", [3.0, 6.0, 7.0]), curve_row(0, "drex", [0.0, 1.0]),
+            _row(0, 0.0, method="raw_ail")]  # no policy
+    curves = curve_table(rows, "Hopper-v5")
+    assert list(curves) == ["apec", "drex"]
+    assert [p["timesteps"] for p in curves["apec"]] == [50_000, 100_000]
+    second = curves["apec"][1]
+    assert (second["mean"], second["n"]) == (5.0, 3)
+    half = T_975_DF2 / math.sqrt(3)  # sd 1 over seeds 4, 5, 6
+    assert (second["low"], second["high"]) == pytest.approx((5 - half, 5 + half))
+    assert curves["drex"][0]["n"] == 1 and math.isnan(curves["drex"][0]["low"])
+    plot_curves(curves, "Hopper-v5", 3.0, tmp_path / "curves.png")
+    assert (tmp_path / "curves.png").stat().st_size > 0
