@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from envs.pixels import KEYPOINT_COLOURS
-from experiments import apec_pixels
+from experiments import apec_pixels, apec_policy_check
 from experiments.apec import ApecExperimentConfig, run_unit, units
 from rlkit.ail import CheckpointStore
 from rlkit.apec.config import ApecEnvConfig
@@ -219,3 +219,11 @@ def test_the_pixel_experiment_runs_its_config_at_a_tiny_budget_and_reports(tmp_p
     assert apec_pixels.main([*overrides, "--report-only"]) == 0
     assert "| rlkit/PixelPointMass-v0 | apec | 1 |" in (out / "table.md").read_text()
     assert (out / "apec_pixels_rlkit_PixelPointMass-v0.png").is_file()
+
+    # the policy check replays the final evaluation: its policy episodes are the reported ones
+    assert apec_policy_check.main([*overrides]) == 0
+    (check,) = json.loads((out / "policy_check.json").read_text())
+    (policy_row,) = [r for r in rows if r["method"] == check["method"]]
+    assert check["policy"]["true"] == pytest.approx(policy_row["policy_return"])
+    assert check["demos"]["true"] == pytest.approx(policy_row["demo_return"])
+    assert all(np.isfinite(check[group]["learned"]) for group in ("policy", "demos", "random"))

@@ -1,0 +1,127 @@
+"""Why does a policy trained on a learned reward fail: is the reward wrong, or the optimisation?
+
+One command:  python experiments/apec_policy_check.py [--config FILE] [key=value ...]
+
+For every finished (task, seed) of an APEC experiment (``experiments/apec.py`` or
+``experiments/apec_pixels.py``; ``--config`` as theirs, default the pixel one) and every method
+whose policy was trained, the learned and the true return of three groups of episodes:
+
+- the policy: ``policy.agent.eval_episodes`` deterministic episodes of the saved agent on the
+  final evaluation's env seeds (the episodes its reported return is the mean of);
+- the demonstrations the run imitated;
+- random play: as many episodes of uniformly random actions.
+
+A policy whose learned return exceeds the demonstrations' while its true return stays below them
+has found what the reward pays for and the task does not (the reward is exploitable); one whose
+learned return stays below the demonstrations' was not optimised far enough to tell. Learned
+returns are the sum of the reward as the policy was paid (``policy.reward_on``). Writes
+``policy_check.json`` in ``out_dir`` and prints a JSON line per (task, seed, method).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+CONFIG = Path(__file__).parent / "configs" / "apec_pixels.yaml"
+
+
+def returns(trajectories: list[Any], reward_fn: Any) -> dict[str, float]:
+    """Mean learned and true return of ``trajectories``, and how many."""
+    learned = [float(np.sum(reward_fn(t.obs[:-1], t.acts, t.obs[1:], np.zeros(len(t.acts), bool))))
+               for t in trajectories]
+    return {"learned": float(np.mean(learned)), "true": float(np.mean([t.ret for t in trajectories])),
+            "n": len(trajectories)}
+
+
+def check_run(run_dir: Path, methods: list[str]) -> list[dict[str, Any]]:
+    """The three groups' returns for each method's policy in one finished run directory."""
+    from rlkit.ail.demos import load_demos
+    from rlkit.apec.config import ApecConfig, RolloutConfig
+    from rlkit.apec.rollouts import policy_rollouts
+    from rlkit.config import load_config
+    from rlkit.factories.algorithms import ALGORITHMS
+    from rlkit.persistence.agents import load_agent
+    from rlkit.reward import load_reward_model
+    from rlkit.reward.nets import TorchRewardFn
+    from rlkit.runners.apec import venv_factory
+    from rlkit.runners.apec_policy import paid_reward
+
+    config = load_config(ApecConfig, run_dir / "config.yaml", [])
+    make_venv = venv_factory(config.env)
+    episodes = config.policy.agent.eval_episodes
+    demos = load_demos(run_dir / "demos" / "demos.npz")
+    venv = make_venv(config.seed + 20_000)
+    try:
+        def random_actions(obs: np.ndarray) -> np.ndarray:
+            return np.stack([venv.action_space.sample() for _ in obs])
+
+        venv.action_space.seed(config.seed)
+        random_play, _ = policy_rollouts([(0, random_actions)], venv, np.random.default_rng(config.seed),
+                                         RolloutConfig(per_checkpoint=episodes))
+    finally:
+        venv.close()
+    rows = []
+    for method in methods:
+        agent_path = run_dir / "policies" / method / "agent"
+        if not agent_path.with_suffix(".zip").is_file():
+            continue
+        reward_fn = paid_reward(TorchRewardFn(load_reward_model(run_dir / "rewards" / method).model),
+                                config.policy.reward_on)
+        agent = load_agent(ALGORITHMS, agent_path)
+        venv = make_venv(config.seed + 10_000)  # the final evaluation's env and seeds
+        try:
+            policy, _ = policy_rollouts([(0, agent)], venv, np.random.default_rng(config.seed),
+                                        RolloutConfig(per_checkpoint=episodes, deterministic=True))
+        finally:
+            venv.close()
+        rows.append({"method": method, "policy": returns(list(policy), reward_fn),
+                     "demos": returns(demos, reward_fn), "random": returns(list(random_play), reward_fn)})
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Check every finished run of the experiment's config.
+
+    Args:
+        argv: the command line (default ``sys.argv[1:]``).
+
+    Returns:
+        The exit status (1 when no run has finished).
+    """
+    from experiments.apec import ApecExperimentConfig
+    from rlkit.config import load_config
+
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("overrides", nargs="*", metavar="key=value")
+    parser.add_argument("--config", default=CONFIG)
+    args = parser.parse_args(argv)
+    config = load_config(ApecExperimentConfig, args.config, args.overrides)
+    torch.set_num_threads(1)
+    out = Path(config.out_dir)
+    results = []
+    for task in config.tasks:
+        for seed in config.seeds:
+            run_dir = out / task.id / f"seed{seed}"
+            if not (run_dir / "rows.json").is_file():
+                continue
+            for row in check_run(run_dir, list(config.pipeline.policy.methods)):
+                results.append({"task": task.id, "seed": seed, **row})
+                print(json.dumps(results[-1]), flush=True)
+    if not results:
+        print(f"no finished run with a policy under {out}", file=sys.stderr)
+        return 1
+    (out / "policy_check.json").write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `experiments` by name
+    sys.exit(main())
