@@ -370,3 +370,21 @@ def test_a_policy_evaluated_every_chunk_trains_as_one_evaluated_at_the_end_and_k
     # resumed run is equal in steps, not in numbers (rlkit.factories.resumable)
     assert resumed["eval_true_returns"][0] == every_chunk["eval_true_returns"][0]
     assert resumed["final_true_return"] == resumed["eval_true_returns"][-1]
+
+
+def test_a_policy_resumed_from_a_point_on_an_episode_end_ends_where_an_unbroken_run_does(tmp_path):
+    """Chunks of 64 steps per env on 16-step episodes: each point falls on an episode end, so
+    the resumed run is the unbroken one, number for number (rlkit.factories.resumable)."""
+    from rlkit.config import load_config
+    from rlkit.runners.apec import venv_factory
+    from rlkit.runners.apec_policy import run_policy
+
+    Reward = _counting_reward()
+    config = load_config(ApecConfig, None, [*TINY, "env.horizon=16", "policy.eval_every=128"])
+    make_venv = venv_factory(config.env)
+    unbroken = run_policy(config, make_venv, Reward(), tmp_path / "unbroken", None)
+    with pytest.raises(_Killed):  # at step 200, after the point at 128
+        run_policy(config, make_venv, Reward(dies_at=100), tmp_path / "killed", None)
+    resumed = run_policy(config, make_venv, Reward(), tmp_path / "killed", None)
+    for key in ("final_true_return", "eval_true_returns", "curve_true_returns"):
+        assert resumed[key] == unbroken[key], key
