@@ -51,7 +51,7 @@ def check_run(run_dir: Path, methods: list[str]) -> list[dict[str, Any]]:
     from rlkit.reward import load_reward_model
     from rlkit.reward.nets import TorchRewardFn
     from rlkit.runners.apec import venv_factory
-    from rlkit.runners.apec_policy import paid_reward
+    from rlkit.runners.apec_policy import evaluation_episodes, paid_reward
 
     config = load_config(ApecConfig, run_dir / "config.yaml", [])
     make_venv = venv_factory(config.env)
@@ -74,14 +74,8 @@ def check_run(run_dir: Path, methods: list[str]) -> list[dict[str, Any]]:
             continue
         reward_fn = paid_reward(TorchRewardFn(load_reward_model(run_dir / "rewards" / method).model),
                                 config.policy.reward_on)
-        agent = load_agent(ALGORITHMS, agent_path)
-        venv = make_venv(config.seed + 10_000)  # the final evaluation's env and seeds
-        try:
-            policy, _ = policy_rollouts([(0, agent)], venv, np.random.default_rng(config.seed),
-                                        RolloutConfig(per_checkpoint=episodes, deterministic=True))
-        finally:
-            venv.close()
-        rows.append({"method": method, "policy": returns(list(policy), reward_fn),
+        policy = evaluation_episodes(config, make_venv, load_agent(ALGORITHMS, agent_path))
+        rows.append({"method": method, "policy": returns(policy, reward_fn),
                      "demos": returns(demos, reward_fn), "random": returns(list(random_play), reward_fn)})
     return rows
 

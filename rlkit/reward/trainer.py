@@ -83,7 +83,6 @@ class RewardTrainer:
         self._data: PairTensors | None = None  # the last fit's pairs, for the next one
         self.shift_pad = _shift_pad(self.config, self.model.spec)  # None: no augmentation
         self._shifts: torch.Generator | None = None  # the fit's augmentation RNG
-        self._device_type = next(self.model.parameters()).device.type
 
     def fit(self, dataset_or_pairs: Any, labels: np.ndarray | None = None,
             rng: np.random.Generator | None = None) -> TrainReport:
@@ -231,7 +230,7 @@ class RewardTrainer:
         weights), else as they are."""
         if self.config.precision == "float32":
             return contextlib.nullcontext()
-        return torch.autocast(self._device_type, dtype=torch.bfloat16)
+        return torch.autocast(next(self.model.parameters()).device.type, dtype=torch.bfloat16)
 
     def _member_loss(self, member: torch.nn.Module, data: PairTensors, positions: np.ndarray
                      ) -> torch.Tensor:

@@ -31,7 +31,8 @@ from rlkit.reward.normalize import NormalizedReward, RunningNorm
 from rlkit.types import RewardFn
 from rlkit.wrappers import RewardVecEnvWrapper
 
-__all__ = ["POLICY_POINT_EVERY", "paid_reward", "policy_chunk", "run_policy", "seed_replay", "true_returns"]
+__all__ = ["POLICY_POINT_EVERY", "evaluation_episodes", "paid_reward", "policy_chunk", "run_policy",
+           "seed_replay", "true_returns"]
 
 
 def run_policy(config: ApecConfig, make_venv: VenvFactory, reward: Any, out_dir: Path,
@@ -115,10 +116,10 @@ def run_policy(config: ApecConfig, make_venv: VenvFactory, reward: Any, out_dir:
     return result
 
 
-def true_returns(config: ApecConfig, make_venv: VenvFactory, agent: Any) -> list[float]:
-    """The true returns of ``policy.agent.eval_episodes`` deterministic episodes of ``agent``, on
-    the evaluation env (seed ``config.seed + 10_000``, reseeded per call: every evaluation of a
-    run plays the same starts)."""
+def evaluation_episodes(config: ApecConfig, make_venv: VenvFactory, agent: Any) -> list[Trajectory]:
+    """``policy.agent.eval_episodes`` deterministic episodes of ``agent`` on the evaluation env
+    (seed ``config.seed + 10_000``, reseeded per call: every evaluation of a run plays the same
+    starts): the episodes a policy's reported true return is the mean of."""
     venv = make_venv(config.seed + 10_000)
     try:
         finals, _ = policy_rollouts([(0, agent)], venv, np.random.default_rng(config.seed),
@@ -126,7 +127,12 @@ def true_returns(config: ApecConfig, make_venv: VenvFactory, agent: Any) -> list
                                                   deterministic=True))
     finally:
         venv.close()
-    return [float(t.ret) for t in finals]
+    return list(finals)
+
+
+def true_returns(config: ApecConfig, make_venv: VenvFactory, agent: Any) -> list[float]:
+    """The true returns of ``evaluation_episodes``."""
+    return [float(t.ret) for t in evaluation_episodes(config, make_venv, agent)]
 
 
 POLICY_POINT_EVERY = 50_000  # env steps between a policy's resume points, at most
