@@ -23,6 +23,7 @@ task and stacks it in one call).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, SupportsFloat
 
 import gymnasium
@@ -122,6 +123,17 @@ class PixelPendulum(gymnasium.Env[np.ndarray, np.ndarray]):
     def render(self) -> np.ndarray:
         return self._draw()
 
+    def episode_state(self) -> dict[str, np.ndarray] | None:
+        """Pendulum-v1's state (``rlkit.persistence.env_state``); None before the first reset."""
+        if getattr(self.inner, "state", None) is None:
+            return None
+        last_u = np.nan if self.inner.last_u is None else float(self.inner.last_u)
+        return {"state": np.asarray(self.inner.state, dtype=np.float64), "last_u": np.asarray(last_u)}
+
+    def load_episode_state(self, state: Mapping[str, np.ndarray]) -> None:
+        self.inner.state = np.array(state["state"], dtype=np.float64)
+        self.inner.last_u = None if np.isnan(state["last_u"]) else float(state["last_u"])
+
 
 class PixelPointMass(gymnasium.Env[np.ndarray, np.ndarray]):
     """A damped point mass in the square ``[-1, 1]^2`` pushed by a force in ``[-1, 1]^2``, to a
@@ -171,6 +183,13 @@ class PixelPointMass(gymnasium.Env[np.ndarray, np.ndarray]):
     def render(self) -> np.ndarray:
         return self._draw()
 
+    def episode_state(self) -> dict[str, np.ndarray]:
+        """Position, velocity and target (``rlkit.persistence.env_state``)."""
+        return {"state": self.state.copy()}
+
+    def load_episode_state(self, state: Mapping[str, np.ndarray]) -> None:
+        self.state = np.array(state["state"], dtype=np.float64).reshape(6)
+
 
 class StackFrames(gymnasium.Wrapper[np.ndarray, Any, np.ndarray, Any],
                   gymnasium.utils.RecordConstructorArgs):
@@ -215,6 +234,16 @@ class StackFrames(gymnasium.Wrapper[np.ndarray, Any, np.ndarray, Any],
         self._stack[:-c] = self._stack[c:].copy()
         self._stack[-c:] = self._frame(frame)
         return self._stack.copy(), reward, terminated, truncated, info
+
+    def episode_state(self) -> dict[str, np.ndarray]:
+        """The frames on the stack (``rlkit.persistence.env_state``)."""
+        return {"stack": self._stack.copy()}
+
+    def load_episode_state(self, state: Mapping[str, np.ndarray]) -> None:
+        stack = np.asarray(state["stack"], dtype=np.uint8)
+        if stack.shape != self._stack.shape:
+            raise ValueError(f"a stack of shape {stack.shape}, this one is {self._stack.shape}")
+        self._stack[:] = stack
 
 
 def make_pixel_env(env_id: str, frame_stack: int = 3, **kwargs: Any) -> gymnasium.Env[np.ndarray, Any]:

@@ -1,5 +1,6 @@
 """rlkit.factories.resumable: an SB3 run killed part way and started again ends where one never
-stopped did, bit-identical when its chunks end on episode ends; damaged points are refused by name."""
+stopped did, bit-identical mid-episode too where the env's state can be kept, else when its chunks
+end on episode ends; damaged points are refused by name."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
@@ -23,6 +25,7 @@ from stable_baselines3.common.env_util import make_vec_env
 from rlkit.errors import FileFormatError, InvalidDataError
 from rlkit.factories.agent import EpisodeLog, EpisodeLogCallback
 from rlkit.factories.resumable import ResumableTraining
+from rlkit.persistence.arrays import load_npz
 
 EPISODE = 50  # Pendulum cut to 50 steps: chunks of 100 end on episode ends
 SAC_KWARGS = {"learning_starts": 100, "train_freq": 2, "batch_size": 16, "buffer_size": 400,
@@ -34,8 +37,19 @@ def pendulum() -> gym.Env:
     return gym.make("Pendulum-v1", max_episode_steps=EPISODE)
 
 
-def make_agent(algo: type[BaseAlgorithm] = SAC, **kwargs: object) -> BaseAlgorithm:
-    venv = make_vec_env(pendulum, n_envs=1, seed=3)
+def rescaled_pendulum() -> gym.Env:
+    """Pendulum under a wrapper ``rlkit.persistence.env_state`` does not know (so cannot keep)."""
+    return gym.wrappers.RescaleAction(pendulum(), -1.0, 1.0)
+
+
+def hopper() -> gym.Env:
+    """Hopper ends its episodes early when it falls: points land mid-episode."""
+    return gym.make("Hopper-v5")
+
+
+def make_agent(algo: type[BaseAlgorithm] = SAC, env: Callable[[], gym.Env] = pendulum,
+               **kwargs: object) -> BaseAlgorithm:
+    venv = make_vec_env(env, n_envs=1, seed=3)
     defaults = SAC_KWARGS if algo is SAC else PPO_KWARGS
     return algo("MlpPolicy", venv, seed=3, device="cpu", verbose=0, **{**defaults, **kwargs})
 
@@ -56,9 +70,10 @@ class KillAt(BaseCallback):
 
 
 def run(directory: Path, total: int, chunk: int, algo: type[BaseAlgorithm] = SAC, kill_at: int | None = None,
-        **kwargs: object) -> tuple[BaseAlgorithm, EpisodeLog, ResumableTraining]:
+        env: Callable[[], gym.Env] = pendulum, **kwargs: object
+        ) -> tuple[BaseAlgorithm, EpisodeLog, ResumableTraining]:
     """One sitting: build, resume if there is a point, train (until ``kill_at``)."""
-    agent = make_agent(algo, **kwargs)
+    agent = make_agent(algo, env, **kwargs)
     training = ResumableTraining(directory, total, chunk, settings=kwargs)
     resumed = training.resume(agent)
     log = EpisodeLog(**resumed.progress["log"]) if resumed else EpisodeLog()
@@ -129,13 +144,42 @@ def test_the_replay_buffer_and_counters_come_back_from_a_point(tmp_path):
     assert fresh.num_timesteps == 200 and again.points() == [100, 200]
 
 
-def test_chunks_ending_mid_episode_resume_equal_in_steps_and_updates_only(tmp_path):
-    whole, _, _ = run(tmp_path / "whole", 180, 60)
-    run(tmp_path / "killed", 180, 60, kill_at=150)
-    resumed, _, training = run(tmp_path / "killed", 180, 60)
+@pytest.mark.parametrize("algo", [SAC, PPO])
+def test_a_run_killed_mid_episode_goes_on_with_that_episode_bit_identical(tmp_path, algo):
+    kwargs = {"n_steps": 30, "batch_size": 15} if algo is PPO else {}  # PPO: rollouts of 30
+    whole, whole_log, _ = run(tmp_path / "whole", 180, 60, algo, **kwargs)
+    run(tmp_path / "killed", 180, 60, algo, kill_at=150, **kwargs)  # points at 60 and 120: mid-episode
+    training = ResumableTraining(tmp_path / "killed", 180, 60, settings=kwargs)
+    point = training.resume(make_agent(algo, **kwargs))
+    assert point is not None and point.timesteps == 120 and point.exact
+    resumed, resumed_log, _ = run(tmp_path / "killed", 180, 60, algo, **kwargs)
+    assert (resumed.num_timesteps, resumed._n_updates) == (whole.num_timesteps, whole._n_updates)
+    assert_same(resumed, whole)
+    assert resumed_log.true_returns == whole_log.true_returns  # the episode cut at 120 ends at 150 as it did
+    assert resumed_log.timesteps == whole_log.timesteps == [50, 100, 150]
+
+
+def test_hopper_cut_mid_episode_resumes_bit_identical(tmp_path):
+    whole, whole_log, _ = run(tmp_path / "whole", 450, 150, env=hopper)
+    run(tmp_path / "killed", 450, 150, env=hopper, kill_at=400)
+    episode = load_npz(tmp_path / "killed" / "point-000000000300" / "episode.npz")
+    assert len(episode["env0/0:Monitor/rewards"]) > 0  # the point is part way through an episode
+    assert "env0/4:HopperEnv/integration" in episode  # MuJoCo's integration state kept
+    resumed, resumed_log, _ = run(tmp_path / "killed", 450, 150, env=hopper)
+    assert len(whole_log.true_returns) >= 5  # early terminations: many episodes of uneven lengths
+    assert_same(resumed, whole)
+    assert resumed_log.true_returns == whole_log.true_returns
+    assert resumed_log.timesteps == whole_log.timesteps
+
+
+def test_an_env_layer_it_cannot_keep_means_a_new_episode_equal_in_steps_and_updates_only(tmp_path):
+    whole, _, _ = run(tmp_path / "whole", 180, 60, env=rescaled_pendulum)
+    run(tmp_path / "killed", 180, 60, env=rescaled_pendulum, kill_at=150)
+    resumed, _, training = run(tmp_path / "killed", 180, 60, env=rescaled_pendulum)
     assert (resumed.num_timesteps, resumed._n_updates) == (whole.num_timesteps, whole._n_updates) == (180, 40)
-    point = training.resume(make_agent())
+    point = training.resume(make_agent(env=rescaled_pendulum))
     assert point is not None and not point.exact  # 180 is not an episode end: the numbers differ
+    assert not (tmp_path / "killed" / "point-000000000180" / "episode.npz").exists()
     weight = "policy.actor.mu.weight"
     assert not torch.equal(tensors(resumed)[weight], tensors(whole)[weight])
 
@@ -204,7 +248,8 @@ def two_points(tmp_path) -> Path:
 
 def test_a_damaged_point_falls_back_to_the_one_before_and_is_named(two_points):
     names = ["point-000000000200.json", "point-000000000200/agent.zip", "point-000000000200/agent.json",
-             "point-000000000200/tensors.pt", "replay/rows-c00000-g0000200.npz"]
+             "point-000000000200/tensors.pt", "point-000000000200/episode.npz",
+             "replay/rows-c00000-g0000200.npz"]
     for name in names:
         path = two_points / name
         good = path.read_bytes()

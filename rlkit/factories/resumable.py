@@ -13,7 +13,12 @@ A point (format ``rlkit.sb3-resume``) holds:
   rows added since the last (``rlkit.persistence.replay.save_replay_chunks``);
 - the RNGs a run draws from: torch's (CPU; CUDA when the agent runs there), numpy's global one
   (SB3 samples replay batches from it), Python's ``random``, the action space's (SB3's random
-  warm-up actions) and each env's ``np_random`` as it was before the chunk's last env step;
+  warm-up actions) and each env's ``np_random`` (as it is, where the episode in progress is kept;
+  else as it was before the chunk's last env step);
+- the episode in progress, where every layer of the env can hand its state over
+  (``rlkit.persistence.env_state``: MuJoCo's Hopper, HalfCheetah and Walker2d, Pendulum, rlkit's
+  pixel tasks and reward wrapper, gymnasium's and SB3's usual wrappers), with the agent's last
+  observation (``episode.npz``);
 - the caller's settings and its own progress (JSON, e.g. an episode-return curve).
 
 Layout: ``<dir>/point-<steps>.json``, the header, written last (the commit), covers
@@ -23,17 +28,18 @@ no header (its files are removed by the next save); a damaged point is passed ov
 before and named in ``Resumed.skipped``; when none is whole the error names each. A point written
 with other settings is refused, naming them (never passed over).
 
-What a resumed run reproduces. The env's mid-episode state is not saved: a resumed run starts with
-an env reset, so where the killed run was part way through an episode the resumed one starts a new
-one, and from there it is equal in steps and updates but not in numbers. Where the point's chunk
-ended on an episode end in every env (``Resumed.exact``), that reset draws from the restored env
-RNGs the start the killed run's own reset drew, and the resumed run is bit-identical to one never
-stopped (measured in tests/test_resumable_training.py, SAC and PPO on CPU). Provisos: the env's
-``step`` draws no randomness (its RNG is kept from before the chunk's last step: MuJoCo and the
-classic-control tasks qualify); the agent runs on the CPU or deterministic CUDA kernels; RNGs of
-an algorithm's own (``DrQSAC``'s augmentation) start again from its seed; SB3's progress for
-non-constant schedules is counted per ``learn`` call, so per chunk (rlkit builds constant ones).
-SB3's ``ep_info_buffer`` (the ``rollout/ep_rew_mean`` log) starts empty.
+What a resumed run reproduces. Where the point holds the episode in progress, the resumed run
+steps on from where the killed one was, and is bit-identical to a run never stopped (measured in
+tests/test_resumable_training.py: SAC and PPO on CPU, Pendulum and Hopper cut mid-episode). Where
+some layer of the env cannot hand its state over, the point keeps each env's RNG as it was before
+the chunk's last step and a resumed run starts with an env reset: where that step ended an episode
+in every env, the reset draws the start the killed run's own reset drew and the run is again
+bit-identical; mid-episode it starts a new episode, and from there it is equal in steps and
+updates but not in numbers. ``Resumed.exact`` says which. Provisos: the agent runs on the CPU or
+deterministic CUDA kernels; RNGs of an algorithm's own (``DrQSAC``'s augmentation) start again
+from its seed; SB3's progress for non-constant schedules is counted per ``learn`` call, so per
+chunk (rlkit builds constant ones). SB3's ``ep_info_buffer`` (the ``rollout/ep_rew_mean`` log)
+starts empty.
 
 Callbacks: the one given to ``train`` runs in every chunk (one object, so its state carries over
 between chunks); after a restart it is a new object, so a schedule should count the agent's
@@ -66,6 +72,9 @@ from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 from rlkit.errors import FileFormatError, InvalidDataError
 from rlkit.persistence import atomic_write_bytes, read_header, tag, write_header
 from rlkit.persistence.agents import save_agent
+from rlkit.persistence.arrays import load_npz, save_npz
+from rlkit.persistence.env_state import capture as capture_env_state
+from rlkit.persistence.env_state import restore as restore_env_state
 from rlkit.persistence.formats import payload_files, verify_checksums
 from rlkit.persistence.replay import chunk_files, load_replay_chunks, save_replay_chunks
 from rlkit.persistence.rng import (
@@ -86,6 +95,9 @@ KIND = "rlkit.sb3-resume"
 FORMAT = tag(KIND)
 AGENT_NAME = "agent"  # agent.zip + agent.json (rlkit.persistence.agents)
 TENSORS_FILE = "tensors.pt"  # torch's RNG states, read back with weights_only
+EPISODE_FILE = "episode.npz"  # the episode in progress: the env's layers and the agent's last obs
+RUN_STATE = ("_last_obs", "_last_original_obs", "_last_episode_starts")  # the agent's, saved there
+_AGENT = "agent:"  # its arrays' prefix in EPISODE_FILE (the env's are named by rlkit.persistence.env_state)
 REPLAY_DIR = "replay"
 COUNTERS = ("num_timesteps", "_n_updates", "_episode_num", "_n_calls")
 _FIELDS: dict[str, type | tuple[type, ...]] = {
@@ -98,8 +110,9 @@ _HEADER = re.compile(r"^point-(\d{12})\.json$")
 @dataclass(frozen=True)
 class Resumed:
     """What ``ResumableTraining.resume`` loaded: the point's env steps, the caller's progress as it
-    saved it, whether the resumed run continues bit-identically (``exact``: the chunk ended on an
-    episode end in every env) and the damaged newer points passed over, each with why."""
+    saved it, whether the resumed run continues bit-identically (``exact``: the point holds the
+    episode in progress, or its chunk ended on an episode end in every env) and the damaged newer
+    points passed over, each with why."""
 
     timesteps: int
     progress: dict[str, Any]
@@ -245,7 +258,11 @@ class ResumableTraining:
         counters = header["counters"]
         if not all(isinstance(counters.get(name), int) for name in COUNTERS[:3]):
             raise FileFormatError(f"{path}: field 'counters' lacks one of {list(COUNTERS[:3])}")
-        return {"torch": tensors["torch"], "cuda": cuda}
+        episode = header.get("episode", False)  # points from before it was kept have no field
+        if not isinstance(episode, bool):
+            raise FileFormatError(f"{path}: field 'episode' must be true or false, got {episode!r}")
+        arrays = load_npz(path.with_suffix("") / EPISODE_FILE) if episode else None
+        return {"torch": tensors["torch"], "cuda": cuda, "episode": arrays}
 
     def _save(self, agent: BaseAlgorithm, boundary: _ChunkEnd, progress: dict[str, Any]) -> None:
         steps = agent.num_timesteps
@@ -257,6 +274,9 @@ class ResumableTraining:
         cuda = torch.cuda.get_rng_state_all() if agent.device.type == "cuda" else []
         tensors = {"torch": torch_rng_state(), "cuda": cuda}
         atomic_write_bytes(folder / TENSORS_FILE, lambda handle: torch.save(tensors, handle))
+        episode = _episode_state(agent)
+        if episode is not None:
+            save_npz(folder / EPISODE_FILE, episode)
         replay = None
         if isinstance(agent, OffPolicyAlgorithm) and agent.replay_buffer is not None:
             replay, _ = save_replay_chunks(agent.replay_buffer, self.directory, REPLAY_DIR, self._replay,
@@ -266,9 +286,10 @@ class ResumableTraining:
             "counters": {name: int(getattr(agent, name)) for name in COUNTERS if hasattr(agent, name)},
             "rngs": {"numpy_global": numpy_global_state(), "python": python_random_state(),
                      "action_space": numpy_rng_state(agent.action_space.np_random),
-                     "envs": boundary.env_rngs},
-            "exact": boundary.env_rngs is not None and boundary.episode_end,
-            "replay": replay, "progress": progress,
+                     # as they are now with the episode in progress, else from before the last step
+                     "envs": _env_rng_states(agent.get_env()) if episode is not None else boundary.env_rngs},
+            "exact": episode is not None or (boundary.env_rngs is not None and boundary.episode_end),
+            "episode": episode is not None, "replay": replay, "progress": progress,
         }, covers=payload_files(folder))
         self._replay = replay
         self._prune(steps)
@@ -392,7 +413,30 @@ def _restore(agent: BaseAlgorithm, directory: Path, path: Path, header: dict[str
     venv = agent.get_env()
     if rngs["envs"] is not None and venv is not None:
         _restore_env_rngs(venv, rngs["envs"], path)
-    agent._last_obs = None  # learn() starts with an env reset
+    agent._last_obs = None  # learn() starts with an env reset, unless the episode goes on
+    arrays = tensors["episode"]
+    if arrays is not None and venv is not None:
+        env_arrays = {k: v for k, v in arrays.items() if not k.startswith(_AGENT)}
+        restore_env_state(venv, env_arrays, path.with_suffix("") / EPISODE_FILE)
+        for name in RUN_STATE:
+            if f"{_AGENT}{name}" in arrays:
+                setattr(agent, name, arrays[f"{_AGENT}{name}"])
+
+
+def _episode_state(agent: BaseAlgorithm) -> dict[str, np.ndarray] | None:
+    """The episode in progress: every env layer's state and the agent's last observation (None
+    when a layer cannot hand its state over, or the observations are not one array)."""
+    venv = agent.get_env()
+    if venv is None or not isinstance(agent._last_obs, np.ndarray):
+        return None
+    state = capture_env_state(venv)
+    if state is None:
+        return None
+    for name in RUN_STATE:
+        value = getattr(agent, name, None)
+        if isinstance(value, np.ndarray):
+            state[f"{_AGENT}{name}"] = value
+    return state
 
 
 def _restore_env_rngs(venv: VecEnv, states: list[dict[str, Any]], path: Path) -> None:

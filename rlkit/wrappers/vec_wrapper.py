@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -91,6 +91,28 @@ class RewardVecEnvWrapper(VecEnvWrapper):
     def set_reward_fn(self, reward_fn: RewardFn | None) -> None:
         """Swap the reward model while the agent trains (online preference RL refits it)."""
         self.reward_fn = reward_fn
+
+    def episode_state(self) -> dict[str, np.ndarray] | None:
+        """What the next step depends on (``rlkit.persistence.env_state``); None before the first
+        reset, or with observers attached (what they hold is theirs to keep)."""
+        if self.observers or self._prev_obs is None:
+            return None
+        return {"prev_obs": self._prev_obs, "true_returns": self._true_returns.copy(),
+                "learned_returns": self._learned_returns.copy(), "lengths": self._lengths.copy(),
+                "total_steps": np.asarray(self._total_steps)}
+
+    def load_episode_state(self, state: Mapping[str, np.ndarray]) -> None:
+        """Take back what ``episode_state`` gave."""
+        prev_obs = np.asarray(state["prev_obs"], dtype=self.observation_space.dtype)
+        shape = (self.num_envs, *(self.observation_space.shape or ()))
+        if prev_obs.shape != shape:
+            raise ValueError(f"observations of shape {prev_obs.shape}, this env's are {shape}")
+        for name in ("true_returns", "learned_returns", "lengths"):
+            values = np.asarray(state[name])
+            if values.shape != (self.num_envs,):
+                raise ValueError(f"{name} of shape {values.shape}, this env has {self.num_envs} envs")
+            getattr(self, f"_{name}")[:] = values
+        self._prev_obs, self._total_steps = prev_obs, int(state["total_steps"])
 
     def reset(self) -> VecEnvObs:
         obs = array_obs(self.venv.reset())  # an array: the space was checked in __init__
