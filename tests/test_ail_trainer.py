@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from typing import Any
 
 import gymnasium as gym
@@ -202,6 +203,55 @@ def test_an_interrupted_run_resumes_from_its_last_checkpoint(demos, tmp_path):
     records = again.train()
     assert [r.round for r in records] == [0, 1, 2, 3] and records[-1].timesteps == 480
     assert CheckpointStore(tmp_path).rounds() == [0, 1, 2, 3]
+
+
+def parameters(trainer: AILTrainer) -> dict[str, torch.Tensor]:
+    return {**{f"generator.{k}": v for k, v in trainer.generator.policy.state_dict().items()},
+            **{f"discriminator.{k}": v for k, v in trainer.discriminator.state_dict().items()}}
+
+
+@pytest.mark.parametrize("lost_last_resume_folder", [False, True])
+def test_a_run_killed_mid_episode_resumes_bit_identical(demos, tmp_path, lost_last_resume_folder):
+    """Rounds of 55 steps per env end part way through Point's 20-step episodes; killed after
+    round 1 (or after writing round 1's checkpoint, before its resume/ folder), the run goes on
+    to the same records, networks and replay buffer as one never stopped."""
+    disc = DiscriminatorConfig(loss="maxent", state_only=True, hidden=(16,))
+    config = AILConfig(rounds=4, steps_per_round=110, discriminator=disc)
+    sac = {"learning_starts": 50, "policy_kwargs": {"net_arch": [16]}}
+    whole = AILTrainer(config, venv(), demos, "sac", sac, checkpoints=CheckpointStore(tmp_path / "whole"))
+    whole_records = whole.train()
+    first = AILTrainer(config, venv(), demos, "sac", sac, checkpoints=CheckpointStore(tmp_path / "killed"))
+    first.run_round()
+    if lost_last_resume_folder:
+        shutil.copytree(tmp_path / "killed" / "resume", tmp_path / "resume-0")
+    first.run_round()  # ... and the process is killed here
+    if lost_last_resume_folder:
+        shutil.rmtree(tmp_path / "killed" / "resume")
+        (tmp_path / "resume-0").rename(tmp_path / "killed" / "resume")
+
+    again = AILTrainer(config, venv(), demos, "sac", sac, checkpoints=CheckpointStore(tmp_path / "killed"))
+    assert again.resume() == (0 if lost_last_resume_folder else 1)
+    records = again.train()
+    assert records == whole_records  # every diagnostic, true returns of the cut episodes included
+    assert [r.n_episodes for r in records] == [4, 6, 6, 6]
+    mine, theirs = parameters(again), parameters(whole)
+    for name, value in theirs.items():
+        assert torch.equal(mine[name], value), name
+    np.testing.assert_array_equal(again.generator.replay_buffer.observations,
+                                  whole.generator.replay_buffer.observations)
+
+
+def test_a_resume_folder_from_before_it_named_its_round_resumes_from_the_latest_checkpoint(demos, tmp_path):
+    config = AILConfig(rounds=3, steps_per_round=110, discriminator=DiscriminatorConfig(hidden=(16,)))
+    sac = {"learning_starts": 50, "policy_kwargs": {"net_arch": [16]}}
+    first = AILTrainer(config, venv(), demos, "sac", sac, checkpoints=CheckpointStore(tmp_path))
+    first.run_round()
+    first.run_round()
+    (tmp_path / "resume" / "episode.npz").unlink()  # as rlkit wrote it before: the replay buffer only
+    again = AILTrainer(config, venv(), demos, "sac", sac, checkpoints=CheckpointStore(tmp_path))
+    assert again.resume() == 1 and again.generator._last_obs is None  # a new episode, as before
+    assert again.generator.replay_buffer.pos == first.generator.replay_buffer.pos
+    assert [r.round for r in again.train()] == [0, 1, 2]
 
 
 def test_resume_names_a_damaged_trainer_state(demos, tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import gymnasium as gym
@@ -26,6 +27,13 @@ class Point(gym.Env[np.ndarray, np.ndarray]):
         self.x = float(np.clip(self.x + 0.25 * float(np.clip(action[0], -1, 1)), -1, 1))
         self.t += 1
         return np.array([self.x], np.float32), -abs(self.x), False, self.t >= 20, {}
+
+    def episode_state(self) -> dict[str, np.ndarray]:
+        """Where it is (``rlkit.persistence.env_state``): a resumed run goes on mid-episode."""
+        return {"x": np.asarray(self.x), "t": np.asarray(self.t)}
+
+    def load_episode_state(self, state: Mapping[str, np.ndarray]) -> None:
+        self.x, self.t = float(state["x"]), int(state["t"])
 
 
 if POINT_ID not in gym.registry:

@@ -1,35 +1,72 @@
 """What an AIL run needs beyond its checkpoints to resume where it stopped.
 
 A checkpoint holds the generator (SB3's zip: policy and its optimisers) and the discriminator's
-nets. Resuming also needs the discriminator's optimiser and the trainer's RNGs (``trainer_state.pt``
-in the checkpoint, covered by its checksum) and, for an off-policy generator, its replay buffer.
-The buffer is large, so only the latest one is kept, in ``<checkpoints>/resume/replay.npz``
-(``rlkit.persistence.replay``: plain arrays, no pickle, written atomically).
+nets. Resuming also needs the discriminator's optimiser and the RNGs (``trainer_state.pt`` in the
+checkpoint, covered by its checksum): the trainer's own, and those the generator's ``learn`` draws
+from (torch's, numpy's global one, Python's, the action space's, each env's). The rest is large and
+kept only for the latest checkpoint, in ``<checkpoints>/resume/``, a folder replaced whole
+(``rlkit.persistence.atomic_dir``) after the checkpoint it belongs to is written:
+
+- ``replay.npz``: an off-policy generator's replay buffer (``rlkit.persistence.replay``);
+- ``episode.npz``: the round it belongs to and, where every env layer can hand its state over,
+  the episode in progress (``rlkit.factories.resumable.episode_state``: the env, the reward
+  wrapper with the agent-transition buffer it feeds, the agent's last observation).
+
+A run resumed from there goes on bit-identically: the rounds after ``resume/``'s are trained again
+exactly as they were. A folder from before ``episode.npz`` was kept (or of an env whose state
+cannot be kept) resumes from the latest checkpoint with a new episode, equal in rounds and steps
+but not in numbers.
 """
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.buffers import ReplayBuffer
 
 from rlkit.errors import FileFormatError
-from rlkit.persistence import atomic_write_bytes
+from rlkit.factories.resumable import env_rng_states, restore_env_rngs
+from rlkit.persistence import atomic_dir, atomic_write_bytes
+from rlkit.persistence.arrays import load_npz, save_npz
 from rlkit.persistence.replay import REPLAY_FILE, load_replay, save_replay
-from rlkit.persistence.rng import numpy_rng_state, restore_numpy_rng, restore_torch_rng, torch_rng_state
+from rlkit.persistence.rng import (
+    check_torch_rng_state,
+    numpy_global_state,
+    numpy_rng_state,
+    python_random_state,
+    python_random_state_from_json,
+    random_state_from_json,
+    restore_numpy_rng,
+    restore_torch_rng,
+    torch_rng_state,
+)
 
-__all__ = ["REPLAY_FILE", "TRAINER_STATE_FILE", "load_replay", "restore_trainer_state", "save_replay",
+__all__ = ["EPISODE_FILE", "REPLAY_FILE", "TRAINER_STATE_FILE", "load_replay", "restore_learn_rngs",
+           "restore_trainer_state", "resume_episode", "resume_folder_round", "save_resume_folder",
            "save_trainer_state", "trainer_state"]
 
 TRAINER_STATE_FILE = "trainer_state.pt"
+EPISODE_FILE = "episode.npz"
+ROUND = "round"  # in EPISODE_FILE: the checkpoint the folder belongs to
 
 
 def trainer_state(optimizer: torch.optim.Optimizer, rng: np.random.Generator,
-                  torch_rng: torch.Generator) -> dict[str, Any]:
-    return {"optimizer": optimizer.state_dict(), "numpy_rng": numpy_rng_state(rng),
-            "torch_rng": torch_rng_state(torch_rng)}
+                  torch_rng: torch.Generator, generator: BaseAlgorithm | None = None) -> dict[str, Any]:
+    """The discriminator's optimiser, the trainer's RNGs and (given the generator) the RNGs its
+    ``learn`` draws from."""
+    state = {"optimizer": optimizer.state_dict(), "numpy_rng": numpy_rng_state(rng),
+             "torch_rng": torch_rng_state(torch_rng)}
+    if generator is not None:
+        state["learn_rngs"] = {"torch": torch_rng_state(), "numpy_global": numpy_global_state(),
+                               "python": python_random_state(),
+                               "action_space": numpy_rng_state(generator.action_space.np_random),
+                               "envs": env_rng_states(generator.get_env())}
+    return state
 
 
 def save_trainer_state(state: dict[str, Any], directory: Path) -> None:
@@ -37,7 +74,9 @@ def save_trainer_state(state: dict[str, Any], directory: Path) -> None:
 
 
 def restore_trainer_state(directory: Path, optimizer: torch.optim.Optimizer, rng: np.random.Generator,
-                          torch_rng: torch.Generator) -> None:
+                          torch_rng: torch.Generator) -> dict[str, Any] | None:
+    """Put the optimiser and the trainer's RNGs back; returns the ``learn_rngs`` for
+    ``restore_learn_rngs`` (None in a checkpoint from before they were kept)."""
     path = directory / TRAINER_STATE_FILE
     try:
         # saved on any device; the optimiser moves its state to its parameters' device
@@ -45,7 +84,52 @@ def restore_trainer_state(directory: Path, optimizer: torch.optim.Optimizer, rng
         optimizer.load_state_dict(state["optimizer"])
         restore_numpy_rng(rng, state["numpy_rng"], path)
         restore_torch_rng(state["torch_rng"], torch_rng, path)
+        learn_rngs = state.get("learn_rngs")
+        if learn_rngs is not None:  # checked before anything of the generator is touched
+            check_torch_rng_state(learn_rngs["torch"], path)
+            random_state_from_json(learn_rngs["numpy_global"], path)
+            python_random_state_from_json(learn_rngs["python"], path)
     except FileNotFoundError:
         raise FileFormatError(f"{path}: missing; this checkpoint cannot resume a run") from None
     except Exception as error:  # torch's unpickler and the state setters raise their own kinds
         raise FileFormatError(f"{path}: damaged ({error})") from None
+    return learn_rngs
+
+
+def restore_learn_rngs(generator: BaseAlgorithm, learn_rngs: dict[str, Any], where: Path) -> None:
+    """The RNGs the generator's ``learn`` draws from, as ``trainer_state`` kept them."""
+    restore_torch_rng(learn_rngs["torch"], where=where)
+    np.random.set_state(random_state_from_json(learn_rngs["numpy_global"], where))
+    random.setstate(python_random_state_from_json(learn_rngs["python"], where))
+    restore_numpy_rng(generator.action_space.np_random, learn_rngs["action_space"], where)
+    venv = generator.get_env()
+    if learn_rngs["envs"] is not None and venv is not None:
+        restore_env_rngs(venv, learn_rngs["envs"], where)
+
+
+def save_resume_folder(directory: Path, round_index: int, replay: ReplayBuffer | None,
+                       episode: dict[str, np.ndarray] | None) -> None:
+    """``resume/`` for checkpoint ``round_index``, replaced whole: the replay buffer (if any) and
+    ``episode.npz`` (the round; the episode in progress when it could be kept)."""
+    with atomic_dir(directory) as staging:
+        if replay is not None:
+            save_replay(replay, staging / REPLAY_FILE)
+        save_npz(staging / EPISODE_FILE, {ROUND: np.asarray(round_index), **(episode or {})})
+
+
+def resume_folder_round(directory: Path) -> int | None:
+    """The checkpoint ``resume/`` belongs to (None: a folder from before it said so, or none)."""
+    path = directory / EPISODE_FILE
+    if not path.is_file():
+        return None
+    arrays = load_npz(path)
+    if ROUND not in arrays or arrays[ROUND].shape != () or not np.issubdtype(arrays[ROUND].dtype, np.integer):
+        raise FileFormatError(f"{path}: no round it belongs to (an integer {ROUND!r})")
+    return int(arrays[ROUND])
+
+
+def resume_episode(directory: Path) -> dict[str, np.ndarray] | None:
+    """``resume/``'s episode in progress (None when it could not be kept)."""
+    arrays = load_npz(directory / EPISODE_FILE)
+    arrays.pop(ROUND, None)
+    return arrays or None

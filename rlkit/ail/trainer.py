@@ -35,13 +35,23 @@ from rlkit.ail.generator import (
     relabel_generator_buffer,
 )
 from rlkit.ail.losses import gradient_penalty
-from rlkit.ail.resume import restore_trainer_state, trainer_state
+from rlkit.ail.resume import (
+    EPISODE_FILE,
+    REPLAY_FILE,
+    load_replay,
+    restore_learn_rngs,
+    restore_trainer_state,
+    resume_episode,
+    resume_folder_round,
+    save_resume_folder,
+    trainer_state,
+)
 from rlkit.ail.transitions import TransitionBuffer, Transitions, take_rows
 from rlkit.config import StrictModel
 from rlkit.data import Trajectory
 from rlkit.devices import Device, resolve_device
 from rlkit.errors import InvalidDataError, StateError
-from rlkit.persistence.replay import REPLAY_FILE, load_replay, save_replay
+from rlkit.factories.resumable import episode_state, restore_episode
 from rlkit.reward.nets import action_shape
 from rlkit.wrappers import RewardVecEnvWrapper
 from rlkit.wrappers.relabel import RolloutRewardRelabeller, per_rollout_reward
@@ -177,30 +187,40 @@ class AILTrainer:
         return record
 
     def resume(self) -> int | None:
-        """Continue from the latest checkpoint: generator (policy, optimisers, timestep count),
-        discriminator and its optimiser, RNGs, the replay buffer of an off-policy generator and
-        the records so far. Returns the round resumed from, None when nothing is saved."""
+        """Continue from the checkpoint ``resume/`` belongs to (``rlkit.ail.resume``; the latest
+        checkpoint for a folder from before it said which): generator (policy, optimisers,
+        timestep count), discriminator and its optimiser, RNGs, the replay buffer of an off-policy
+        generator, the episode in progress where it was kept, and the records so far. Returns the
+        round resumed from, None when nothing is saved."""
         if self.checkpoints is None or (latest := self.checkpoints.latest()) is None:
             return None
-        checkpoint = self.checkpoints.load(latest, self.device, env=self.venv)
+        resume_dir = self.checkpoints.resume_dir
+        kept = resume_folder_round(resume_dir)
+        start = latest if kept is None else kept  # later checkpoints are trained again, the same
+        checkpoint = self.checkpoints.load(start, self.device, env=self.venv)
         # In place: the env wrapper holds this discriminator's reward method.
         self.discriminator.load_state_dict(checkpoint.discriminator.state_dict())
-        restore_trainer_state(self.checkpoints.path(latest), self.optimizer, self.rng, self.torch_rng)
+        learn_rngs = restore_trainer_state(self.checkpoints.path(start), self.optimizer, self.rng,
+                                           self.torch_rng)
         self.generator = checkpoint.generator
-        replay = self.checkpoints.resume_dir / REPLAY_FILE
+        replay = resume_dir / REPLAY_FILE
         if isinstance(self.generator, OffPolicyAlgorithm) and replay.is_file():
             load_replay(_replay_buffer(self.generator), replay)
+        episode = resume_episode(resume_dir) if kept is not None else None
+        if learn_rngs is not None and episode is not None:  # else learn() starts a new episode
+            restore_learn_rngs(self.generator, learn_rngs, self.checkpoints.path(start))
+            restore_episode(self.generator, episode, resume_dir / EPISODE_FILE)
         self.records = [AILRound(**self.checkpoints.meta(r)["diagnostics"])
-                        for r in self.checkpoints.rounds() if r <= latest]
-        self.round = latest + 1
-        return latest
+                        for r in self.checkpoints.rounds() if r <= start]
+        self.round = start + 1
+        return start
 
     def _checkpoint(self, record: AILRound) -> None:
         assert self.checkpoints is not None
-        if isinstance(self.generator, OffPolicyAlgorithm):
-            save_replay(_replay_buffer(self.generator), self.checkpoints.resume_dir / REPLAY_FILE)
         self.checkpoints.save(self.round, self.generator, self.discriminator, record.to_dict(),
-                              trainer_state(self.optimizer, self.rng, self.torch_rng))
+                              trainer_state(self.optimizer, self.rng, self.torch_rng, self.generator))
+        replay = _replay_buffer(self.generator) if isinstance(self.generator, OffPolicyAlgorithm) else None
+        save_resume_folder(self.checkpoints.resume_dir, self.round, replay, episode_state(self.generator))
 
     def update_discriminator(self, agent: Transitions) -> dict[str, float]:
         """``updates_per_round`` Adam steps on fresh expert/agent batches (their images randomly

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -116,3 +116,19 @@ class TransitionBuffer:
         """True returns of the episodes finished since the last call."""
         returns, self.episode_returns = self.episode_returns, []
         return returns
+
+    def episode_state(self) -> dict[str, np.ndarray]:
+        """All it holds, for a run that must go on exactly (``rlkit.persistence.env_state``)."""
+        return {"obs": self._obs, "next_obs": self._next_obs, "acts": self._acts, "dones": self._dones,
+                "pos": np.asarray(self._pos), "size": np.asarray(self._size),
+                "episode_returns": np.asarray(self.episode_returns, dtype=np.float64)}
+
+    def load_episode_state(self, state: Mapping[str, np.ndarray]) -> None:
+        """Take back what ``episode_state`` gave (a buffer of the same capacity and shapes)."""
+        for name in ("obs", "next_obs", "acts", "dones"):
+            mine, saved = getattr(self, f"_{name}"), np.asarray(state[name])
+            if saved.shape != mine.shape:
+                raise ValueError(f"{name} of shape {saved.shape}, this buffer's are {mine.shape}")
+            mine[:] = saved
+        self._pos, self._size = int(state["pos"]), int(state["size"])
+        self.episode_returns = [float(r) for r in state["episode_returns"]]

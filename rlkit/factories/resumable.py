@@ -89,7 +89,8 @@ from rlkit.persistence.rng import (
     torch_rng_state,
 )
 
-__all__ = ["ResumableTraining", "Resumed"]
+__all__ = ["ResumableTraining", "Resumed", "env_rng_states", "episode_state", "restore_env_rngs",
+           "restore_episode"]
 
 KIND = "rlkit.sb3-resume"
 FORMAT = tag(KIND)
@@ -274,7 +275,7 @@ class ResumableTraining:
         cuda = torch.cuda.get_rng_state_all() if agent.device.type == "cuda" else []
         tensors = {"torch": torch_rng_state(), "cuda": cuda}
         atomic_write_bytes(folder / TENSORS_FILE, lambda handle: torch.save(tensors, handle))
-        episode = _episode_state(agent)
+        episode = episode_state(agent)
         if episode is not None:
             save_npz(folder / EPISODE_FILE, episode)
         replay = None
@@ -287,7 +288,7 @@ class ResumableTraining:
             "rngs": {"numpy_global": numpy_global_state(), "python": python_random_state(),
                      "action_space": numpy_rng_state(agent.action_space.np_random),
                      # as they are now with the episode in progress, else from before the last step
-                     "envs": _env_rng_states(agent.get_env()) if episode is not None else boundary.env_rngs},
+                     "envs": env_rng_states(agent.get_env()) if episode is not None else boundary.env_rngs},
             "exact": episode is not None or (boundary.env_rngs is not None and boundary.episode_end),
             "episode": episode is not None, "replay": replay, "progress": progress,
         }, covers=payload_files(folder))
@@ -342,7 +343,7 @@ class _ChunkEnd(BaseCallback):
 
     def _watch(self) -> None:
         if self.end - self.model.n_envs <= self.model.num_timesteps < self.end:
-            self.env_rngs = _env_rng_states(self.model.get_env())
+            self.env_rngs = env_rng_states(self.model.get_env())
 
 
 def _stride(agent: BaseAlgorithm) -> int:
@@ -358,7 +359,7 @@ def _stride(agent: BaseAlgorithm) -> int:
     raise InvalidDataError(f"{type(agent).__name__} is neither an on- nor an off-policy SB3 algorithm")
 
 
-def _env_rng_states(venv: VecEnv | None) -> list[dict[str, Any]] | None:
+def env_rng_states(venv: VecEnv | None) -> list[dict[str, Any]] | None:
     """Each env's ``np_random`` state (None when an env has none)."""
     try:
         generators = venv.get_attr("np_random") if venv is not None else []
@@ -412,20 +413,22 @@ def _restore(agent: BaseAlgorithm, directory: Path, path: Path, header: dict[str
     restore_numpy_rng(agent.action_space.np_random, rngs["action_space"], path)
     venv = agent.get_env()
     if rngs["envs"] is not None and venv is not None:
-        _restore_env_rngs(venv, rngs["envs"], path)
+        restore_env_rngs(venv, rngs["envs"], path)
     agent._last_obs = None  # learn() starts with an env reset, unless the episode goes on
-    arrays = tensors["episode"]
-    if arrays is not None and venv is not None:
-        env_arrays = {k: v for k, v in arrays.items() if not k.startswith(_AGENT)}
-        restore_env_state(venv, env_arrays, path.with_suffix("") / EPISODE_FILE)
-        for name in RUN_STATE:
-            if f"{_AGENT}{name}" in arrays:
-                setattr(agent, name, arrays[f"{_AGENT}{name}"])
+    if tensors["episode"] is not None:
+        restore_episode(agent, tensors["episode"], path.with_suffix("") / EPISODE_FILE)
 
 
-def _episode_state(agent: BaseAlgorithm) -> dict[str, np.ndarray] | None:
+def episode_state(agent: BaseAlgorithm) -> dict[str, np.ndarray] | None:
     """The episode in progress: every env layer's state and the agent's last observation (None
-    when a layer cannot hand its state over, or the observations are not one array)."""
+    when a layer cannot hand its state over, or the observations are not one array).
+
+    Args:
+        agent: an SB3 agent on its env, between two ``learn`` calls.
+
+    Returns:
+        Named arrays for ``restore_episode``, or None.
+    """
     venv = agent.get_env()
     if venv is None or not isinstance(agent._last_obs, np.ndarray):
         return None
@@ -439,7 +442,28 @@ def _episode_state(agent: BaseAlgorithm) -> dict[str, np.ndarray] | None:
     return state
 
 
-def _restore_env_rngs(venv: VecEnv, states: list[dict[str, Any]], path: Path) -> None:
+def restore_episode(agent: BaseAlgorithm, arrays: Mapping[str, np.ndarray], where: Path) -> None:
+    """Put ``episode_state``'s arrays back into a fresh ``agent`` and its env (never reset; its
+    env RNGs restored as they were then), so that ``learn`` goes on with that episode.
+
+    Args:
+        agent: built as the saved one was, on a fresh env.
+        arrays: what ``episode_state`` returned.
+        where: the file they came from, named in errors.
+
+    Raises:
+        InvalidDataError: the env's layers are not the ones saved (``rlkit.persistence.env_state``).
+    """
+    venv = agent.get_env()
+    if venv is None:
+        raise InvalidDataError(f"{where}: the episode of an agent on an env; this one has none")
+    restore_env_state(venv, {k: v for k, v in arrays.items() if not k.startswith(_AGENT)}, where)
+    for name in RUN_STATE:
+        if f"{_AGENT}{name}" in arrays:
+            setattr(agent, name, arrays[f"{_AGENT}{name}"])
+
+
+def restore_env_rngs(venv: VecEnv, states: list[dict[str, Any]], path: Path) -> None:
     """Each env's ``np_random`` as saved, and the seeds the fresh agent set for its first reset
     dropped, so that reset draws from them."""
     generators = venv.get_attr("np_random")

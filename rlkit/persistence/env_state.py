@@ -106,7 +106,7 @@ def restore(venv: VecEnv, state: Mapping[str, np.ndarray], where: str | os.PathL
             continue
         try:
             _write(layers[name], fields)
-        except (KeyError, ValueError, TypeError, IndexError) as error:
+        except (AttributeError, KeyError, ValueError, TypeError, IndexError) as error:
             raise InvalidDataError(f"{where}: the state of {name} does not fit this env "
                                    f"({type(error).__name__}: {error})") from None
 

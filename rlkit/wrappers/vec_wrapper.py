@@ -93,13 +93,20 @@ class RewardVecEnvWrapper(VecEnvWrapper):
         self.reward_fn = reward_fn
 
     def episode_state(self) -> dict[str, np.ndarray] | None:
-        """What the next step depends on (``rlkit.persistence.env_state``); None before the first
-        reset, or with observers attached (what they hold is theirs to keep)."""
-        if self.observers or self._prev_obs is None:
+        """What the next step depends on (``rlkit.persistence.env_state``), the observers' too
+        (``observer<i>.<field>``); None before the first reset, or when an observer cannot hand
+        its state over."""
+        if self._prev_obs is None:
             return None
-        return {"prev_obs": self._prev_obs, "true_returns": self._true_returns.copy(),
-                "learned_returns": self._learned_returns.copy(), "lengths": self._lengths.copy(),
-                "total_steps": np.asarray(self._total_steps)}
+        state = {"prev_obs": self._prev_obs, "true_returns": self._true_returns.copy(),
+                 "learned_returns": self._learned_returns.copy(), "lengths": self._lengths.copy(),
+                 "total_steps": np.asarray(self._total_steps)}
+        for index, observer in enumerate(self.observers):
+            saves = getattr(observer, "episode_state", None)
+            if saves is None:
+                return None
+            state |= {f"observer{index}.{field}": value for field, value in saves().items()}
+        return state
 
     def load_episode_state(self, state: Mapping[str, np.ndarray]) -> None:
         """Take back what ``episode_state`` gave."""
@@ -113,6 +120,10 @@ class RewardVecEnvWrapper(VecEnvWrapper):
                 raise ValueError(f"{name} of shape {values.shape}, this env has {self.num_envs} envs")
             getattr(self, f"_{name}")[:] = values
         self._prev_obs, self._total_steps = prev_obs, int(state["total_steps"])
+        for index, observer in enumerate(self.observers):
+            prefix = f"observer{index}."
+            observer.load_episode_state(  # type: ignore[attr-defined]  # episode_state saved it
+                {k.removeprefix(prefix): v for k, v in state.items() if k.startswith(prefix)})
 
     def reset(self) -> VecEnvObs:
         obs = array_obs(self.venv.reset())  # an array: the space was checked in __init__
