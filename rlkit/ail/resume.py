@@ -20,7 +20,6 @@ but not in numbers.
 
 from __future__ import annotations
 
-import random
 from pathlib import Path
 from typing import Any
 
@@ -30,15 +29,13 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.buffers import ReplayBuffer
 
 from rlkit.errors import FileFormatError
-from rlkit.factories.resumable import env_rng_states, restore_env_rngs
+from rlkit.factories.resumable import learn_rngs, restore_learn_rngs
 from rlkit.persistence import atomic_dir, atomic_write_bytes
 from rlkit.persistence.arrays import load_npz, save_npz
 from rlkit.persistence.replay import REPLAY_FILE, load_replay, save_replay
 from rlkit.persistence.rng import (
     check_torch_rng_state,
-    numpy_global_state,
     numpy_rng_state,
-    python_random_state,
     python_random_state_from_json,
     random_state_from_json,
     restore_numpy_rng,
@@ -46,7 +43,7 @@ from rlkit.persistence.rng import (
     torch_rng_state,
 )
 
-__all__ = ["EPISODE_FILE", "REPLAY_FILE", "TRAINER_STATE_FILE", "load_replay", "restore_learn_rngs",
+__all__ = ["EPISODE_FILE", "REPLAY_FILE", "TRAINER_STATE_FILE", "load_replay", "restore_generator_rngs",
            "restore_trainer_state", "resume_episode", "resume_folder_round", "save_resume_folder",
            "save_trainer_state", "trainer_state"]
 
@@ -62,10 +59,7 @@ def trainer_state(optimizer: torch.optim.Optimizer, rng: np.random.Generator,
     state = {"optimizer": optimizer.state_dict(), "numpy_rng": numpy_rng_state(rng),
              "torch_rng": torch_rng_state(torch_rng)}
     if generator is not None:
-        state["learn_rngs"] = {"torch": torch_rng_state(), "numpy_global": numpy_global_state(),
-                               "python": python_random_state(),
-                               "action_space": numpy_rng_state(generator.action_space.np_random),
-                               "envs": env_rng_states(generator.get_env())}
+        state["learn_rngs"] = {"torch": torch_rng_state(), **learn_rngs(generator)}
     return state
 
 
@@ -75,8 +69,8 @@ def save_trainer_state(state: dict[str, Any], directory: Path) -> None:
 
 def restore_trainer_state(directory: Path, optimizer: torch.optim.Optimizer, rng: np.random.Generator,
                           torch_rng: torch.Generator) -> dict[str, Any] | None:
-    """Put the optimiser and the trainer's RNGs back; returns the ``learn_rngs`` for
-    ``restore_learn_rngs`` (None in a checkpoint from before they were kept)."""
+    """Put the optimiser and the trainer's RNGs back; returns the generator's RNGs for
+    ``restore_generator_rngs`` (None in a checkpoint from before they were kept)."""
     path = directory / TRAINER_STATE_FILE
     try:
         # saved on any device; the optimiser moves its state to its parameters' device
@@ -84,27 +78,22 @@ def restore_trainer_state(directory: Path, optimizer: torch.optim.Optimizer, rng
         optimizer.load_state_dict(state["optimizer"])
         restore_numpy_rng(rng, state["numpy_rng"], path)
         restore_torch_rng(state["torch_rng"], torch_rng, path)
-        learn_rngs = state.get("learn_rngs")
-        if learn_rngs is not None:  # checked before anything of the generator is touched
-            check_torch_rng_state(learn_rngs["torch"], path)
-            random_state_from_json(learn_rngs["numpy_global"], path)
-            python_random_state_from_json(learn_rngs["python"], path)
+        generator_rngs = state.get("learn_rngs")
+        if generator_rngs is not None:  # checked before anything of the generator is touched
+            check_torch_rng_state(generator_rngs["torch"], path)
+            random_state_from_json(generator_rngs["numpy_global"], path)
+            python_random_state_from_json(generator_rngs["python"], path)
     except FileNotFoundError:
         raise FileFormatError(f"{path}: missing; this checkpoint cannot resume a run") from None
     except Exception as error:  # torch's unpickler and the state setters raise their own kinds
         raise FileFormatError(f"{path}: damaged ({error})") from None
-    return learn_rngs
+    return generator_rngs
 
 
-def restore_learn_rngs(generator: BaseAlgorithm, learn_rngs: dict[str, Any], where: Path) -> None:
+def restore_generator_rngs(generator: BaseAlgorithm, rngs: dict[str, Any], where: Path) -> None:
     """The RNGs the generator's ``learn`` draws from, as ``trainer_state`` kept them."""
-    restore_torch_rng(learn_rngs["torch"], where=where)
-    np.random.set_state(random_state_from_json(learn_rngs["numpy_global"], where))
-    random.setstate(python_random_state_from_json(learn_rngs["python"], where))
-    restore_numpy_rng(generator.action_space.np_random, learn_rngs["action_space"], where)
-    venv = generator.get_env()
-    if learn_rngs["envs"] is not None and venv is not None:
-        restore_env_rngs(venv, learn_rngs["envs"], where)
+    restore_torch_rng(rngs["torch"], where=where)
+    restore_learn_rngs(generator, rngs, where)
 
 
 def save_resume_folder(directory: Path, round_index: int, replay: ReplayBuffer | None,

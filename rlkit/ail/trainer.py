@@ -39,7 +39,7 @@ from rlkit.ail.resume import (
     EPISODE_FILE,
     REPLAY_FILE,
     load_replay,
-    restore_learn_rngs,
+    restore_generator_rngs,
     restore_trainer_state,
     resume_episode,
     resume_folder_round,
@@ -200,15 +200,15 @@ class AILTrainer:
         checkpoint = self.checkpoints.load(start, self.device, env=self.venv)
         # In place: the env wrapper holds this discriminator's reward method.
         self.discriminator.load_state_dict(checkpoint.discriminator.state_dict())
-        learn_rngs = restore_trainer_state(self.checkpoints.path(start), self.optimizer, self.rng,
+        generator_rngs = restore_trainer_state(self.checkpoints.path(start), self.optimizer, self.rng,
                                            self.torch_rng)
         self.generator = checkpoint.generator
         replay = resume_dir / REPLAY_FILE
         if isinstance(self.generator, OffPolicyAlgorithm) and replay.is_file():
             load_replay(_replay_buffer(self.generator), replay)
         episode = resume_episode(resume_dir) if kept is not None else None
-        if learn_rngs is not None and episode is not None:  # else learn() starts a new episode
-            restore_learn_rngs(self.generator, learn_rngs, self.checkpoints.path(start))
+        if generator_rngs is not None and episode is not None:  # else learn() starts a new episode
+            restore_generator_rngs(self.generator, generator_rngs, self.checkpoints.path(start))
             restore_episode(self.generator, episode, resume_dir / EPISODE_FILE)
         self.records = [AILRound(**self.checkpoints.meta(r)["diagnostics"])
                         for r in self.checkpoints.rounds() if r <= start]

@@ -89,8 +89,8 @@ from rlkit.persistence.rng import (
     torch_rng_state,
 )
 
-__all__ = ["ResumableTraining", "Resumed", "env_rng_states", "episode_state", "restore_env_rngs",
-           "restore_episode"]
+__all__ = ["ResumableTraining", "Resumed", "episode_state", "learn_rngs", "restore_episode",
+           "restore_learn_rngs"]
 
 KIND = "rlkit.sb3-resume"
 FORMAT = tag(KIND)
@@ -285,10 +285,8 @@ class ResumableTraining:
         write_header(header, KIND, {
             "settings": self.settings, "algo": type(agent).__name__, "n_envs": agent.n_envs,
             "counters": {name: int(getattr(agent, name)) for name in COUNTERS if hasattr(agent, name)},
-            "rngs": {"numpy_global": numpy_global_state(), "python": python_random_state(),
-                     "action_space": numpy_rng_state(agent.action_space.np_random),
-                     # as they are now with the episode in progress, else from before the last step
-                     "envs": env_rng_states(agent.get_env()) if episode is not None else boundary.env_rngs},
+            # the env RNGs as they are now with the episode in progress, else from before the last step
+            "rngs": learn_rngs(agent) | ({} if episode is not None else {"envs": boundary.env_rngs}),
             "exact": episode is not None or (boundary.env_rngs is not None and boundary.episode_end),
             "episode": episode is not None, "replay": replay, "progress": progress,
         }, covers=payload_files(folder))
@@ -408,12 +406,7 @@ def _restore(agent: BaseAlgorithm, directory: Path, path: Path, header: dict[str
     restore_torch_rng(tensors["torch"], where=path.with_suffix("") / TENSORS_FILE)
     if tensors["cuda"] and agent.device.type == "cuda" and len(tensors["cuda"]) == torch.cuda.device_count():
         torch.cuda.set_rng_state_all(tensors["cuda"])
-    np.random.set_state(random_state_from_json(rngs["numpy_global"], path))
-    random.setstate(python_random_state_from_json(rngs["python"], path))
-    restore_numpy_rng(agent.action_space.np_random, rngs["action_space"], path)
-    venv = agent.get_env()
-    if rngs["envs"] is not None and venv is not None:
-        restore_env_rngs(venv, rngs["envs"], path)
+    restore_learn_rngs(agent, rngs, path)
     agent._last_obs = None  # learn() starts with an env reset, unless the episode goes on
     if tensors["episode"] is not None:
         restore_episode(agent, tensors["episode"], path.with_suffix("") / EPISODE_FILE)
@@ -440,6 +433,39 @@ def episode_state(agent: BaseAlgorithm) -> dict[str, np.ndarray] | None:
         if isinstance(value, np.ndarray):
             state[f"{_AGENT}{name}"] = value
     return state
+
+
+def learn_rngs(agent: BaseAlgorithm) -> dict[str, Any]:
+    """The RNGs besides torch's that ``learn`` draws from, as JSON data: numpy's global one (SB3
+    samples replay batches from it), Python's, the action space's (random warm-up actions) and each
+    env's ``np_random`` (``envs``: None when an env has none).
+
+    Args:
+        agent: an SB3 agent on its env.
+
+    Returns:
+        The states, for ``restore_learn_rngs``.
+    """
+    return {"numpy_global": numpy_global_state(), "python": python_random_state(),
+            "action_space": numpy_rng_state(agent.action_space.np_random),
+            "envs": env_rng_states(agent.get_env())}
+
+
+def restore_learn_rngs(agent: BaseAlgorithm, rngs: Mapping[str, Any], where: Path) -> None:
+    """Put ``learn_rngs``'s states back (each env's too, the seeds a fresh agent set for its first
+    reset dropped).
+
+    Args:
+        agent: the agent, on its env.
+        rngs: what ``learn_rngs`` returned.
+        where: the file they came from, named in errors.
+    """
+    np.random.set_state(random_state_from_json(rngs["numpy_global"], where))
+    random.setstate(python_random_state_from_json(rngs["python"], where))
+    restore_numpy_rng(agent.action_space.np_random, rngs["action_space"], where)
+    venv = agent.get_env()
+    if rngs["envs"] is not None and venv is not None:
+        restore_env_rngs(venv, rngs["envs"], where)
 
 
 def restore_episode(agent: BaseAlgorithm, arrays: Mapping[str, np.ndarray], where: Path) -> None:
