@@ -74,6 +74,16 @@ def test_a_fresh_venv_given_the_state_steps_on_as_the_original(make: Callable[[i
     assert ended >= 2
 
 
+def test_rl_zoo3s_time_limit_which_importing_it_puts_in_gymnasiums_place_is_kept_as_gymnasiums():
+    import rl_zoo3.gym_patches  # noqa: F401  (rlkit imports it for the zoo's hyperparameters)
+
+    venv = make_vec_env("Hopper-v5", n_envs=1, seed=0)
+    venv.reset()
+    venv.step(np.zeros((1, 3), dtype=np.float32))
+    state = capture(venv)  # a point saved where rl-zoo3 was imported resumes where it was not
+    assert state is not None and state["env0/1:TimeLimit/elapsed_steps"] == 1
+
+
 def test_without_the_state_the_fresh_venv_does_not_step_on_alike():
     """The comparison above can fail: a venv reset from the same RNGs is elsewhere."""
     original = hopper(5)

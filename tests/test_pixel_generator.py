@@ -187,6 +187,46 @@ def test_ail_checkpoints_of_a_pixel_generator_load_and_resume(tmp_path: Any) -> 
     assert resumed.generator.replay_buffer.size() == 64
     resumed.train()
     assert resumed.generator.num_timesteps == 96
+    unbroken = AILTrainer(config.model_copy(update={"rounds": 3}), pixel_venv(), demos, "sac",
+                          generator_kwargs=kwargs, checkpoints=CheckpointStore(tmp_path / "unbroken"))
+    assert unbroken.train() == resumed.records  # mid-episode, augmentation RNG and all: bit-identical
+    for name, value in unbroken.generator.policy.state_dict().items():
+        assert torch.equal(resumed.generator.policy.state_dict()[name], value), name
+
+
+def test_a_drqsac_run_killed_mid_episode_resumes_bit_identical(tmp_path: Any) -> None:
+    """The augmentation's own RNG is kept in the resume point with the episode in progress."""
+    from rlkit.factories.resumable import ResumableTraining
+
+    def sitting(directory: Any, kill_at: int | None = None) -> DrQSAC:
+        generator = make_generator("sac", pixel_venv(), 40, seed=0,
+                                   kwargs={**SMALL, "learning_starts": 10, "augment_pad": 2})
+        assert isinstance(generator, DrQSAC)
+        training = ResumableTraining(directory, 120, 40)
+        training.resume(generator)
+
+        class Killed(Exception):
+            pass
+
+        def kill(locals_: dict[str, Any], _: Any) -> bool:
+            if kill_at is not None and generator.num_timesteps >= kill_at:
+                raise Killed
+            return True
+
+        from stable_baselines3.common.callbacks import ConvertCallback
+
+        try:
+            training.train(generator, ConvertCallback(kill))
+        except Killed:
+            pass
+        return generator
+
+    whole = sitting(tmp_path / "whole")
+    sitting(tmp_path / "killed", kill_at=100)  # points at 40 and 80, in 200-step episodes
+    resumed = sitting(tmp_path / "killed")
+    assert resumed.num_timesteps == whole.num_timesteps == 120
+    for name, value in whole.policy.state_dict().items():
+        assert torch.equal(resumed.policy.state_dict()[name], value), name
 
 
 # --- the fixed keypoint encoder ----------------------------------------------------------------

@@ -3,7 +3,8 @@
 A checkpoint holds the generator (SB3's zip: policy and its optimisers) and the discriminator's
 nets. Resuming also needs the discriminator's optimiser and the RNGs (``trainer_state.pt`` in the
 checkpoint, covered by its checksum): the trainer's own, and those the generator's ``learn`` draws
-from (torch's, numpy's global one, Python's, the action space's, each env's). The rest is large and
+from (torch's, the generator's own such as ``DrQSAC``'s augmentation, numpy's global one, Python's,
+the action space's, each env's). The rest is large and
 kept only for the latest checkpoint, in ``<checkpoints>/resume/``, a folder replaced whole
 (``rlkit.persistence.atomic_dir``) after the checkpoint it belongs to is written:
 
@@ -29,7 +30,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.buffers import ReplayBuffer
 
 from rlkit.errors import FileFormatError
-from rlkit.factories.resumable import learn_rngs, restore_learn_rngs
+from rlkit.factories.resumable import learn_rngs, own_rngs, restore_learn_rngs, restore_own_rngs
 from rlkit.persistence import atomic_dir, atomic_write_bytes
 from rlkit.persistence.arrays import load_npz, save_npz
 from rlkit.persistence.replay import REPLAY_FILE, load_replay, save_replay
@@ -59,7 +60,8 @@ def trainer_state(optimizer: torch.optim.Optimizer, rng: np.random.Generator,
     state = {"optimizer": optimizer.state_dict(), "numpy_rng": numpy_rng_state(rng),
              "torch_rng": torch_rng_state(torch_rng)}
     if generator is not None:
-        state["learn_rngs"] = {"torch": torch_rng_state(), **learn_rngs(generator)}
+        state["learn_rngs"] = {"torch": torch_rng_state(), "own": own_rngs(generator),
+                               **learn_rngs(generator)}
     return state
 
 
@@ -80,7 +82,8 @@ def restore_trainer_state(directory: Path, optimizer: torch.optim.Optimizer, rng
         restore_torch_rng(state["torch_rng"], torch_rng, path)
         generator_rngs = state.get("learn_rngs")
         if generator_rngs is not None:  # checked before anything of the generator is touched
-            check_torch_rng_state(generator_rngs["torch"], path)
+            for state_of in (generator_rngs["torch"], *generator_rngs["own"].values()):
+                check_torch_rng_state(state_of, path)
             random_state_from_json(generator_rngs["numpy_global"], path)
             python_random_state_from_json(generator_rngs["python"], path)
     except FileNotFoundError:
@@ -93,6 +96,7 @@ def restore_trainer_state(directory: Path, optimizer: torch.optim.Optimizer, rng
 def restore_generator_rngs(generator: BaseAlgorithm, rngs: dict[str, Any], where: Path) -> None:
     """The RNGs the generator's ``learn`` draws from, as ``trainer_state`` kept them."""
     restore_torch_rng(rngs["torch"], where=where)
+    restore_own_rngs(generator, rngs["own"], where)
     restore_learn_rngs(generator, rngs, where)
 
 

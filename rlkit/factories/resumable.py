@@ -11,7 +11,8 @@ A point (format ``rlkit.sb3-resume``) holds:
   algorithm has one);
 - an off-policy agent's replay buffer, as chunk files of which a point writes only those holding
   rows added since the last (``rlkit.persistence.replay.save_replay_chunks``);
-- the RNGs a run draws from: torch's (CPU; CUDA when the agent runs there), numpy's global one
+- the RNGs a run draws from: torch's (CPU; CUDA when the agent runs there), the torch generators
+  an algorithm keeps of its own (``DrQSAC``'s augmentation), numpy's global one
   (SB3 samples replay batches from it), Python's ``random``, the action space's (SB3's random
   warm-up actions) and each env's ``np_random`` (as it is, where the episode in progress is kept;
   else as it was before the chunk's last env step);
@@ -36,8 +37,7 @@ the chunk's last step and a resumed run starts with an env reset: where that ste
 in every env, the reset draws the start the killed run's own reset drew and the run is again
 bit-identical; mid-episode it starts a new episode, and from there it is equal in steps and
 updates but not in numbers. ``Resumed.exact`` says which. Provisos: the agent runs on the CPU or
-deterministic CUDA kernels; RNGs of an algorithm's own (``DrQSAC``'s augmentation) start again
-from its seed; SB3's progress for non-constant schedules is counted per ``learn`` call, so per
+deterministic CUDA kernels; SB3's progress for non-constant schedules is counted per ``learn`` call, so per
 chunk (rlkit builds constant ones). SB3's ``ep_info_buffer`` (the ``rollout/ep_rew_mean`` log)
 starts empty.
 
@@ -89,8 +89,8 @@ from rlkit.persistence.rng import (
     torch_rng_state,
 )
 
-__all__ = ["ResumableTraining", "Resumed", "episode_state", "learn_rngs", "restore_episode",
-           "restore_learn_rngs"]
+__all__ = ["ResumableTraining", "Resumed", "episode_state", "learn_rngs", "own_rngs", "restore_episode",
+           "restore_learn_rngs", "restore_own_rngs"]
 
 KIND = "rlkit.sb3-resume"
 FORMAT = tag(KIND)
@@ -251,6 +251,9 @@ class ResumableTraining:
             tensors = torch.load(tensors_path, map_location="cpu", weights_only=True)
             check_torch_rng_state(tensors["torch"], tensors_path)
             cuda = list(tensors["cuda"])
+            own = dict(tensors.get("own", {}))  # points from before they were kept have none
+            for state in own.values():
+                check_torch_rng_state(state, tensors_path)
         except FileFormatError:
             raise
         except Exception as error:  # torch's restricted unpickler raises its own kinds
@@ -263,7 +266,7 @@ class ResumableTraining:
         if not isinstance(episode, bool):
             raise FileFormatError(f"{path}: field 'episode' must be true or false, got {episode!r}")
         arrays = load_npz(path.with_suffix("") / EPISODE_FILE) if episode else None
-        return {"torch": tensors["torch"], "cuda": cuda, "episode": arrays}
+        return {"torch": tensors["torch"], "cuda": cuda, "own": own, "episode": arrays}
 
     def _save(self, agent: BaseAlgorithm, boundary: _ChunkEnd, progress: dict[str, Any]) -> None:
         steps = agent.num_timesteps
@@ -273,7 +276,7 @@ class ResumableTraining:
         folder.mkdir(parents=True)
         save_agent(agent, folder / AGENT_NAME)
         cuda = torch.cuda.get_rng_state_all() if agent.device.type == "cuda" else []
-        tensors = {"torch": torch_rng_state(), "cuda": cuda}
+        tensors = {"torch": torch_rng_state(), "cuda": cuda, "own": own_rngs(agent)}
         atomic_write_bytes(folder / TENSORS_FILE, lambda handle: torch.save(tensors, handle))
         episode = episode_state(agent)
         if episode is not None:
@@ -404,6 +407,7 @@ def _restore(agent: BaseAlgorithm, directory: Path, path: Path, header: dict[str
         load_replay_chunks(agent.replay_buffer, directory, header["replay"])
     rngs = header["rngs"]
     restore_torch_rng(tensors["torch"], where=path.with_suffix("") / TENSORS_FILE)
+    restore_own_rngs(agent, tensors["own"], path.with_suffix("") / TENSORS_FILE)
     if tensors["cuda"] and agent.device.type == "cuda" and len(tensors["cuda"]) == torch.cuda.device_count():
         torch.cuda.set_rng_state_all(tensors["cuda"])
     restore_learn_rngs(agent, rngs, path)
@@ -466,6 +470,38 @@ def restore_learn_rngs(agent: BaseAlgorithm, rngs: Mapping[str, Any], where: Pat
     venv = agent.get_env()
     if rngs["envs"] is not None and venv is not None:
         restore_env_rngs(venv, rngs["envs"], where)
+
+
+def own_rngs(agent: BaseAlgorithm) -> dict[str, torch.Tensor]:
+    """The states of the torch generators an algorithm keeps of its own (``DrQSAC``'s
+    ``augment_rng``), by attribute name.
+
+    Args:
+        agent: an SB3 agent.
+
+    Returns:
+        Each generator's state, for ``restore_own_rngs``.
+    """
+    return {name: value.get_state() for name, value in vars(agent).items()
+            if isinstance(value, torch.Generator)}
+
+
+def restore_own_rngs(agent: BaseAlgorithm, states: Mapping[str, torch.Tensor], where: Path) -> None:
+    """Put ``own_rngs``'s states back into the agent's generators of those names.
+
+    Args:
+        agent: the agent, built as the saved one was.
+        states: what ``own_rngs`` returned.
+        where: the file they came from, named in errors.
+
+    Raises:
+        InvalidDataError: a state for a generator this agent does not have.
+    """
+    for name, state in states.items():
+        generator = getattr(agent, name, None)
+        if not isinstance(generator, torch.Generator):
+            raise InvalidDataError(f"{where}: the state of an RNG {name!r}, which this agent does not have")
+        restore_torch_rng(state, generator, where)
 
 
 def restore_episode(agent: BaseAlgorithm, arrays: Mapping[str, np.ndarray], where: Path) -> None:

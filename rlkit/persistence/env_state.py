@@ -9,7 +9,8 @@ captured one's would have. A layer is read only when its state is known in full:
 - rlkit's own envs and wrappers say theirs through ``SavesEpisodeState`` (``episode_state`` /
   ``load_episode_state``; ``episode_state`` returns None when it cannot, e.g. a reward wrapper
   feeding observers);
-- of other libraries': gymnasium's ``TimeLimit``, ``OrderEnforcing`` and ``PassiveEnvChecker``,
+- of other libraries': gymnasium's ``TimeLimit`` (and rl-zoo3's ``PatchedTimeLimit``, which
+  importing rl-zoo3 puts in its place), ``OrderEnforcing`` and ``PassiveEnvChecker``,
   SB3's ``Monitor`` and ``DummyVecEnv`` (the buffers it refills each step hold nothing), SB3's
   ``VecTransposeImage`` (no state), ``Pendulum-v1`` and the MuJoCo tasks whose step reads only
   the simulator's integration state (``MJ_TASKS``: Hopper, HalfCheetah, Walker2d; MuJoCo's
@@ -41,6 +42,7 @@ __all__ = ["MJ_TASKS", "SavesEpisodeState", "capture", "restore"]
 
 State = dict[str, np.ndarray]
 LAYERS = "layers"  # the names of the layers captured, outermost first
+ZOO_TIME_LIMIT = "rl_zoo3.gym_patches.PatchedTimeLimit"  # put in TimeLimit's place once rl_zoo3 is imported
 MJ_TASKS = ("gymnasium.envs.mujoco.hopper_v5.HopperEnv",
             "gymnasium.envs.mujoco.half_cheetah_v5.HalfCheetahEnv",
             "gymnasium.envs.mujoco.walker2d_v5.Walker2dEnv")
@@ -116,18 +118,24 @@ def _layers(venv: VecEnv) -> list[tuple[str, Any]]:
     layers: list[tuple[str, Any]] = []
     depth, layer = 0, venv
     while isinstance(layer, VecEnvWrapper):
-        layers.append((f"vec{depth}:{type(layer).__name__}", layer))
+        layers.append((f"vec{depth}:{_layer_name(layer)}", layer))
         depth, layer = depth + 1, layer.venv
-    layers.append((f"vec{depth}:{type(layer).__name__}", layer))
+    layers.append((f"vec{depth}:{_layer_name(layer)}", layer))
     if isinstance(layer, DummyVecEnv):
         for index, env in enumerate(layer.envs):
             depth, inner = 0, env
             while True:
-                layers.append((f"env{index}/{depth}:{type(inner).__name__}", inner))
+                layers.append((f"env{index}/{depth}:{_layer_name(inner)}", inner))
                 if not isinstance(inner, gym.Wrapper):
                     break
                 depth, inner = depth + 1, inner.env
     return layers
+
+
+def _layer_name(layer: Any) -> str:
+    """The class name; rl-zoo3's TimeLimit is named as gymnasium's, whose place it takes only in
+    processes that imported rl-zoo3 (a point saved in one resumes in the other)."""
+    return "TimeLimit" if _qualname(layer) == ZOO_TIME_LIMIT else type(layer).__name__
 
 
 def _stateless(layer: Any) -> bool:
@@ -234,6 +242,7 @@ def _class_name(cls: type) -> str:
 
 _READERS: dict[str, tuple[Callable[[Any], State | None], Callable[[Any, Mapping[str, np.ndarray]], None]]] = {
     _class_name(TimeLimit): (_time_limit, _set_time_limit),
+    ZOO_TIME_LIMIT: (_time_limit, _set_time_limit),
     _class_name(OrderEnforcing): (_order, _set_order),
     _class_name(PassiveEnvChecker): (_checker, _set_checker),
     _class_name(Monitor): (_monitor, _set_monitor),
