@@ -31,7 +31,7 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.envs.classic_control.pendulum import PendulumEnv
 
-from rlkit.errors import ConfigError
+from rlkit.errors import ConfigError, InvalidDataError
 
 __all__ = [
     "KEYPOINT_COLOURS", "PIXEL_ENV_IDS", "Canvas", "PixelPendulum", "PixelPointMass", "StackFrames",
@@ -242,7 +242,7 @@ class StackFrames(gymnasium.Wrapper[np.ndarray, Any, np.ndarray, Any],
     def load_episode_state(self, state: Mapping[str, np.ndarray]) -> None:
         stack = np.asarray(state["stack"], dtype=np.uint8)
         if stack.shape != self._stack.shape:
-            raise ValueError(f"a stack of shape {stack.shape}, this one is {self._stack.shape}")
+            raise InvalidDataError(f"a stack of shape {stack.shape}, this one is {self._stack.shape}")
         self._stack[:] = stack
 
 

@@ -128,7 +128,7 @@ class TransitionBuffer:
         for name in ("obs", "next_obs", "acts", "dones"):
             mine, saved = getattr(self, f"_{name}"), np.asarray(state[name])
             if saved.shape != mine.shape:
-                raise ValueError(f"{name} of shape {saved.shape}, this buffer's are {mine.shape}")
+                raise InvalidDataError(f"{name} of shape {saved.shape}, this buffer's are {mine.shape}")
             mine[:] = saved
         self._pos, self._size = int(state["pos"]), int(state["size"])
         self.episode_returns = [float(r) for r in state["episode_returns"]]

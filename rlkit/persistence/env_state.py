@@ -108,7 +108,7 @@ def restore(venv: VecEnv, state: Mapping[str, np.ndarray], where: str | os.PathL
             continue
         try:
             _write(layers[name], fields)
-        except (AttributeError, KeyError, ValueError, TypeError, IndexError) as error:
+        except (InvalidDataError, AttributeError, KeyError, ValueError, TypeError, IndexError) as error:
             raise InvalidDataError(f"{where}: the state of {name} does not fit this env "
                                    f"({type(error).__name__}: {error})") from None
 
@@ -231,7 +231,7 @@ def _set_mujoco(env: Any, state: Mapping[str, np.ndarray]) -> None:
     spec = mujoco.mjtState.mjSTATE_INTEGRATION
     values = np.ascontiguousarray(state["integration"], dtype=np.float64)
     if values.shape != (mujoco.mj_stateSize(env.model, spec),):
-        raise ValueError(f"an integration state of shape {values.shape}, this model's has "
+        raise InvalidDataError(f"an integration state of shape {values.shape}, this model's has "
                          f"{mujoco.mj_stateSize(env.model, spec)} numbers")
     mujoco.mj_setState(env.model, env.data, values, spec)
 

@@ -113,11 +113,11 @@ class RewardVecEnvWrapper(VecEnvWrapper):
         prev_obs = np.asarray(state["prev_obs"], dtype=self.observation_space.dtype)
         shape = (self.num_envs, *(self.observation_space.shape or ()))
         if prev_obs.shape != shape:
-            raise ValueError(f"observations of shape {prev_obs.shape}, this env's are {shape}")
+            raise InvalidDataError(f"observations of shape {prev_obs.shape}, this env's are {shape}")
         for name in ("true_returns", "learned_returns", "lengths"):
             values = np.asarray(state[name])
             if values.shape != (self.num_envs,):
-                raise ValueError(f"{name} of shape {values.shape}, this env has {self.num_envs} envs")
+                raise InvalidDataError(f"{name} of shape {values.shape}, this env has {self.num_envs} envs")
             getattr(self, f"_{name}")[:] = values
         self._prev_obs, self._total_steps = prev_obs, int(state["total_steps"])
         for index, observer in enumerate(self.observers):
