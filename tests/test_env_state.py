@@ -9,7 +9,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from stable_baselines3.common.env_util import make_vec_env
-from stable_baselines3.common.vec_env import VecEnv
+from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 from envs.pixels import make_pixel_env
 from rlkit.errors import InvalidDataError
@@ -108,6 +108,9 @@ def test_what_it_cannot_hold_in_full_is_none():
                                    observers=[lambda *args: None])
     observed.reset()
     assert capture(observed) is None  # what observers hold is theirs
+    normalised = VecNormalize(hopper(0))  # its statistics are not kept, though it passes on
+    normalised.reset()  # attribute lookups to the reward wrapper inside, which can say its state
+    assert capture(normalised) is None
     assert capture(hopper(0)) is None  # never reset: no episode to keep
 
 

@@ -4,9 +4,9 @@ A checkpoint holds the generator (SB3's zip: policy and its optimisers) and the 
 nets. Resuming also needs the discriminator's optimiser and the RNGs (``trainer_state.pt`` in the
 checkpoint, covered by its checksum): the trainer's own, and those the generator's ``learn`` draws
 from (torch's, the generator's own such as ``DrQSAC``'s augmentation, numpy's global one, Python's,
-the action space's, each env's). The rest is large and
-kept only for the latest checkpoint, in ``<checkpoints>/resume/``, a folder replaced whole
-(``rlkit.persistence.atomic_dir``) after the checkpoint it belongs to is written:
+the action space's, each env's). The rest is large and kept only for the latest checkpoint, in
+``<checkpoints>/resume/``, a folder replaced whole (``rlkit.persistence.atomic_dir``) after the
+checkpoint it belongs to is written:
 
 - ``replay.npz``: an off-policy generator's replay buffer (``rlkit.persistence.replay``);
 - ``episode.npz``: the round it belongs to and, where every env layer can hand its state over,

@@ -201,7 +201,7 @@ class AILTrainer:
         # In place: the env wrapper holds this discriminator's reward method.
         self.discriminator.load_state_dict(checkpoint.discriminator.state_dict())
         generator_rngs = restore_trainer_state(self.checkpoints.path(start), self.optimizer, self.rng,
-                                           self.torch_rng)
+                                               self.torch_rng)
         self.generator = checkpoint.generator
         replay = resume_dir / REPLAY_FILE
         if isinstance(self.generator, OffPolicyAlgorithm) and replay.is_file():

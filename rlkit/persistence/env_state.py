@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol
 
 import gymnasium as gym
 import mujoco
@@ -48,7 +48,6 @@ MJ_TASKS = ("gymnasium.envs.mujoco.hopper_v5.HopperEnv",
             "gymnasium.envs.mujoco.walker2d_v5.Walker2dEnv")
 
 
-@runtime_checkable
 class SavesEpisodeState(Protocol):
     """An env or wrapper that can hand over, and take back, all it holds mid-episode."""
 
@@ -145,17 +144,24 @@ def _stateless(layer: Any) -> bool:
 def _read(layer: Any) -> State | None:
     if _stateless(layer):
         return {}
-    if isinstance(layer, SavesEpisodeState):
+    if _saves_its_own(layer):
         return layer.episode_state()
     reader = _READERS.get(_qualname(layer))
     return reader[0](layer) if reader is not None else None
 
 
 def _write(layer: Any, fields: Mapping[str, np.ndarray]) -> None:
-    if isinstance(layer, SavesEpisodeState):
+    if _saves_its_own(layer):
         layer.load_episode_state(fields)
     else:
         _READERS[_qualname(layer)][1](layer, fields)
+
+
+def _saves_its_own(layer: Any) -> bool:
+    """Whether the layer's own class says its state (``SavesEpisodeState``). Asked of the class:
+    SB3's VecEnv wrappers hand unknown attributes on to the env they wrap, so a ``VecNormalize``
+    would seem to have its inner wrapper's methods."""
+    return all(callable(getattr(type(layer), name, None)) for name in ("episode_state", "load_episode_state"))
 
 
 def _qualname(layer: Any) -> str:
