@@ -14,6 +14,7 @@ actions are ignored.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, SupportsFloat
 
 import gymnasium as gym
@@ -72,6 +73,13 @@ class FixedHorizon(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
         # an inner truncation can only come at the horizon (checked in __init__) or from an env
         # without a spec'd limit; the episode cannot go on then, so it ends here as well
         return self._real(obs), reward, False, at_horizon or (truncated and not terminated), info
+
+    def episode_state(self) -> dict[str, np.ndarray]:
+        """Steps taken and whether the inner env has ended (``rlkit.persistence.env_state``)."""
+        return {"t": np.asarray(self._t), "absorbed": np.asarray(self._absorbed)}
+
+    def load_episode_state(self, state: Mapping[str, np.ndarray]) -> None:
+        self._t, self._absorbed = int(state["t"]), bool(state["absorbed"])
 
     def _real(self, obs: np.ndarray) -> np.ndarray:
         return np.append(obs, 0).astype(self.observation_space.dtype)

@@ -372,15 +372,18 @@ def test_a_policy_evaluated_every_chunk_trains_as_one_evaluated_at_the_end_and_k
     assert resumed["final_true_return"] == resumed["eval_true_returns"][-1]
 
 
-def test_a_policy_resumed_from_a_point_on_an_episode_end_ends_where_an_unbroken_run_does(tmp_path):
-    """Chunks of 64 steps per env on 16-step episodes: each point falls on an episode end, so
-    the resumed run is the unbroken one, number for number (rlkit.factories.resumable)."""
+@pytest.mark.parametrize("horizon", [16, 20])
+def test_a_policy_resumed_from_its_last_point_ends_where_an_unbroken_run_does(tmp_path, horizon):
+    """Chunks of 64 steps per env: on 16-step episodes each point falls on an episode end, on
+    20-step ones part way through an episode (kept in the point, with the fixed-horizon wrapper's
+    step count); either way the resumed run is the unbroken one, number for number
+    (rlkit.factories.resumable)."""
     from rlkit.config import load_config
     from rlkit.runners.apec import venv_factory
     from rlkit.runners.apec_policy import run_policy
 
     Reward = _counting_reward()
-    config = load_config(ApecConfig, None, [*TINY, "env.horizon=16", "policy.eval_every=128"])
+    config = load_config(ApecConfig, None, [*TINY, f"env.horizon={horizon}", "policy.eval_every=128"])
     make_venv = venv_factory(config.env)
     unbroken = run_policy(config, make_venv, Reward(), tmp_path / "unbroken", None)
     with pytest.raises(_Killed):  # at step 200, after the point at 128

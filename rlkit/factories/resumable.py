@@ -18,8 +18,8 @@ A point (format ``rlkit.sb3-resume``) holds:
   else as it was before the chunk's last env step);
 - the episode in progress, where every layer of the env can hand its state over
   (``rlkit.persistence.env_state``: MuJoCo's Hopper, HalfCheetah and Walker2d, Pendulum, rlkit's
-  pixel tasks and reward wrapper, gymnasium's and SB3's usual wrappers), with the agent's last
-  observation (``episode.npz``);
+  pixel tasks, fixed-horizon and reward wrappers, gymnasium's and SB3's usual wrappers), with the
+  agent's last observation (``episode.npz``);
 - the caller's settings and its own progress (JSON, e.g. an episode-return curve).
 
 Layout: ``<dir>/point-<steps>.json``, the header, written last (the commit), covers
