@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from envs.pixels import KEYPOINT_COLOURS
-from experiments import apec_pixels, apec_policy_check
+from experiments import apec_heldout_check, apec_pixels, apec_policy_check
 from experiments.apec import ApecExperimentConfig, run_unit, units
 from rlkit.ail import CheckpointStore
 from rlkit.apec.config import ApecEnvConfig
@@ -227,3 +227,24 @@ def test_the_pixel_experiment_runs_its_config_at_a_tiny_budget_and_reports(tmp_p
     assert check["policy"]["true"] == pytest.approx(policy_row["policy_return"])
     assert check["demos"]["true"] == pytest.approx(policy_row["demo_return"])
     assert all(np.isfinite(check[group]["learned"]) for group in ("policy", "demos", "random"))
+
+    # the held-out check scores the rewards the experiment scored, on its held-out trajectories
+    assert apec_heldout_check.main([*overrides]) == 0
+    checked = json.loads((out / "heldout_check.json").read_text())
+    assert [c["method"] for c in checked] == ["apec", "drex", "raw_ail"]
+    for check_row, row in zip(checked, rows, strict=True):
+        assert check_row["trajectory_pearson"] == pytest.approx(row["trajectory_pearson"])
+        n = check_row["n_trajectories"]
+        assert sum(check_row[g]["n_pairs"] for g in apec_heldout_check.GROUPS) <= n * (n - 1) // 2
+
+
+def test_the_heldout_check_splits_pairs_at_the_demonstrations_return():
+    true = np.array([-10.0, -5.0, 1.0, 3.0])  # demonstrations at 0: two worse, two better
+    learned = np.array([0.0, 1.0, 3.0, 2.0])  # the worse pair and the mixed ones right, the better one wrong
+    groups = apec_heldout_check.group_accuracy(learned, true, 0.0)
+    assert groups["worse"] == {"accuracy": 1.0, "n_pairs": 1}
+    assert groups["better"] == {"accuracy": 0.0, "n_pairs": 1}
+    assert groups["mixed"] == {"accuracy": 1.0, "n_pairs": 4}
+    tied = apec_heldout_check.group_accuracy(learned, np.array([1.0, 1.0, 2.0, 3.0]), 0.0)
+    assert tied["better"]["n_pairs"] == 5 and tied["worse"]["n_pairs"] == 0  # the tie is left out
+    assert np.isnan(tied["worse"]["accuracy"])
