@@ -21,6 +21,7 @@ from __future__ import annotations
 import importlib
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -305,6 +306,48 @@ def report(config: ApecExperimentConfig, out: Path, name: str = "apec") -> int:
             (out / f"{name}_{_name(task)}_policy_curves.json").write_text(json.dumps(curves, indent=1))
             plot_curves(curves, task, demo_return, out / f"{name}_{_name(task)}_policy.png")
     print(json.dumps({"summary": str(out / "summary.json"), "table": str(out / "table.md")}))
+    return 0
+
+
+def check_finished_runs(argv: list[str] | None, doc: str | None, default_config: Path,
+                        check: Callable[[Path, ApecExperimentConfig], list[dict[str, Any]]],
+                        out_name: str) -> int:
+    """The command line of a check over the experiment's finished runs (``apec_policy_check``,
+    ``apec_heldout_check``): ``check(run_dir, config)`` per finished (task, seed), each row
+    printed as a JSON line and all of them written to ``out_dir/out_name``.
+
+    Args:
+        argv: the command line (default ``sys.argv[1:]``): ``key=value`` overrides, ``--config``.
+        doc: the check's description for ``--help``.
+        default_config: the experiment config checked without ``--config``.
+        check: the rows of one finished run directory.
+        out_name: the JSON file written in ``out_dir``.
+
+    Returns:
+        The exit status (1 when no run has finished or none gave a row).
+    """
+    import argparse
+
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("overrides", nargs="*", metavar="key=value")
+    parser.add_argument("--config", default=default_config)
+    args = parser.parse_args(argv)
+    config = load_config(ApecExperimentConfig, args.config, args.overrides)
+    torch.set_num_threads(1)
+    out = Path(config.out_dir)
+    results = []
+    for task in config.tasks:
+        for seed in config.seeds:
+            run_dir = out / task.id / f"seed{seed}"
+            if not (run_dir / "rows.json").is_file():
+                continue
+            for row in check(run_dir, config):
+                results.append({"task": task.id, "seed": seed, **row})
+                print(json.dumps(results[-1]), flush=True)
+    if not results:
+        print(f"no finished run to check under {out}", file=sys.stderr)
+        return 1
+    (out / out_name).write_text(json.dumps(results, indent=1))
     return 0
 
 

@@ -20,14 +20,11 @@ returns are the sum of the reward as the policy was paid (``policy.reward_on``).
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
 CONFIG = Path(__file__).parent / "configs" / "apec_pixels.yaml"
 
@@ -89,31 +86,12 @@ def main(argv: list[str] | None = None) -> int:
     Returns:
         The exit status (1 when no run has finished).
     """
-    from experiments.apec import ApecExperimentConfig
-    from rlkit.config import load_config
+    from experiments.apec import check_finished_runs  # by name: a script puts the repo root first
 
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("overrides", nargs="*", metavar="key=value")
-    parser.add_argument("--config", default=CONFIG)
-    args = parser.parse_args(argv)
-    config = load_config(ApecExperimentConfig, args.config, args.overrides)
-    torch.set_num_threads(1)
-    out = Path(config.out_dir)
-    results = []
-    for task in config.tasks:
-        for seed in config.seeds:
-            run_dir = out / task.id / f"seed{seed}"
-            if not (run_dir / "rows.json").is_file():
-                continue
-            for row in check_run(run_dir, list(config.pipeline.policy.methods)):
-                results.append({"task": task.id, "seed": seed, **row})
-                print(json.dumps(results[-1]), flush=True)
-    if not results:
-        print(f"no finished run with a policy under {out}", file=sys.stderr)
-        return 1
-    (out / "policy_check.json").write_text(json.dumps(results, indent=1))
-    return 0
+    def check(run_dir: Path, config: Any) -> list[dict[str, Any]]:
+        return check_run(run_dir, list(config.pipeline.policy.methods))
+
+    return check_finished_runs(argv, __doc__, CONFIG, check, "policy_check.json")
 
 
 if __name__ == "__main__":
