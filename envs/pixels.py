@@ -32,6 +32,7 @@ from gymnasium import spaces
 from gymnasium.envs.classic_control.pendulum import PendulumEnv
 
 from rlkit.errors import ConfigError, InvalidDataError
+from rlkit.persistence.env_state import load_pendulum_state, pendulum_state
 
 __all__ = [
     "KEYPOINT_COLOURS", "PIXEL_ENV_IDS", "Canvas", "PixelPendulum", "PixelPointMass", "StackFrames",
@@ -125,14 +126,10 @@ class PixelPendulum(gymnasium.Env[np.ndarray, np.ndarray]):
 
     def episode_state(self) -> dict[str, np.ndarray] | None:
         """Pendulum-v1's state (``rlkit.persistence.env_state``); None before the first reset."""
-        if getattr(self.inner, "state", None) is None:
-            return None
-        last_u = np.nan if self.inner.last_u is None else float(self.inner.last_u)
-        return {"state": np.asarray(self.inner.state, dtype=np.float64), "last_u": np.asarray(last_u)}
+        return pendulum_state(self.inner)
 
     def load_episode_state(self, state: Mapping[str, np.ndarray]) -> None:
-        self.inner.state = np.array(state["state"], dtype=np.float64)
-        self.inner.last_u = None if np.isnan(state["last_u"]) else float(state["last_u"])
+        load_pendulum_state(self.inner, state)
 
 
 class PixelPointMass(gymnasium.Env[np.ndarray, np.ndarray]):

@@ -21,7 +21,7 @@ from __future__ import annotations
 import importlib
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -310,17 +310,18 @@ def report(config: ApecExperimentConfig, out: Path, name: str = "apec") -> int:
 
 
 def check_finished_runs(argv: list[str] | None, doc: str | None, default_config: Path,
-                        check: Callable[[Path, ApecExperimentConfig], list[dict[str, Any]]],
-                        out_name: str) -> int:
+                        check: Callable[[Path, list[str]], list[dict[str, Any]]],
+                        methods: Callable[[ApecConfig], Sequence[str]], out_name: str) -> int:
     """The command line of a check over the experiment's finished runs (``apec_policy_check``,
-    ``apec_heldout_check``): ``check(run_dir, config)`` per finished (task, seed), each row
+    ``apec_heldout_check``): ``check(run_dir, methods)`` per finished (task, seed), each row
     printed as a JSON line and all of them written to ``out_dir/out_name``.
 
     Args:
         argv: the command line (default ``sys.argv[1:]``): ``key=value`` overrides, ``--config``.
         doc: the check's description for ``--help``.
         default_config: the experiment config checked without ``--config``.
-        check: the rows of one finished run directory.
+        check: the rows of one finished run directory, for the methods given.
+        methods: the methods to check, from the pipeline's config.
         out_name: the JSON file written in ``out_dir``.
 
     Returns:
@@ -341,7 +342,7 @@ def check_finished_runs(argv: list[str] | None, doc: str | None, default_config:
             run_dir = out / task.id / f"seed{seed}"
             if not (run_dir / "rows.json").is_file():
                 continue
-            for row in check(run_dir, config):
+            for row in check(run_dir, list(methods(config.pipeline))):
                 results.append({"task": task.id, "seed": seed, **row})
                 print(json.dumps(results[-1]), flush=True)
     if not results:

@@ -78,20 +78,11 @@ def check_run(run_dir: Path, methods: list[str]) -> list[dict[str, Any]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Check every finished run of the experiment's config.
-
-    Args:
-        argv: the command line (default ``sys.argv[1:]``).
-
-    Returns:
-        The exit status (1 when no run has finished).
-    """
+    """The policy check of every finished run of ``argv``'s config; returns the exit status."""
     from experiments.apec import check_finished_runs  # by name: a script puts the repo root first
 
-    def check(run_dir: Path, config: Any) -> list[dict[str, Any]]:
-        return check_run(run_dir, list(config.pipeline.policy.methods))
-
-    return check_finished_runs(argv, __doc__, CONFIG, check, "policy_check.json")
+    return check_finished_runs(argv, __doc__, CONFIG, check_run, lambda pipeline: pipeline.policy.methods,
+                               "policy_check.json")
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ checkpoint it belongs to is written:
 
 - ``replay.npz``: an off-policy generator's replay buffer (``rlkit.persistence.replay``);
 - ``episode.npz``: the round it belongs to and, where every env layer can hand its state over,
-  the episode in progress (``rlkit.factories.resumable.episode_state``: the env, the reward
+  the episode in progress (``rlkit.factories.run_state.episode_state``: the env, the reward
   wrapper with the agent-transition buffer it feeds, the agent's last observation).
 
 A run resumed from there goes on bit-identically: the rounds after ``resume/``'s are trained again
@@ -30,7 +30,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.buffers import ReplayBuffer
 
 from rlkit.errors import FileFormatError
-from rlkit.factories.resumable import learn_rngs, own_rngs, restore_learn_rngs, restore_own_rngs
+from rlkit.factories.run_state import learn_rngs, own_rngs, restore_learn_rngs, restore_own_rngs
 from rlkit.persistence import atomic_dir, atomic_write_bytes
 from rlkit.persistence.arrays import load_npz, save_npz
 from rlkit.persistence.replay import REPLAY_FILE, load_replay, save_replay
@@ -45,7 +45,7 @@ from rlkit.persistence.rng import (
 )
 
 __all__ = ["EPISODE_FILE", "REPLAY_FILE", "TRAINER_STATE_FILE", "load_replay", "restore_generator_rngs",
-           "restore_trainer_state", "resume_episode", "resume_folder_round", "save_resume_folder",
+           "read_resume_folder", "restore_trainer_state", "save_resume_folder",
            "save_trainer_state", "trainer_state"]
 
 TRAINER_STATE_FILE = "trainer_state.pt"
@@ -110,19 +110,15 @@ def save_resume_folder(directory: Path, round_index: int, replay: ReplayBuffer |
         save_npz(staging / EPISODE_FILE, {ROUND: np.asarray(round_index), **(episode or {})})
 
 
-def resume_folder_round(directory: Path) -> int | None:
-    """The checkpoint ``resume/`` belongs to (None: a folder from before it said so, or none)."""
+def read_resume_folder(directory: Path) -> tuple[int | None, dict[str, np.ndarray] | None]:
+    """The checkpoint ``resume/`` belongs to and its episode in progress, from one read of
+    ``episode.npz`` (round None: a folder from before it said so, or none; episode None: it could
+    not be kept)."""
     path = directory / EPISODE_FILE
     if not path.is_file():
-        return None
+        return None, None
     arrays = load_npz(path)
-    if ROUND not in arrays or arrays[ROUND].shape != () or not np.issubdtype(arrays[ROUND].dtype, np.integer):
+    round_index = arrays.pop(ROUND, None)
+    if round_index is None or round_index.shape != () or not np.issubdtype(round_index.dtype, np.integer):
         raise FileFormatError(f"{path}: no round it belongs to (an integer {ROUND!r})")
-    return int(arrays[ROUND])
-
-
-def resume_episode(directory: Path) -> dict[str, np.ndarray] | None:
-    """``resume/``'s episode in progress (None when it could not be kept)."""
-    arrays = load_npz(directory / EPISODE_FILE)
-    arrays.pop(ROUND, None)
-    return arrays or None
+    return int(round_index), arrays or None

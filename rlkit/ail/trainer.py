@@ -39,10 +39,9 @@ from rlkit.ail.resume import (
     EPISODE_FILE,
     REPLAY_FILE,
     load_replay,
+    read_resume_folder,
     restore_generator_rngs,
     restore_trainer_state,
-    resume_episode,
-    resume_folder_round,
     save_resume_folder,
     trainer_state,
 )
@@ -51,7 +50,7 @@ from rlkit.config import StrictModel
 from rlkit.data import Trajectory
 from rlkit.devices import Device, resolve_device
 from rlkit.errors import InvalidDataError, StateError
-from rlkit.factories.resumable import episode_state, restore_episode
+from rlkit.factories.run_state import episode_state, restore_episode
 from rlkit.reward.nets import action_shape
 from rlkit.wrappers import RewardVecEnvWrapper
 from rlkit.wrappers.relabel import RolloutRewardRelabeller, per_rollout_reward
@@ -195,7 +194,7 @@ class AILTrainer:
         if self.checkpoints is None or (latest := self.checkpoints.latest()) is None:
             return None
         resume_dir = self.checkpoints.resume_dir
-        kept = resume_folder_round(resume_dir)
+        kept, episode = read_resume_folder(resume_dir)
         start = latest if kept is None else kept  # later checkpoints are trained again, the same
         checkpoint = self.checkpoints.load(start, self.device, env=self.venv)
         # In place: the env wrapper holds this discriminator's reward method.
@@ -206,7 +205,6 @@ class AILTrainer:
         replay = resume_dir / REPLAY_FILE
         if isinstance(self.generator, OffPolicyAlgorithm) and replay.is_file():
             load_replay(_replay_buffer(self.generator), replay)
-        episode = resume_episode(resume_dir) if kept is not None else None
         if generator_rngs is not None and episode is not None:  # else learn() starts a new episode
             restore_generator_rngs(self.generator, generator_rngs, self.checkpoints.path(start))
             restore_episode(self.generator, episode, resume_dir / EPISODE_FILE)

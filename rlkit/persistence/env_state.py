@@ -38,7 +38,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecEnvWrapper,
 
 from rlkit.errors import InvalidDataError
 
-__all__ = ["MJ_TASKS", "SavesEpisodeState", "capture", "restore"]
+__all__ = ["MJ_TASKS", "SavesEpisodeState", "capture", "load_pendulum_state", "pendulum_state", "restore"]
 
 State = dict[str, np.ndarray]
 LAYERS = "layers"  # the names of the layers captured, outermost first
@@ -214,14 +214,29 @@ def _set_monitor(env: Monitor, state: Mapping[str, np.ndarray]) -> None:
     env.total_steps = int(state["total_steps"])
 
 
-def _pendulum(env: PendulumEnv) -> State | None:
+def pendulum_state(env: PendulumEnv) -> State | None:
+    """Pendulum-v1's state and last torque (None before its first reset); also the state of
+    envs drawn over it (``envs.pixels.PixelPendulum``).
+
+    Args:
+        env: the Pendulum env.
+
+    Returns:
+        Its arrays, or None.
+    """
     if getattr(env, "state", None) is None:
         return None
     last_u = np.nan if env.last_u is None else float(env.last_u)
     return {"state": np.asarray(env.state, dtype=np.float64), "last_u": np.asarray(last_u)}
 
 
-def _set_pendulum(env: PendulumEnv, state: Mapping[str, np.ndarray]) -> None:
+def load_pendulum_state(env: PendulumEnv, state: Mapping[str, np.ndarray]) -> None:
+    """Take back what ``pendulum_state`` gave.
+
+    Args:
+        env: a Pendulum env.
+        state: what ``pendulum_state`` returned.
+    """
     env.state = np.array(state["state"], dtype=np.float64)
     env.last_u = None if np.isnan(state["last_u"]) else float(state["last_u"])
 
@@ -252,6 +267,6 @@ _READERS: dict[str, tuple[Callable[[Any], State | None], Callable[[Any, Mapping[
     _class_name(OrderEnforcing): (_order, _set_order),
     _class_name(PassiveEnvChecker): (_checker, _set_checker),
     _class_name(Monitor): (_monitor, _set_monitor),
-    _class_name(PendulumEnv): (_pendulum, _set_pendulum),
+    _class_name(PendulumEnv): (pendulum_state, load_pendulum_state),
     **{name: (_mujoco, _set_mujoco) for name in MJ_TASKS},
 }

@@ -1,0 +1,177 @@
+"""The state of an SB3 agent's run besides its networks and buffers: what ``learn`` goes on
+from. Used by ``rlkit.factories.resumable`` (resume points) and ``rlkit.ail.resume`` (AIL
+checkpoints).
+
+- ``learn_rngs`` / ``restore_learn_rngs``: the RNGs besides torch's that ``learn`` draws from, as
+  JSON data (numpy's global one, Python's, the action space's, each env's);
+- ``own_rngs`` / ``restore_own_rngs``: torch generators an algorithm keeps of its own (``DrQSAC``'s
+  augmentation);
+- ``episode_state`` / ``restore_episode``: the episode in progress, the env's layers
+  (``rlkit.persistence.env_state``) and the agent's last observation, as named arrays.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
+
+from rlkit.errors import InvalidDataError
+from rlkit.persistence.env_state import capture as capture_env_state
+from rlkit.persistence.env_state import restore as restore_env_state
+from rlkit.persistence.rng import (
+    numpy_global_state,
+    numpy_rng_state,
+    python_random_state,
+    python_random_state_from_json,
+    random_state_from_json,
+    restore_numpy_rng,
+    restore_torch_rng,
+)
+
+__all__ = ["env_rng_states", "episode_state", "learn_rngs", "own_rngs", "restore_env_rngs",
+           "restore_episode", "restore_learn_rngs", "restore_own_rngs"]
+
+RUN_STATE = ("_last_obs", "_last_original_obs", "_last_episode_starts")  # the agent's, kept with the episode
+_AGENT = "agent:"  # its arrays' prefix in an episode state (the env's: rlkit.persistence.env_state)
+
+
+def env_rng_states(venv: VecEnv | None) -> list[dict[str, Any]] | None:
+    """Each env's ``np_random`` state (None when an env has none)."""
+    try:
+        generators = venv.get_attr("np_random") if venv is not None else []
+    except AttributeError:
+        return None
+    if not generators or not all(isinstance(g, np.random.Generator) for g in generators):
+        return None
+    return [numpy_rng_state(g) for g in generators]
+
+
+def episode_state(agent: BaseAlgorithm) -> dict[str, np.ndarray] | None:
+    """The episode in progress: every env layer's state and the agent's last observation (None
+    when a layer cannot hand its state over, or the observations are not one array).
+
+    Args:
+        agent: an SB3 agent on its env, between two ``learn`` calls.
+
+    Returns:
+        Named arrays for ``restore_episode``, or None.
+    """
+    venv = agent.get_env()
+    if venv is None or not isinstance(agent._last_obs, np.ndarray):
+        return None
+    state = capture_env_state(venv)
+    if state is None:
+        return None
+    for name in RUN_STATE:
+        value = getattr(agent, name, None)
+        if isinstance(value, np.ndarray):
+            state[f"{_AGENT}{name}"] = value
+    return state
+
+
+def learn_rngs(agent: BaseAlgorithm) -> dict[str, Any]:
+    """The RNGs besides torch's that ``learn`` draws from, as JSON data: numpy's global one (SB3
+    samples replay batches from it), Python's, the action space's (random warm-up actions) and each
+    env's ``np_random`` (``envs``: None when an env has none).
+
+    Args:
+        agent: an SB3 agent on its env.
+
+    Returns:
+        The states, for ``restore_learn_rngs``.
+    """
+    return {"numpy_global": numpy_global_state(), "python": python_random_state(),
+            "action_space": numpy_rng_state(agent.action_space.np_random),
+            "envs": env_rng_states(agent.get_env())}
+
+
+def restore_learn_rngs(agent: BaseAlgorithm, rngs: Mapping[str, Any], where: Path) -> None:
+    """Put ``learn_rngs``'s states back (each env's too, the seeds a fresh agent set for its first
+    reset dropped).
+
+    Args:
+        agent: the agent, on its env.
+        rngs: what ``learn_rngs`` returned.
+        where: the file they came from, named in errors.
+    """
+    np.random.set_state(random_state_from_json(rngs["numpy_global"], where))
+    random.setstate(python_random_state_from_json(rngs["python"], where))
+    restore_numpy_rng(agent.action_space.np_random, rngs["action_space"], where)
+    venv = agent.get_env()
+    if rngs["envs"] is not None and venv is not None:
+        restore_env_rngs(venv, rngs["envs"], where)
+
+
+def own_rngs(agent: BaseAlgorithm) -> dict[str, torch.Tensor]:
+    """The states of the torch generators an algorithm keeps of its own (``DrQSAC``'s
+    ``augment_rng``), by attribute name.
+
+    Args:
+        agent: an SB3 agent.
+
+    Returns:
+        Each generator's state, for ``restore_own_rngs``.
+    """
+    return {name: value.get_state() for name, value in vars(agent).items()
+            if isinstance(value, torch.Generator)}
+
+
+def restore_own_rngs(agent: BaseAlgorithm, states: Mapping[str, torch.Tensor], where: Path) -> None:
+    """Put ``own_rngs``'s states back into the agent's generators of those names.
+
+    Args:
+        agent: the agent, built as the saved one was.
+        states: what ``own_rngs`` returned.
+        where: the file they came from, named in errors.
+
+    Raises:
+        InvalidDataError: a state for a generator this agent does not have.
+    """
+    for name, state in states.items():
+        generator = getattr(agent, name, None)
+        if not isinstance(generator, torch.Generator):
+            raise InvalidDataError(f"{where}: the state of an RNG {name!r}, which this agent does not have")
+        restore_torch_rng(state, generator, where)
+
+
+def restore_episode(agent: BaseAlgorithm, arrays: Mapping[str, np.ndarray], where: Path) -> None:
+    """Put ``episode_state``'s arrays back into a fresh ``agent`` and its env (never reset; its
+    env RNGs restored as they were then), so that ``learn`` goes on with that episode.
+
+    Args:
+        agent: built as the saved one was, on a fresh env.
+        arrays: what ``episode_state`` returned.
+        where: the file they came from, named in errors.
+
+    Raises:
+        InvalidDataError: the env's layers are not the ones saved (``rlkit.persistence.env_state``).
+    """
+    venv = agent.get_env()
+    if venv is None:
+        raise InvalidDataError(f"{where}: the episode of an agent on an env; this one has none")
+    restore_env_state(venv, {k: v for k, v in arrays.items() if not k.startswith(_AGENT)}, where)
+    for name in RUN_STATE:
+        if f"{_AGENT}{name}" in arrays:
+            setattr(agent, name, arrays[f"{_AGENT}{name}"])
+
+
+def restore_env_rngs(venv: VecEnv, states: list[dict[str, Any]], path: Path) -> None:
+    """Each env's ``np_random`` as saved, and the seeds the fresh agent set for its first reset
+    dropped, so that reset draws from them."""
+    generators = venv.get_attr("np_random")
+    if len(generators) != len(states):
+        raise InvalidDataError(f"{path}: RNG states of {len(states)} envs, this agent has {len(generators)}")
+    for index, (generator, state) in enumerate(zip(generators, states, strict=True)):
+        restore_numpy_rng(generator, state, path)
+        venv.set_attr("np_random", generator, indices=[index])
+    base = venv
+    while isinstance(base, VecEnvWrapper):
+        base = base.venv
+    base._reset_seeds()
