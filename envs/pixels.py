@@ -32,7 +32,6 @@ from gymnasium import spaces
 from gymnasium.envs.classic_control.pendulum import PendulumEnv
 
 from rlkit.errors import ConfigError, InvalidDataError
-from rlkit.persistence.env_state import load_pendulum_state, pendulum_state
 
 __all__ = [
     "KEYPOINT_COLOURS", "PIXEL_ENV_IDS", "Canvas", "PixelPendulum", "PixelPointMass", "StackFrames",
@@ -126,9 +125,13 @@ class PixelPendulum(gymnasium.Env[np.ndarray, np.ndarray]):
 
     def episode_state(self) -> dict[str, np.ndarray] | None:
         """Pendulum-v1's state (``rlkit.persistence.env_state``); None before the first reset."""
+        from rlkit.persistence.env_state import pendulum_state  # it loads SB3 and torch: not at import
+
         return pendulum_state(self.inner)
 
     def load_episode_state(self, state: Mapping[str, np.ndarray]) -> None:
+        from rlkit.persistence.env_state import load_pendulum_state
+
         load_pendulum_state(self.inner, state)
 
 
