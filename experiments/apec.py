@@ -27,12 +27,14 @@ from typing import Any
 
 import numpy as np
 import torch
+from pydantic import model_validator
 
 from rlkit.apec.config import ApecConfig
 from rlkit.apec.rollouts import sequential_map
 from rlkit.config import StrictModel, apply_overrides, load_config, save_config
+from rlkit.errors import ConfigError
 from rlkit.logging import make_logger
-from rlkit.runners.apec import run_apec, run_demos
+from rlkit.runners.apec import run_apec, run_demos, run_heldout, venv_factory
 from rlkit.scale.command import backend_from_args, experiment_parser
 from rlkit.scale.tasks import close_map, task_map
 from rlkit.scale.units import Backend, Unit, run_units
@@ -54,11 +56,32 @@ class TaskSettings(StrictModel):
 
 
 class ApecExperimentConfig(StrictModel):
+    """``shared_heldout``: one held-out set per task, shared by its seeds (the reference's one test
+    buffer), built by a unit of its own from the demo seed's pipeline config (its AIL run at
+    ``pipeline.heldout.ail_seed``, default the demo seed + 1000, which must be none of ``seeds``);
+    false: every seed builds its own (its seed + 1000)."""
+
     out_dir: str = "runs/apec"
     seeds: list[int] = [0, 1, 2]
     demos_from_seed: int | None = None  # share this seed's demos (default: the first seed's)
+    shared_heldout: bool = False
     tasks: list[TaskSettings] = [TaskSettings(id="Hopper-v5")]
     pipeline: ApecConfig = ApecConfig()
+
+    @model_validator(mode="after")
+    def _heldout_run_is_no_seed(self) -> ApecExperimentConfig:
+        if self.shared_heldout:
+            for task in self.tasks:
+                held_out = task_config(self, task, self.demo_seed).heldout_ail_seed
+                if held_out in self.seeds:
+                    raise ConfigError(f"{task.id}: the shared held-out AIL run's seed {held_out} is one "
+                                      "of the seeds; set pipeline.heldout.ail_seed to another")
+        return self
+
+    @property
+    def demo_seed(self) -> int:
+        """The seed whose run dir trains the task's demonstrator (the seeds link to its demos)."""
+        return self.seeds[0] if self.demos_from_seed is None else self.demos_from_seed
 
 
 def task_config(config: ApecExperimentConfig, task: TaskSettings, seed: int) -> ApecConfig:
@@ -68,8 +91,12 @@ def task_config(config: ApecExperimentConfig, task: TaskSettings, seed: int) -> 
 
 
 def demo_dir(config: ApecExperimentConfig, task: TaskSettings, out: Path) -> Path:
-    demo_seed = config.seeds[0] if config.demos_from_seed is None else config.demos_from_seed
-    return out / task.id / f"seed{demo_seed}"
+    return out / task.id / f"seed{config.demo_seed}"
+
+
+def heldout_dir(config: ApecExperimentConfig, task: TaskSettings, out: Path) -> Path | None:
+    """The task's shared held-out set (None: each seed's own, in its run dir)."""
+    return out / task.id / "heldout" if config.shared_heldout else None
 
 
 def run_task_demos(config: ApecExperimentConfig, task: TaskSettings, out: Path) -> dict[str, Any]:
@@ -87,6 +114,25 @@ def run_task_demos(config: ApecExperimentConfig, task: TaskSettings, out: Path) 
             "returns": [float(t.ret) for t in demos]}
 
 
+def run_task_heldout(config: ApecExperimentConfig, task: TaskSettings, out: Path,
+                     task_map: TaskMap | None = None) -> dict[str, Any]:
+    """The task's shared held-out set, from the demo seed's config and demos (``heldout_dir``)."""
+    folder = heldout_dir(config, task, out)
+    if folder is None:
+        raise ConfigError("a held-out unit runs only with shared_heldout: true")
+    first = demo_dir(config, task, out)
+    pipeline = task_config(config, task, config.demo_seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    logger = make_logger(folder, backends=("jsonl",))
+    try:
+        demos = run_demos(pipeline.env, pipeline.demos, config.demo_seed, first / "demos", logger)
+        store, pairs, _ = run_heldout(pipeline, venv_factory(pipeline.env), demos, first / "demos",
+                                      folder, logger, task_map or sequential_map)
+    finally:
+        logger.close()
+    return {"trajectories": len(store), "pairs": len(pairs), "ail_seed": pipeline.heldout_ail_seed}
+
+
 def run_seed(config: ApecExperimentConfig, task: TaskSettings, seed: int, out: Path,
              task_map: TaskMap | None = None) -> list[dict[str, Any]]:
     """One (task, seed): the pipeline on the task's shared demos; its rows land in its run dir.
@@ -98,6 +144,11 @@ def run_seed(config: ApecExperimentConfig, task: TaskSettings, seed: int, out: P
         if not (first / "demos" / "demos.npz").is_file():
             raise SystemExit(f"{first}/demos: run {first.name} first; the seeds share its demos")
         (run_dir / "demos").symlink_to((first / "demos").resolve(), target_is_directory=True)
+    shared = heldout_dir(config, task, out)
+    if shared is not None and not (run_dir / "heldout").exists():
+        if not (shared / "store.npz").is_file():
+            raise SystemExit(f"{shared}: run the task's held-out unit first; the seeds share it")
+        (run_dir / "heldout").symlink_to(shared.resolve(), target_is_directory=True)
     pipeline = task_config(config, task, seed)
     save_config(pipeline, run_dir / "config.yaml")
     logger = make_logger(run_dir, backends=("jsonl", "wandb"), project="rlkit-apec",
@@ -124,18 +175,26 @@ def run_seed(config: ApecExperimentConfig, task: TaskSettings, seed: int, out: P
 
 
 def units(config: ApecExperimentConfig, out: Path, backend: Backend | None = None) -> list[Unit]:
-    """One demonstrator unit per task, then one unit per (task, seed) after its task's demos. On
-    the ray backend a (task, seed) unit runs its rollouts as Ray tasks (``rlkit.scale.tasks``)."""
+    """Per task, in task order: its demonstrator unit, its held-out unit (``shared_heldout``) after
+    it, then one unit per seed after both. Locally a unit starts as soon as its prerequisites are
+    done, the first ready in this order, so a task's seeds go before the next task's. On the ray
+    backend a (task, seed) unit runs its rollouts as Ray tasks (``rlkit.scale.tasks``)."""
     base = {"config": config.model_dump(mode="json"), "out": str(out.absolute())}
     if backend is not None and backend.name == "ray":
         base["tasks"] = {"name": "ray", "address": backend.address, "num_cpus": backend.num_cpus,
                          "resources": dict(backend.resources)}
-    demos = [Unit(f"demos-{i}-{_name(t.id)}", base | {"kind": "demos", "task": i})
-             for i, t in enumerate(config.tasks)]
-    seeds = [Unit(f"apec-{i}-{_name(t.id)}-s{seed}", base | {"kind": "seed", "task": i, "seed": seed},
-                  after=(demos[i].id,))
-             for i, t in enumerate(config.tasks) for seed in config.seeds]
-    return demos + seeds
+    out_units: list[Unit] = []
+    for i, task in enumerate(config.tasks):
+        name = _name(task.id)
+        task_units = [Unit(f"demos-{i}-{name}", base | {"kind": "demos", "task": i})]
+        if config.shared_heldout:
+            task_units.append(Unit(f"heldout-{i}-{name}", base | {"kind": "heldout", "task": i},
+                                   after=(task_units[0].id,)))
+        prerequisites = tuple(u.id for u in task_units)
+        seeds = [Unit(f"apec-{i}-{name}-s{seed}", base | {"kind": "seed", "task": i, "seed": seed},
+                      after=prerequisites) for seed in config.seeds]
+        out_units += task_units + seeds
+    return out_units
 
 
 def run_unit(unit: Unit, report: Any) -> dict[str, Any]:
@@ -148,6 +207,8 @@ def run_unit(unit: Unit, report: Any) -> dict[str, Any]:
         return run_task_demos(config, task, out)
     tasks = task_map(Backend(**payload["tasks"]) if "tasks" in payload else None)
     try:
+        if payload["kind"] == "heldout":
+            return run_task_heldout(config, task, out, tasks)
         return {"rows": run_seed(config, task, payload["seed"], out, tasks)}
     finally:
         close_map(tasks)

@@ -73,3 +73,26 @@ def test_policy_curves_average_the_seeds_at_the_steps_every_seed_reached(tmp_pat
     assert curves["drex"][0]["n"] == 1 and math.isnan(curves["drex"][0]["low"])
     plot_curves(curves, "Hopper-v5", 3.0, tmp_path / "curves.png")
     assert (tmp_path / "curves.png").stat().st_size > 0
+
+
+def test_a_shared_held_out_set_is_one_unit_per_task_that_its_seeds_wait_for(tmp_path):
+    from experiments.apec import ApecExperimentConfig, TaskSettings, units
+    from rlkit.errors import ConfigError
+
+    tasks = [TaskSettings(id="Hopper-v5"), TaskSettings(id="Walker2d-v5")]
+    shared = units(ApecExperimentConfig(seeds=[0, 1], tasks=tasks, shared_heldout=True), tmp_path)
+    # task by task, so a task's seeds are the first ready units after its held-out set
+    assert [(u.id, u.after) for u in shared[:4]] == [
+        ("demos-0-Hopper-v5", ()),
+        ("heldout-0-Hopper-v5", ("demos-0-Hopper-v5",)),
+        ("apec-0-Hopper-v5-s0", ("demos-0-Hopper-v5", "heldout-0-Hopper-v5")),
+        ("apec-0-Hopper-v5-s1", ("demos-0-Hopper-v5", "heldout-0-Hopper-v5"))]
+    assert [u.payload["kind"] for u in shared] == ["demos", "heldout", "seed", "seed"] * 2
+    own = units(ApecExperimentConfig(seeds=[0, 1], tasks=tasks), tmp_path)
+    assert [u.payload["kind"] for u in own] == ["demos", "seed", "seed"] * 2
+    assert own[1].after == ("demos-0-Hopper-v5",)
+    # the shared held-out AIL run (demo seed + 1000 by default) must be none of the seeds
+    with pytest.raises(ConfigError, match="seed 1000 is one of the seeds"):
+        ApecExperimentConfig(seeds=[0, 1000], tasks=tasks, shared_heldout=True)
+    ApecExperimentConfig(seeds=[0, 1000], tasks=tasks, shared_heldout=True,
+                         pipeline={"heldout": {"ail_seed": 7}})

@@ -198,12 +198,15 @@ def test_stages_follow_dependencies_and_refuse_cycles():
 
 
 def toy_unit(unit: Unit, report) -> dict:
-    """A unit that counts its runs in a file, records its pid, and fails when asked."""
+    """A unit that counts its runs in a file, records its pid and its start and end times, sleeps
+    and fails when asked."""
     marker = Path(unit.payload["dir"]) / f"{unit.id}.runs"
     marker.write_text(marker.read_text() + "x" if marker.exists() else "x")
+    start = time.time()
+    time.sleep(unit.payload.get("sleep", 0.0))
     if unit.payload.get("fail"):
         raise RuntimeError(f"unit {unit.id} was told to fail")
-    return {"value": unit.payload["value"] * 2, "pid": os.getpid()}
+    return {"value": unit.payload["value"] * 2, "pid": os.getpid(), "start": start, "end": time.time()}
 
 
 def test_local_units_run_in_their_own_processes_in_stages_and_resume(scratch):
@@ -223,6 +226,19 @@ def test_local_units_run_in_their_own_processes_in_stages_and_resume(scratch):
     again = run_units(units, toy_unit, scratch / "root", Backend("local", workers=2), resume=True)
     assert again["a"].skipped and again["c"].skipped and again["a"].result["value"] == 2
     assert (scratch / "a.runs").read_text() == "x" and (scratch / "b.runs").read_text() == "xx"
+
+
+def test_a_local_unit_starts_when_its_prerequisites_are_done_not_its_stage(scratch):
+    # "b" needs only "a"; staged, it would wait for the slow unit of a's stage as well
+    units = [Unit("slow", {"dir": str(scratch), "value": 1, "sleep": 6.0}),
+             Unit("a", {"dir": str(scratch), "value": 2}),
+             Unit("b", {"dir": str(scratch), "value": 3}, after=("a",)),
+             Unit("c", {"dir": str(scratch), "value": 4}, after=("b", "slow"))]
+    results = run_units(units, toy_unit, scratch / "root", Backend("local", workers=2))
+    assert {k: r.status for k, r in results.items()} == dict.fromkeys("slow a b c".split(), "done")
+    started = {k: r.result["start"] for k, r in results.items()}
+    assert started["a"] <= results["b"].result["start"] < results["slow"].result["end"]
+    assert started["c"] >= max(results["b"].result["end"], results["slow"].result["end"])
 
 
 def test_local_sweep_of_four_trials_aggregates_their_summaries(scratch, dataset, capsys):
@@ -361,8 +377,9 @@ def test_apec_experiment_trains_one_demonstrator_per_task_then_the_seeds(scratch
     (site / "sitecustomize.py").write_text("import tests.tiny_envs  # noqa: F401\n")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(site), str(ROOT)]))
     out = scratch / "apec"
-    assert main([*apec_tiny(out), "--workers", "2"]) == 0
+    assert main([*apec_tiny(out), "shared_heldout=true", "--workers", "2"]) == 0
     demos = status(out, "demos-0-rlkit-test_Point-v0")
+    heldout = status(out, "heldout-0-rlkit-test_Point-v0")
     seeds = [status(out, f"apec-0-rlkit-test_Point-v0-s{seed}") for seed in (0, 1)]
     assert demos["status"] == "done" and all(s["status"] == "done" for s in seeds)
     task_dir = out / "rlkit-test" / "Point-v0"
@@ -370,6 +387,13 @@ def test_apec_experiment_trains_one_demonstrator_per_task_then_the_seeds(scratch
     # the second seed used the task's one demonstrator (a link), and started after it finished
     assert (task_dir / "seed1" / "demos").resolve() == (task_dir / "seed0" / "demos").resolve()
     assert not (task_dir / "seed1" / "demos" / "demonstrator").is_symlink()
+    # one held-out set for the task, from an AIL run of seed 1000, which both seeds scored on
+    assert heldout["status"] == "done" and heldout["result"]["ail_seed"] == 1000
+    assert heldout["result"]["pairs"] == 64 and (task_dir / "heldout" / "ail").is_dir()
+    for seed in (0, 1):
+        assert (task_dir / f"seed{seed}" / "heldout").resolve() == (task_dir / "heldout").resolve()
+        assert (task_dir / f"seed{seed}" / "heldout").is_symlink()  # no AIL run of its own
+    assert {r["n_pairs"] for s in seeds for r in s["result"]["rows"]} == {64}
     methods = {(r["seed"], r["method"]) for s in seeds for r in s["result"]["rows"]}
     assert methods == {(0, "apec"), (0, "drex"), (1, "apec"), (1, "drex")}
     assert (out / "table.md").is_file() and (out / "apec_rlkit-test_Point-v0.png").is_file()

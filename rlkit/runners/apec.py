@@ -148,7 +148,8 @@ def run_apec(config: ApecConfig, run_dir: Path, logger: Logger | None = None,
     """Every stage in order; returns (and writes to ``metrics.json``) the per-method results,
     the AIL run's progress diagnostic and each dataset's label agreement with the true return.
     ``task_map`` runs the checkpoint and held-out rollouts (one task per policy; Ray's map from
-    ``rlkit.scale.tasks`` fans them out); the results do not depend on it."""
+    ``rlkit.scale.tasks`` fans them out); the results do not depend on it. Seeds that share one
+    held-out set link ``run_dir/heldout`` to it once it is built (``run_heldout``)."""
     make_venv = venv_factory(config.env)
     policies = [method for method in config.policy.methods if method in config.methods]
     stages = _stage_bar(logger, 4 + len(config.methods) + len(policies))
@@ -176,7 +177,8 @@ def run_apec(config: ApecConfig, run_dir: Path, logger: Logger | None = None,
             training[method] |= label_agreement(dataset)
         _advance(stages)
 
-    heldout, pairs, sources = run_heldout(config, make_venv, demos, run_dir, logger, task_map)
+    heldout, pairs, sources = run_heldout(config, make_venv, demos, run_dir / "demos",
+                                          run_dir / "heldout", logger, task_map)
     _advance(stages)
     results: dict[str, Any] = {"methods": {}, "demos": _demo_summary(run_dir / "demos", demos),
                                "ail_progress": ail_progress(index, store)}
@@ -303,20 +305,21 @@ def build_dataset(method: str, config: ApecConfig, make_venv: VenvFactory, demos
     raise InvalidDataError(f"method {method!r}: has no preference dataset (the raw AIL reward has none)")
 
 
-def run_heldout(config: ApecConfig, make_venv: VenvFactory, demos: list[Trajectory], run_dir: Path,
-                logger: Logger | None = None, task_map: TaskMap = sequential_map,
+def run_heldout(config: ApecConfig, make_venv: VenvFactory, demos: list[Trajectory], demos_dir: Path,
+                out_dir: Path, logger: Logger | None = None, task_map: TaskMap = sequential_map,
                 ) -> tuple[TrajectoryStore, np.ndarray, np.ndarray]:
-    """The held-out store and each trajectory's source (cached), and its true-return pairs
-    (rebuilt from the seed). Its AIL trajectories come from a separate AIL run (seed
-    ``config.heldout_ail_seed``, in ``heldout/ail``), never from the run that made the pairs.
+    """The held-out store and each trajectory's source (cached in ``out_dir``), and its
+    true-return pairs (rebuilt from the seed). Its AIL trajectories come from a separate AIL run
+    (seed ``config.heldout_ail_seed``, in ``out_dir/ail``), never from the run that made the
+    pairs; its demonstrator trajectories from the checkpoints in ``demos_dir/demonstrator``.
     Each policy's rollouts are a task of their own, run by ``task_map``."""
-    out_dir, settings = run_dir / "heldout", config.heldout
+    settings = config.heldout
     if not (out_dir / "store.npz").is_file():
         checkpoints = run_ail(config, make_venv, demos, out_dir / "ail", logger, seed=config.heldout_ail_seed)
         rounds = checkpoints.rounds()
         picks = np.unique(np.linspace(0, len(rounds) - 1, min(settings.ail_checkpoints, len(rounds))).round())
         ail_rounds = [rounds[int(k)] for k in picks]
-        demo_ckpts = demonstrator_checkpoints(run_dir / "demos" / "demonstrator")
+        demo_ckpts = demonstrator_checkpoints(demos_dir / "demonstrator")
         algo = ALGORITHMS[config.demos.algo]
         tasks, task_sources = heldout_tasks(
             make_venv, [(r, partial(load_generator, str(checkpoints.root), r)) for r in ail_rounds],

@@ -1,4 +1,5 @@
-"""The local backend: one fresh Python process per unit on this machine, ``workers`` at a time.
+"""The local backend: one fresh Python process per unit on this machine, ``workers`` at a time,
+each unit started as soon as its prerequisites are done.
 
 Each unit runs as ``python -m rlkit.scale.worker`` (not a ``multiprocessing`` pool: a pool's
 children re-import the caller's ``__main__``, which breaks scripts without a main guard and
@@ -15,13 +16,13 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
-from rlkit.errors import WrongTypeError
-from rlkit.scale.units import Backend, Unit, UnitFn, UnitResult
+from rlkit.errors import InvalidDataError, WrongTypeError
+from rlkit.scale.units import Backend, Unit, UnitFn, UnitResult, not_run
 
 
 def die_with_parent() -> None:
@@ -64,17 +65,55 @@ class LocalRunner:
         cpu = backend.resources.get("cpu", 1) or 1
         self.workers = backend.workers or max(1, int(len(os.sched_getaffinity(0)) // cpu))
 
-    def run(self, units: Sequence[Unit], fn: UnitFn, stage: int = 0) -> Iterator[UnitResult]:
+    def run(self, units: Sequence[Unit], fn: UnitFn, stage: int = 0,
+            settled: Mapping[str, UnitResult] | None = None) -> Iterator[UnitResult]:
+        """Run ``units``, each as soon as its prerequisites are done (the first ready in the given
+        order when a worker frees), and yield their results as they finish.
+
+        Args:
+            units: the units to run; a prerequisite is one of them or a unit in ``settled``.
+            fn: the unit function (module-level).
+            stage: unused here (the Ray backend names its experiments by it).
+            settled: results known before this call (units finished in an earlier run); read as
+                the run goes, so the driver's own dict can be passed.
+
+        Returns:
+            An iterator of the results; a unit whose prerequisite did not finish is failed
+            without running (``units.not_run``).
+        """
         ref = function_ref(fn)
+        known: dict[str, UnitResult] = {}
+        waiting = list(units)
+
+        def result_of(uid: str) -> UnitResult | None:
+            return known.get(uid) or (settled or {}).get(uid)
+
         with tempfile.TemporaryDirectory(prefix="rlkit-units-") as tmp, \
-                ThreadPoolExecutor(max_workers=min(self.workers, len(units))) as pool:
-            futures: dict[Future[UnitResult], Unit] = {
-                pool.submit(_run_one, ref, unit, Path(tmp)): unit for unit in units}
-            pending = set(futures)
-            while pending:
-                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                ThreadPoolExecutor(max_workers=max(1, min(self.workers, len(units)))) as pool:
+            running: dict[Future[UnitResult], Unit] = {}
+            while waiting or running:
+                for unit in list(waiting):
+                    deps = [result_of(dep) for dep in unit.after]
+                    blocked = [dep for dep, r in zip(unit.after, deps, strict=True)
+                               if r is not None and r.status != "done"]
+                    if blocked:
+                        waiting.remove(unit)
+                        known[unit.id] = not_run(unit.id, blocked)
+                        yield known[unit.id]
+                    elif all(r is not None for r in deps) and len(running) < self.workers:
+                        waiting.remove(unit)
+                        running[pool.submit(_run_one, ref, unit, Path(tmp))] = unit
+                if not running:
+                    if waiting:  # a prerequisite that is neither run here nor settled
+                        raise InvalidDataError(f"units {[u.id for u in waiting]} wait on units "
+                                               "that are not given")
+                    break
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
                 for future in done:
-                    yield future.result()
+                    del running[future]
+                    result = future.result()
+                    known[result.id] = result
+                    yield result
 
     def close(self) -> None:
         return None

@@ -150,7 +150,9 @@ class RayRunner:
         self.nodes = (check_shared_storage(self.ray, root) if backend.address is not None
                       or len(alive) > 1 else [n.get("NodeManagerAddress", "?") for n in alive])
 
-    def run(self, units: Sequence[Unit], fn: UnitFn, stage: int = 0) -> Iterator[UnitResult]:
+    def run(self, units: Sequence[Unit], fn: UnitFn, stage: int = 0,
+            settled: Mapping[str, UnitResult] | None = None) -> Iterator[UnitResult]:
+        """One Tune experiment over ``units`` (one stage: their prerequisites are ``settled``)."""
         from ray import tune
         from ray.tune.logger import JsonLoggerCallback
 

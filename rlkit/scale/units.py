@@ -11,8 +11,9 @@ calls ``fn(unit, report)`` once per unit, in its own process, on the chosen back
 ``fn`` must be a module-level function (it is pickled to the worker). It returns a JSON-able dict;
 ``report(metrics)`` passes interim numbers to Tune while it runs (a no-op on the local backend).
 A unit that raises is recorded as failed with its error and the others go on. Units may name
-others in ``after``: they run in stages (every unit of one stage after all of the one before), and
-a unit whose prerequisite failed is failed without running.
+others in ``after``: locally a unit starts as soon as they are done, on Ray in stages (every
+unit of one stage after all of the one before); a unit whose prerequisite failed is failed without
+running.
 
 Every finished unit leaves ``root/units/<id>.json`` (status, result, error, seconds), written
 atomically; with ``resume=True`` units whose file says ``done`` (or ``stopped`` by the scheduler)
@@ -194,7 +195,8 @@ def run_units(
     on_result: Callable[[UnitResult], None] | None = None,
     progress: ProgressDisplay | None = None,
 ) -> dict[str, UnitResult]:
-    """Run every unit (stage by stage) on ``backend``; returns each unit's result by id.
+    """Run every unit on ``backend``; returns each unit's result by id. Locally a unit starts as
+    soon as its prerequisites are done (no worker waits for a whole stage); on Ray stage by stage.
 
     ``root`` holds the status files (on a cluster: a path every node sees). ``on_result`` is called
     in the driver as each unit's result is known. ``progress`` shows the units done with an ETA
@@ -229,20 +231,23 @@ def run_units(
     earlier = sum(1 for unit in units if resume and (status := read_status(root, unit.id)) is not None
                   and status.status in FINISHED)
     bar = display.add(f"{name or root.name} units", len(units), completed=earlier)
+    order = stages(units)  # checks ids and prerequisites before anything runs
+    # The local backend starts each unit as soon as its prerequisites are done (in the given
+    # order among those ready); Ray runs one Tune experiment per stage.
+    batches = [list(units)] if backend.name == "local" else order
     try:
-        for number, stage in enumerate(stages(units)):
+        for number, batch in enumerate(batches):
             todo: list[Unit] = []
-            for unit in stage:
+            for unit in batch:
                 previous = read_status(root, unit.id) if resume else None
-                blocked = [dep for dep in unit.after if results[dep].status != "done"]
+                blocked = [dep for dep in unit.after if dep in results and results[dep].status != "done"]
                 if previous is not None and previous.status in FINISHED:
                     previous.skipped = True
                     results[unit.id] = previous
                     if not status_path(root, unit.id).is_file():  # known from the trial's own file
                         write_status(root, previous)
                 elif blocked:
-                    results[unit.id] = UnitResult(
-                        unit.id, "failed", error=f"not run: {', '.join(blocked)} did not finish")
+                    results[unit.id] = not_run(unit.id, blocked)
                     write_status(root, results[unit.id])
                 else:
                     todo.append(unit)
@@ -255,7 +260,7 @@ def run_units(
                 continue
             if runner is None:
                 runner = _make_runner(backend, root, name or root.name)
-            for result in runner.run(todo, fn, stage=number):
+            for result in runner.run(todo, fn, stage=number, settled=results):
                 results[result.id] = result
                 write_status(root, result)
                 bar.advance()
@@ -267,6 +272,11 @@ def run_units(
         bar.finish()
         display.close()
     return {unit.id: results[unit.id] for unit in units}
+
+
+def not_run(unit_id: str, blocked: Sequence[str]) -> UnitResult:
+    """The result of a unit not run because its prerequisites ``blocked`` did not finish."""
+    return UnitResult(unit_id, "failed", error=f"not run: {', '.join(blocked)} did not finish")
 
 
 def _make_runner(backend: Backend, root: Path, name: str) -> Any:
