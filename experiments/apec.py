@@ -30,6 +30,7 @@ import torch
 from pydantic import model_validator
 
 from rlkit.apec.config import ApecConfig
+from rlkit.apec.demonstrator import checkpoint_step
 from rlkit.apec.rollouts import sequential_map
 from rlkit.config import StrictModel, apply_overrides, load_config, save_config
 from rlkit.errors import ConfigError
@@ -349,10 +350,64 @@ def plot_curves(curves: dict[str, list[dict[str, Any]]], task: str, demo_return:
     plt.close(figure)
 
 
+def demonstrator_rows(config: ApecExperimentConfig, out: Path) -> list[dict[str, Any]]:
+    """Per task whose demos exist: the demonstrator's budget, every checkpoint's return (the mean
+    of ``demos.eval_episodes`` deterministic episodes), the last and the best of them, and the
+    demo picked (its checkpoint, return and fraction of the best above the baseline)."""
+    rows = []
+    for task in config.tasks:
+        path = demo_dir(config, task, out) / "demos" / "demos.json"
+        if not path.is_file():
+            continue
+        demos = json.loads(path.read_text())
+        settings = task_config(config, task, config.demo_seed).demos
+        curve = sorted((checkpoint_step(Path(name)), ret) for name, ret in demos["checkpoint_returns"].items())
+        rows.append({"task": task.id, "algo": settings.algo, "total_timesteps": settings.total_timesteps,
+                     "eval_episodes": settings.eval_episodes, "checkpoint_steps": [s for s, _ in curve],
+                     "checkpoint_returns": [r for _, r in curve], "last_return": curve[-1][1],
+                     "best_return": demos["best_return"], "baseline_return": demos["baseline_return"],
+                     "demo_checkpoint_step": demos["checkpoint_step"],
+                     "demo_returns": demos["demo_returns"], "demo_fraction": demos["fraction"]})
+    return rows
+
+
+def demonstrator_report(rows: list[dict[str, Any]], out: Path, name: str) -> None:
+    """``demonstrators.json``, ``demonstrators.md`` and ``<name>_demonstrators.png``: each task's
+    demonstrator curve (checkpoint returns over its steps) with the demo picked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    (out / "demonstrators.json").write_text(json.dumps(rows, indent=1))
+    lines = ["| task | demonstrator | env steps | checkpoints | last checkpoint return | best checkpoint "
+             "return | demo: checkpoint step | demo return | fraction of best |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for r in rows:
+        lines.append(f"| {r['task']} | {r['algo']} | {r['total_timesteps']:,} | {len(r['checkpoint_steps'])} "
+                     f"| {r['last_return']:.0f} | {r['best_return']:.0f} | {r['demo_checkpoint_step']:,} "
+                     f"| {np.mean(r['demo_returns']):.0f} | {r['demo_fraction']:.2f} |")
+    (out / "demonstrators.md").write_text("\n".join(lines) + "\n")
+    figure, axes = plt.subplots(1, len(rows), figsize=(4.6 * len(rows), 3.6), squeeze=False)
+    for axis, r in zip(axes[0], rows, strict=True):
+        axis.plot(r["checkpoint_steps"], r["checkpoint_returns"], marker="o",
+                  label=f"checkpoint (mean of {r['eval_episodes']} episodes)")
+        axis.scatter([r["demo_checkpoint_step"]], [np.mean(r["demo_returns"])], color="tab:red", zorder=3,
+                     label=f"demo (n={len(r['demo_returns'])})")
+        axis.set(title=f"{r['task']}: {r['algo']} demonstrator", xlabel="env steps", ylabel="true return")
+        axis.legend()
+    figure.tight_layout()
+    figure.savefig(out / f"{name}_demonstrators.png", dpi=100)
+    plt.close(figure)
+
+
 def report(config: ApecExperimentConfig, out: Path, name: str = "apec") -> int:
     """``summary.json``, ``table.md`` and a ``<name>_<task>.png`` per task from the finished rows;
     where the policies were evaluated during training, their curves per task
-    (``<name>_<task>_policy.png`` and ``_policy_curves.json``)."""
+    (``<name>_<task>_policy.png`` and ``_policy_curves.json``); the demonstrators' table and curves
+    (``demonstrator_report``) as soon as a task's demos exist."""
+    if demonstrators := demonstrator_rows(config, out):
+        demonstrator_report(demonstrators, out, name)
     rows = collect_rows(config, out)
     if not rows:
         print(f"no finished runs under {out}", file=sys.stderr)

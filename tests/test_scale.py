@@ -397,6 +397,15 @@ def test_apec_experiment_trains_one_demonstrator_per_task_then_the_seeds(scratch
     methods = {(r["seed"], r["method"]) for s in seeds for r in s["result"]["rows"]}
     assert methods == {(0, "apec"), (0, "drex"), (1, "apec"), (1, "drex")}
     assert (out / "table.md").is_file() and (out / "apec_rlkit-test_Point-v0.png").is_file()
+    # the demonstrator's curve: every checkpoint's return, the last and best of them, the demo
+    (demonstrator,) = json.loads((out / "demonstrators.json").read_text())
+    picked = json.loads((task_dir / "seed0" / "demos" / "demos.json").read_text())
+    assert demonstrator["checkpoint_steps"] == [512, 1024, 1536, 2048]
+    assert demonstrator["best_return"] == max(demonstrator["checkpoint_returns"]) == picked["best_return"]
+    assert demonstrator["last_return"] == demonstrator["checkpoint_returns"][-1]
+    assert demonstrator["demo_checkpoint_step"] == picked["checkpoint_step"]
+    assert "| rlkit-test/Point-v0 | ppo | 2,048 | 4 |" in (out / "demonstrators.md").read_text()
+    assert (out / "apec_demonstrators.png").is_file()
 
 
 def test_the_ray_backend_without_ray_names_the_extra(scratch, dataset, monkeypatch, capsys):
