@@ -361,7 +361,8 @@ def demonstrator_rows(config: ApecExperimentConfig, out: Path) -> list[dict[str,
             continue
         demos = json.loads(path.read_text())
         settings = task_config(config, task, config.demo_seed).demos
-        curve = sorted((checkpoint_step(Path(name)), ret) for name, ret in demos["checkpoint_returns"].items())
+        scores = demos["checkpoint_returns"]
+        curve = sorted((checkpoint_step(Path(name)), ret) for name, ret in scores.items())
         rows.append({"task": task.id, "algo": settings.algo, "total_timesteps": settings.total_timesteps,
                      "eval_episodes": settings.eval_episodes, "checkpoint_steps": [s for s, _ in curve],
                      "checkpoint_returns": [r for _, r in curve], "last_return": curve[-1][1],
