@@ -213,13 +213,15 @@ def test_local_units_run_in_their_own_processes_in_stages_and_resume(scratch):
     units = [Unit("a", {"dir": str(scratch), "value": 1}),
              Unit("b", {"dir": str(scratch), "value": 2, "fail": True}),
              Unit("c", {"dir": str(scratch), "value": 3}, after=("a",)),
+             Unit("e", {"dir": str(scratch), "value": 5}, after=("d",)),  # before its prerequisite
              Unit("d", {"dir": str(scratch), "value": 4}, after=("b",))]
     results = run_units(units, toy_unit, scratch / "root", Backend("local", workers=2))
     assert {k: r.status for k, r in results.items()} == {
-        "a": "done", "b": "failed", "c": "done", "d": "failed"}
+        "a": "done", "b": "failed", "c": "done", "e": "failed", "d": "failed"}
     assert results["a"].result["value"] == 2 and results["c"].result["value"] == 6
     assert "told to fail" in results["b"].error
     assert "b did not finish" in results["d"].error and not (scratch / "d.runs").exists()
+    assert "d did not finish" in results["e"].error and not (scratch / "e.runs").exists()
     pids = {results["a"].result["pid"], results["c"].result["pid"], os.getpid()}
     assert len(pids) == 3  # a fresh process per unit, none of them this one
     # resume: the finished units are not run again; the failed one is (and its dependant)

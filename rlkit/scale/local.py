@@ -92,17 +92,21 @@ class LocalRunner:
                 ThreadPoolExecutor(max_workers=max(1, min(self.workers, len(units)))) as pool:
             running: dict[Future[UnitResult], Unit] = {}
             while waiting or running:
-                for unit in list(waiting):
-                    deps = [result_of(dep) for dep in unit.after]
-                    blocked = [dep for dep, r in zip(unit.after, deps, strict=True)
-                               if r is not None and r.status != "done"]
-                    if blocked:
-                        waiting.remove(unit)
-                        known[unit.id] = not_run(unit.id, blocked)
-                        yield known[unit.id]
-                    elif all(r is not None for r in deps) and len(running) < self.workers:
-                        waiting.remove(unit)
-                        running[pool.submit(_run_one, ref, unit, Path(tmp))] = unit
+                settling = True
+                while settling:  # until no unit is newly blocked (one may block one before it)
+                    settling = False
+                    for unit in list(waiting):
+                        deps = [result_of(dep) for dep in unit.after]
+                        blocked = [dep for dep, r in zip(unit.after, deps, strict=True)
+                                   if r is not None and r.status != "done"]
+                        if blocked:
+                            waiting.remove(unit)
+                            known[unit.id] = not_run(unit.id, blocked)
+                            settling = True
+                            yield known[unit.id]
+                        elif all(r is not None for r in deps) and len(running) < self.workers:
+                            waiting.remove(unit)
+                            running[pool.submit(_run_one, ref, unit, Path(tmp))] = unit
                 if not running:
                     if waiting:  # a prerequisite that is neither run here nor settled
                         raise InvalidDataError(f"units {[u.id for u in waiting]} wait on units "
