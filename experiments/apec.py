@@ -35,7 +35,7 @@ from rlkit.apec.rollouts import sequential_map
 from rlkit.config import StrictModel, apply_overrides, load_config, save_config
 from rlkit.errors import ConfigError
 from rlkit.logging import make_logger
-from rlkit.runners.apec import run_apec, run_demos, run_heldout, venv_factory
+from rlkit.runners.apec import REWARD_METRICS, run_apec, run_demos, run_heldout, venv_factory
 from rlkit.scale.command import backend_from_args, experiment_parser
 from rlkit.scale.tasks import close_map, task_map
 from rlkit.scale.units import Backend, Unit, run_units
@@ -158,10 +158,18 @@ def run_seed(config: ApecExperimentConfig, task: TaskSettings, seed: int, out: P
         results = run_apec(pipeline, run_dir, logger, task_map or sequential_map)
     finally:
         logger.close()
+    rows = seed_rows(task.id, seed, results)
+    (run_dir / "rows.json").write_text(json.dumps(rows, indent=1))
+    return rows
+
+
+def seed_rows(task_id: str, seed: int, results: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per method of a (task, seed)'s ``run_apec`` results; without a policy (not trained,
+    or not yet: ``reward_metrics.json``) its return is NaN and its curve empty."""
     rows = []
     for method, metrics in results["methods"].items():
         policy = metrics.get("policy", {})
-        rows.append({"task": task.id, "seed": seed, "method": method,
+        rows.append({"task": task_id, "seed": seed, "method": method,
                      **{key: metrics[key] for key, _ in METRICS},
                      **{key: metrics[key] for key in PAIR_COUNTS if key in metrics},
                      "ail_spearman": results["ail_progress"]["spearman_checkpoints"],
@@ -171,7 +179,6 @@ def run_seed(config: ApecExperimentConfig, task: TaskSettings, seed: int, out: P
                                       "true_returns": policy.get("eval_true_returns", [])},
                      "demo_return": float(np.mean(results["demos"]["returns"])),
                      "demo_fraction": results["demos"].get("fraction", float("nan"))})
-    (run_dir / "rows.json").write_text(json.dumps(rows, indent=1))
     return rows
 
 
@@ -232,9 +239,20 @@ def run_all(config: ApecExperimentConfig, out: Path, backend: Backend, resume: b
 
 
 def collect_rows(config: ApecExperimentConfig, out: Path) -> list[dict[str, Any]]:
-    """The rows of every finished (task, seed) of the config, in config order."""
-    paths = [out / task.id / f"seed{seed}" / "rows.json" for task in config.tasks for seed in config.seeds]
-    return [row for path in paths if path.is_file() for row in json.loads(path.read_text())]
+    """The rows of every (task, seed) of the config whose rewards are scored, in config order:
+    a finished one's ``rows.json``, else, while its policies train, its ``reward_metrics.json``
+    (``"policies_done": False``, no policy return)."""
+    rows = []
+    for task in config.tasks:
+        for seed in config.seeds:
+            run_dir = out / task.id / f"seed{seed}"
+            if (run_dir / "rows.json").is_file():
+                finished = json.loads((run_dir / "rows.json").read_text())
+                rows += [row | {"policies_done": True} for row in finished]
+            elif (run_dir / REWARD_METRICS).is_file():
+                partial = seed_rows(task.id, seed, json.loads((run_dir / REWARD_METRICS).read_text()))
+                rows += [row | {"policies_done": False} for row in partial]
+    return rows
 
 
 def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -252,6 +270,7 @@ def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             entry[metric] = spread.mean
             entry[f"{metric}_se"] = spread.sd / np.sqrt(spread.n) if spread.n > 1 else float("nan")
             entry[f"{metric}_ci95"] = [spread.low, spread.high]
+            entry[f"{metric}_n"] = spread.n  # fewer than n where a seed's policies still train
         for count in PAIR_COUNTS:
             known = [int(r[count]) for r in group if count in r]
             entry[count] = [min(known), max(known)] if known else None
@@ -277,10 +296,12 @@ def markdown_table(table: list[dict[str, Any]]) -> str:
 def _cell(entry: dict[str, Any], key: str) -> str:
     if not np.isfinite(entry[key]):
         return "—"
+    n = entry.get(f"{key}_n", entry["n"])
+    seeds = "" if n == entry["n"] else f" (n={n})"
     if not np.isfinite(entry[f"{key}_se"]):
-        return f"{entry[key]:.3f}"
+        return f"{entry[key]:.3f}{seeds}"
     low, high = entry[f"{key}_ci95"]
-    return f"{entry[key]:.3f} ± {entry[key + '_se']:.3f} [{low:.3f}, {high:.3f}]"
+    return f"{entry[key]:.3f} ± {entry[key + '_se']:.3f} [{low:.3f}, {high:.3f}]{seeds}"
 
 
 def plot(table: list[dict[str, Any]], task: str, demo_return: float, path: Path) -> None:
@@ -302,7 +323,8 @@ def plot(table: list[dict[str, Any]], task: str, demo_return: float, path: Path)
     trained = [e for e in entries if np.isfinite(e["policy_return"])]
     axes[-1].bar(range(len(trained)), [e["policy_return"] for e in trained],
                  yerr=[e["policy_return_se"] for e in trained], color="tab:green")
-    axes[-1].set_xticks(range(len(trained)), [f"{e['method']}\n(n={e['n']})" for e in trained], rotation=30)
+    axes[-1].set_xticks(range(len(trained)), [f"{e['method']}\n(n={e['policy_return_n']})" for e in trained],
+                        rotation=30)
     axes[-1].axhline(demo_return, color="tab:red", linewidth=1, label="demonstration")
     axes[-1].set(title=f"{task}: policy true return")
     axes[-1].legend()
@@ -403,7 +425,8 @@ def demonstrator_report(rows: list[dict[str, Any]], out: Path, name: str) -> Non
 
 
 def report(config: ApecExperimentConfig, out: Path, name: str = "apec") -> int:
-    """``summary.json``, ``table.md`` and a ``<name>_<task>.png`` per task from the finished rows;
+    """``rows.jsonl``, ``summary.json``, ``table.md`` and a ``<name>_<task>.png`` per task from the
+    rows of ``collect_rows`` (a seed whose policies still train counts for its rewards);
     where the policies were evaluated during training, their curves per task
     (``<name>_<task>_policy.png`` and ``_policy_curves.json``); the demonstrators' table and curves
     (``demonstrator_report``) as soon as a task's demos exist."""
@@ -413,6 +436,9 @@ def report(config: ApecExperimentConfig, out: Path, name: str = "apec") -> int:
     if not rows:
         print(f"no finished runs under {out}", file=sys.stderr)
         return 1
+    from experiments.rows import write_rows  # by name: a script puts the repo root on sys.path first
+
+    write_rows(out, rows)
     table = summarise(rows)
     (out / "summary.json").write_text(json.dumps(table, indent=2))
     (out / "table.md").write_text(markdown_table(table))

@@ -49,6 +49,9 @@ def test_rlkit_apec_runs_every_method_end_to_end_and_a_rerun_reuses_every_stage(
         assert -1.0 <= values["trajectory_pearson"] <= 1.0, method
     assert np.isfinite(metrics["apec"]["policy"]["final_true_return"])
     assert "policy" not in metrics["drex"]
+    # the rewards' results, written before the policy stage: metrics.json without the policies
+    before = json.loads((run_dir / "reward_metrics.json").read_text())["methods"]
+    assert before == {m: {k: v for k, v in values.items() if k != "policy"} for m, values in metrics.items()}
 
     report = read_demo_report(run_dir / "demos")
     assert report.baseline_return < report.best_return and report.demo_returns

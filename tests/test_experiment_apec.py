@@ -96,3 +96,35 @@ def test_a_shared_held_out_set_is_one_unit_per_task_that_its_seeds_wait_for(tmp_
         ApecExperimentConfig(seeds=[0, 1000], tasks=tasks, shared_heldout=True)
     ApecExperimentConfig(seeds=[0, 1000], tasks=tasks, shared_heldout=True,
                          pipeline={"heldout": {"ail_seed": 7}})
+
+
+def test_a_seed_whose_policies_still_train_counts_for_its_rewards_not_its_policy(tmp_path):
+    import json
+
+    from experiments.apec import ApecExperimentConfig, collect_rows, markdown_table, seed_rows, summarise
+    from rlkit.runners.apec import REWARD_METRICS
+
+    def results(accuracy, policy_return=None):
+        metrics = {key: accuracy for key, _ in METRICS} | {"n_pairs": 900, "label_agreement": 0.8}
+        if policy_return is not None:
+            metrics["policy"] = {"final_true_return": policy_return, "eval_timesteps": [50_000],
+                                 "eval_true_returns": [policy_return]}
+        return {"methods": {"apec": metrics}, "ail_progress": {"spearman_checkpoints": 0.9},
+                "demos": {"returns": [1000.0], "fraction": 0.65}}
+
+    config = ApecExperimentConfig(seeds=[0, 1, 2])
+    for seed, accuracy, policy in ((0, 0.7, 2000.0), (1, 0.8, 2200.0), (2, 0.9, None)):
+        run_dir = tmp_path / "Hopper-v5" / f"seed{seed}"
+        run_dir.mkdir(parents=True)
+        if policy is None:  # its held-out results are in; its policies are training
+            (run_dir / REWARD_METRICS).write_text(json.dumps(results(accuracy)))
+        else:
+            (run_dir / "rows.json").write_text(json.dumps(seed_rows("Hopper-v5", seed,
+                                                                    results(accuracy, policy))))
+    rows = collect_rows(config, tmp_path)
+    assert [(r["seed"], r["policies_done"]) for r in rows] == [(0, True), (1, True), (2, False)]
+    (entry,) = summarise(rows)
+    assert entry["n"] == 3 and entry["accuracy"] == pytest.approx(0.8) and entry["accuracy_n"] == 3
+    assert entry["policy_return"] == 2100.0 and entry["policy_return_n"] == 2
+    text = markdown_table([entry])
+    assert "2100.000 ± 100.000" in text and "(n=2)" in text and "0.800 ± 0.058" in text

@@ -12,6 +12,7 @@ stage resumes from its last checkpoint). Layout::
     datasets/     <method>.npz/.json      rewards/ <method>/ (safetensors + JSON)
     heldout/      ail/ (a separate AIL run, seed heldout_ail_seed), store.npz, sources.npz
     policies/     <method>/agent.zip, result.json      metrics.json (per method, diagnostics)
+    reward_metrics.json   metrics.json before the policy stage (the rewards' held-out results)
 
 The demonstrator and each policy train in chunks with a resume point after each
 (``rlkit.factories.resumable``, in ``demos/demonstrator/resume`` and ``policies/<method>/resume``,
@@ -75,6 +76,8 @@ from rlkit.persistence.arrays import save_npz
 from rlkit.reward import RewardNet, RewardTrainer, build_reward_net, load_reward_model, save_reward_model
 from rlkit.runners.apec_policy import run_policy
 from rlkit.types import TaskMap
+
+REWARD_METRICS = "reward_metrics.json"
 
 
 def _one_env(env: ApecEnvConfig) -> gym.Env[Any, Any]:
@@ -190,6 +193,7 @@ def run_apec(config: ApecConfig, run_dir: Path, logger: Logger | None = None,
         if logger is not None:
             logger.log({f"heldout/{method}/{k}": v for k, v in metrics.items()
                         if isinstance(v, float)}, step=0)
+    atomic_write_json(run_dir / REWARD_METRICS, results)  # readable while the policies train
     for method in policies:
         results["methods"][method]["policy"] = run_policy(
             config, make_venv, rewards[method], run_dir / "policies" / method, logger, store)
