@@ -103,12 +103,11 @@ def heldout_dir(config: ApecExperimentConfig, task: TaskSettings, out: Path) -> 
 def run_task_demos(config: ApecExperimentConfig, task: TaskSettings, out: Path) -> dict[str, Any]:
     """The task's demonstrator and demos, in the demo seed's run dir (the seeds link to them)."""
     first = demo_dir(config, task, out)
-    seed = int(first.name.removeprefix("seed"))
-    pipeline = task_config(config, task, seed)
+    pipeline = task_config(config, task, config.demo_seed)
     first.mkdir(parents=True, exist_ok=True)
     logger = make_logger(first / "demos", backends=("jsonl",))
     try:
-        demos = run_demos(pipeline.env, pipeline.demos, seed, first / "demos", logger)
+        demos = run_demos(pipeline.env, pipeline.demos, config.demo_seed, first / "demos", logger)
     finally:
         logger.close()
     return {"demos": str(first / "demos" / "demos.npz"),
