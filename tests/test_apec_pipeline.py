@@ -394,3 +394,53 @@ def test_a_policy_resumed_from_its_last_point_ends_where_an_unbroken_run_does(tm
     resumed = run_policy(config, make_venv, Reward(), tmp_path / "killed", None)
     for key in ("final_true_return", "eval_true_returns", "curve_true_returns"):
         assert resumed[key] == unbroken[key], key
+
+
+def test_an_ail_run_resumed_before_its_latest_round_logs_each_round_once(tmp_path):
+    """Killed after logging a round but before its resume folder was written, the AIL stage
+    trains that round again: ``metrics.jsonl`` is cut at that round's earlier row (found by the
+    stage's prefix: another stage's rows at larger steps before it stay), so the stage's rows
+    read as an unbroken run's.
+    (A SAC generator: its resume is exact, so the rows can be compared whole.)"""
+    import shutil
+
+    SAC_AIL = ["ail.generator=sac",
+               "ail.generator_kwargs={learning_starts: 50, policy_kwargs: {net_arch: [16]}}"]
+
+    from rlkit.config import apply_overrides
+    from rlkit.logging import make_logger
+    from rlkit.runners.apec import run_ail, venv_factory
+    from rlkit.runners.apec import run_demos as demos_stage
+
+    def config(rounds: int) -> ApecConfig:
+        return ApecConfig.model_validate(apply_overrides(ApecConfig().model_dump(mode="json"),
+                                                         [*TINY, f"ail.rounds={rounds}", *SAC_AIL]))
+
+    def rows(run_dir: Path) -> list[dict]:
+        return [{k: v for k, v in json.loads(line).items() if k != "wall_time"}
+                for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+    def ail(run_dir: Path, rounds: int) -> None:
+        logger = make_logger(run_dir, backends=("jsonl",))
+        try:
+            logger.log({"earlier/stage": 1.0}, step=5000)  # another stage's row, at a larger step
+            run_ail(config(rounds), venv_factory(config(rounds).env), demos, run_dir / "ail", logger)
+        finally:
+            logger.close()
+
+    demos = demos_stage(config(3).env, config(3).demos, 0, tmp_path / "demos", None)
+    ail(tmp_path / "whole", 3)
+    ail(tmp_path / "killed", 1)
+    shutil.copytree(tmp_path / "killed" / "ail" / "resume", tmp_path / "resume-after-round-0")
+    ail(tmp_path / "killed", 2)  # round 1 logged and checkpointed; then killed before resume/ ...
+    shutil.rmtree(tmp_path / "killed" / "ail" / "resume")
+    (tmp_path / "resume-after-round-0").rename(tmp_path / "killed" / "ail" / "resume")
+    ail(tmp_path / "killed", 3)  # ... so the run resumes from round 0 and trains round 1 again
+
+    killed = [r for r in rows(tmp_path / "killed") if "ail/round" in r]
+    assert [r["ail/round"] for r in killed] == [0, 1, 2]
+    assert killed == [r for r in rows(tmp_path / "whole") if "ail/round" in r]
+    # the rows logged before the first row trained again stay (the stage logged at larger steps
+    # included); the cut takes what followed it: the third call's own "earlier" row
+    kinds = ["earlier" if "earlier/stage" in r else r["ail/round"] for r in rows(tmp_path / "killed")]
+    assert kinds == ["earlier", 0, "earlier", 1, 2]

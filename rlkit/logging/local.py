@@ -36,10 +36,13 @@ def metrics_size(run_dir: PathLike) -> int | None:
     return path.stat().st_size if path.is_file() else None
 
 
-def rewind_metrics(run_dir: PathLike, *, size: int | None = None, after_step: int | None = None) -> int:
+def rewind_metrics(run_dir: PathLike, *, size: int | None = None, after_step: int | None = None,
+                   prefix: str | None = None) -> int:
     """Drop the rows of ``run_dir``'s ``metrics.jsonl`` logged after a resume point, so a resumed
     run logs them once: every byte past ``size`` (``metrics_size`` at the point), or every row from
-    the first whose step is past ``after_step`` (or that is torn).
+    the first whose step is past ``after_step`` (or that is torn); with ``prefix``, from the first
+    such row holding a metric named ``prefix...`` (a stage whose rows follow other stages' rows
+    logged at larger steps).
 
     One ``truncate`` of the file in place: a crash leaves it whole or cut, never half-rewritten,
     and a ``JsonlLogger`` already open on it appends after the cut (its file is opened to append).
@@ -48,6 +51,7 @@ def rewind_metrics(run_dir: PathLike, *, size: int | None = None, after_step: in
         run_dir: the run's folder.
         size: keep at most this many bytes.
         after_step: keep only the rows up to this step.
+        prefix: see above; None: every row counts.
 
     Returns:
         How many rows were dropped (0 when there is no file).
@@ -62,7 +66,7 @@ def rewind_metrics(run_dir: PathLike, *, size: int | None = None, after_step: in
     if after_step is not None:
         offset = 0
         for line in data[:cut].splitlines(keepends=True):
-            if not line.endswith(b"\n") or _row_step(line) > after_step:
+            if not line.endswith(b"\n") or (_row_step(line) > after_step and _has_prefix(line, prefix)):
                 cut = offset
                 break
             offset += len(line)
@@ -71,6 +75,29 @@ def rewind_metrics(run_dir: PathLike, *, size: int | None = None, after_step: in
     dropped = data[cut:].count(b"\n") + (not data.endswith(b"\n"))
     os.truncate(path, cut)
     return dropped
+
+
+def _has_prefix(line: bytes, prefix: str | None) -> bool:
+    if prefix is None:
+        return True
+    try:
+        return any(key.startswith(prefix) for key in json.loads(line))
+    except (ValueError, TypeError):
+        return True  # not a row JsonlLogger wrote whole: dropped with what follows
+
+
+def metrics_dirs(logger: object) -> list[Path]:
+    """The folders whose ``metrics.jsonl`` ``logger`` appends to: its ``JsonlLogger`` backends
+    (itself, or those of a ``MultiLogger``), for ``rewind_metrics`` on a resume.
+
+    Args:
+        logger: any logger.
+
+    Returns:
+        The run folders, none for a logger without a JSONL backend.
+    """
+    backends = getattr(logger, "loggers", [logger])
+    return [backend.run_dir for backend in backends if isinstance(backend, JsonlLogger)]
 
 
 def _row_step(line: bytes) -> float:

@@ -71,6 +71,7 @@ from rlkit.factories.algorithms import ALGORITHMS
 from rlkit.factories.builders import trainer_config
 from rlkit.feedback import ORACLE, PreferenceDataset
 from rlkit.logging import Logger, ProgressTask, Track, progress_of
+from rlkit.logging.local import metrics_dirs, rewind_metrics
 from rlkit.persistence import atomic_write_json, read_json
 from rlkit.persistence.arrays import save_npz
 from rlkit.reward import RewardNet, RewardTrainer, build_reward_net, load_reward_model, save_reward_model
@@ -243,7 +244,10 @@ def run_ail(config: ApecConfig, make_venv: VenvFactory, demos: list[Trajectory],
     try:
         trainer = AILTrainer(ail_config, venv, demos, settings.generator, settings.generator_kwargs,
                              checkpoints=checkpoints, callbacks=[log])
-        trainer.resume()
+        if trainer.resume() is not None and logger is not None:
+            # rounds after the point resumed from are trained (and logged) again: their rows go
+            for folder in metrics_dirs(logger):
+                rewind_metrics(folder, after_step=trainer.generator.num_timesteps, prefix=prefix)
         progress = progress_of(logger)
         if progress is not None:  # from the round it resumed at; moved by the rounds' own records
             progress.follow(Track(f"apec {prefix.rstrip('/')} rounds", settings.rounds, prefixes=(prefix,),
