@@ -25,10 +25,17 @@ from rlkit.errors import InvalidDataError, StateError
 
 
 class FixedHorizon(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
-    """Pad every episode to ``horizon`` steps with a flagged, zero-reward absorbing state."""
+    """Pad every episode to ``horizon`` steps with a flagged, zero-reward absorbing state.
 
-    def __init__(self, env: gym.Env[np.ndarray, Any], horizon: int) -> None:
+    With ``pad=False`` the observations are the same (the flag always 0) but an episode ends where
+    the inner env terminates (``terminated=True``), as an agent trains in APEC's reference (its
+    fixed-horizon env returns ``done`` there and its SAC resets, apec_mjc/envs/mujocoFH.py,
+    rl_alg/sac.py:441-458): padded episodes would fill a replay buffer with absorbing states.
+    """
+
+    def __init__(self, env: gym.Env[np.ndarray, Any], horizon: int, pad: bool = True) -> None:
         super().__init__(env)
+        self.pad = pad
         space = env.observation_space
         if not isinstance(space, spaces.Box) or len(space.shape) != 1:
             raise InvalidDataError(f"observation_space must be a flat Box, got {space}")
@@ -70,6 +77,8 @@ class FixedHorizon(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
         if terminated:
             self._absorbed = True
             info = {**info, "inner_terminated": True}
+            if not self.pad:
+                return self._real(obs), reward, True, False, info
         # an inner truncation can only come at the horizon (checked in __init__) or from an env
         # without a spec'd limit; the episode cannot go on then, so it ends here as well
         return self._real(obs), reward, False, at_horizon or (truncated and not terminated), info
@@ -85,17 +94,19 @@ class FixedHorizon(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
         return np.append(obs, 0).astype(self.observation_space.dtype)
 
 
-def make_fixed_horizon(env_id: str, horizon: int | None = None, **kwargs: Any) -> FixedHorizon:
+def make_fixed_horizon(env_id: str, horizon: int | None = None, pad: bool = True,
+                       **kwargs: Any) -> FixedHorizon:
     """``gym.make(env_id)`` padded to ``horizon`` steps (default: its registered time limit,
     e.g. 1000 for Hopper-v5), with the time limit raised to the horizon when it is shorter.
 
     Args:
         env_id: a registered gymnasium id, e.g. ``"Hopper-v5"``.
         horizon: the episode length, in steps; the registered time limit when ``None``.
+        pad: pad to the horizon; False: the same observations, episodes end at termination.
         **kwargs: passed to ``gym.make``.
 
     Returns:
-        The wrapped env; every episode lasts exactly ``horizon`` steps.
+        The wrapped env; every episode lasts exactly ``horizon`` steps (with ``pad``).
 
     Raises:
         InvalidDataError: when no horizon is given and the id has no time limit, the horizon is
@@ -106,4 +117,4 @@ def make_fixed_horizon(env_id: str, horizon: int | None = None, **kwargs: Any) -
     if horizon is None:
         raise InvalidDataError(f"{env_id} has no registered time limit; give horizon")
     return FixedHorizon(gym.make(env_id, max_episode_steps=max(horizon, limit or 0), **kwargs),
-                        horizon)
+                        horizon, pad)

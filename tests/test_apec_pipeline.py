@@ -11,7 +11,7 @@ import pytest
 from rlkit.apec.config import ApecConfig
 from rlkit.apec.demonstrator import read_demo_report
 from rlkit.cli import main
-from rlkit.data import TrajectoryStore
+from rlkit.data import Trajectory, TrajectoryStore
 from rlkit.data.store import load_npz
 from rlkit.feedback import PreferenceDataset
 from rlkit.runners.apec import run_apec
@@ -444,3 +444,53 @@ def test_an_ail_run_resumed_before_its_latest_round_logs_each_round_once(tmp_pat
     # included); the cut takes what followed it: the third call's own "earlier" row
     kinds = ["earlier" if "earlier/stage" in r else r["ail/round"] for r in rows(tmp_path / "killed")]
     assert kinds == ["earlier", 0, "earlier", 1, 2]
+
+
+def test_the_agents_train_on_episodes_that_end_at_termination(tmp_path, monkeypatch):
+    """As the reference: the demonstrator's, generator's and policies' episodes end where the task
+    terminates (the observations keep the absorbing flag, 0), the data the rewards learn from stays
+    padded, and the discriminator's expert states are the demos' real ones."""
+    import rlkit.runners.apec as runner
+    from rlkit.apec.config import ApecEnvConfig
+    from rlkit.runners.apec import run_ail, venv_factory
+
+    def episode_lengths(venv, steps: int = 300) -> list[int]:
+        venv.reset()
+        venv.action_space.seed(0)
+        lengths, length = [], 0
+        for _ in range(steps):
+            _, _, dones, _ = venv.step([venv.action_space.sample()])
+            length += 1
+            if dones[0]:
+                lengths.append(length)
+                length = 0
+        return lengths
+
+    env = ApecEnvConfig(id="CartPole-v1", horizon=100)  # random CartPole falls in ~20 steps
+    assert set(episode_lengths(venv_factory(env)(0))) == {100}  # rollouts, demos, held-out: padded
+    ends = episode_lengths(venv_factory(env, training=True)(0))
+    assert max(ends) < 100 and len(ends) > 5
+    assert set(episode_lengths(venv_factory(env.replace(agent_episodes="pad"), training=True)(0))) == {100}
+
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def trainer(config, venv, demos, *args, **kwargs):
+        seen["lengths"], seen["demos"] = episode_lengths(venv), demos
+        raise Stop
+
+    monkeypatch.setattr(runner, "AILTrainer", trainer)
+    padded = venv_factory(env)(1)
+    obs = [padded.reset()[0]]
+    for _ in range(100):
+        obs.append(padded.step([1])[0][0])  # always right: falls within ~10 steps
+    demo = Trajectory(obs=np.array(obs), acts=np.ones((100, 1)), rews=np.ones(100))
+    config = ApecConfig(env=env)
+    with pytest.raises(Stop):
+        run_ail(config, venv_factory(env, training=True), [demo], tmp_path / "ail", None)
+    assert max(seen["lengths"]) < 100
+    (expert,) = seen["demos"]
+    assert expert.terminal and len(expert) < 20 and (expert.obs[:, -1] == 0).all()
+    np.testing.assert_array_equal(expert.obs, demo.obs[: len(expert) + 1])

@@ -39,6 +39,38 @@ def test_episodes_have_equal_length_and_absorb_after_termination():
         assert all(info.get("absorbing") for info in infos[end + 1 :])
 
 
+def test_unpadded_episodes_end_at_termination_with_the_same_observations():
+    padded = FixedHorizon(CartPoleEnv(), horizon=60)
+    unpadded = FixedHorizon(CartPoleEnv(), horizon=60, pad=False)
+    assert unpadded.observation_space == padded.observation_space
+    for seed in range(3):
+        obs, rewards, infos, terminated = run_episode(unpadded, seed)
+        whole, _, whole_infos, _ = run_episode(padded, seed)
+        end = next(i for i, info in enumerate(whole_infos) if info.get("inner_terminated"))
+        # the padded episode's real part, then the episode ends (terminated: no bootstrap)
+        assert terminated and len(rewards) == end + 1 and infos[-1]["inner_terminated"]
+        np.testing.assert_array_equal(obs, whole[: end + 2])
+        assert (obs[:, -1] == 0).all() and (rewards == 1.0).all()
+
+
+def test_the_real_part_of_a_padded_trajectory_is_the_unpadded_episode():
+    from rlkit.apec.rollouts import real_part
+    from rlkit.data import Trajectory
+
+    def trajectory(env: gym.Env, seed: int) -> Trajectory:
+        obs, rewards, _, terminated = run_episode(env, seed)
+        return Trajectory(obs=obs, acts=np.zeros((len(rewards), 1)), rews=rewards, terminal=terminated)
+
+    for seed in range(3):
+        cut = real_part(trajectory(FixedHorizon(CartPoleEnv(), horizon=60), seed))
+        episode = trajectory(FixedHorizon(CartPoleEnv(), horizon=60, pad=False), seed)
+        np.testing.assert_array_equal(cut.obs, episode.obs)
+        np.testing.assert_array_equal(cut.rews, episode.rews)
+        assert cut.terminal and episode.terminal
+    never_ends = trajectory(FixedHorizon(gym.make("Pendulum-v1"), horizon=50), 0)
+    assert real_part(never_ends) is never_ends
+
+
 def test_episode_without_termination_just_gets_the_flag():
     env = FixedHorizon(gym.make("Pendulum-v1"), horizon=200)
     obs, rewards, _, _ = run_episode(env, 0)

@@ -93,6 +93,13 @@ VECTOR_HORIZON = 1000
 
 class ApecEnvConfig(StrictModel):
     """``horizon``: pad episodes to this length with an absorbing state (None: the plain env).
+    The trajectories the rewards are learned and scored on (demos, rollouts, D-REX's, the
+    held-out set) are padded; the agents (demonstrator, AIL generator, policies) train on
+    episodes that end where the task terminates (``agent_episodes: end``), as the reference's
+    SAC does (apec_mjc/envs/mujocoFH.py returns ``done`` there, rl_alg/sac.py:441-458 resets), with
+    the same observations (the absorbing flag 0); ``pad``: they play the absorbing states to the
+    horizon too (rlkit before 2026-12-01: a Hopper demonstrator's replay buffer then holds mostly
+    absorbing states, and SAC reached a best checkpoint return of 998 in 300k steps).
 
     Pixel tasks (``pixels=true``, or an id that is one: ``envs.pixels.PIXEL_ENV_IDS``, the DMC
     pixel ids of ``envs.dmc``) observe ``frame_stack`` uint8 frames stacked channel-first
@@ -107,6 +114,8 @@ class ApecEnvConfig(StrictModel):
     kwargs: dict[str, Any] = {}
     pixels: bool = _new_field(False, "observe stacked uint8 frames (set by a pixel task's id)")
     frame_stack: int = _new_field(3, "frames per pixel observation (DrQ: 3)", ge=1)
+    agent_episodes: Literal["end", "pad"] = _new_field(
+        "end", "where the agents' training episodes end: at termination (end) or the horizon (pad)")
 
     @model_validator(mode="before")
     @classmethod

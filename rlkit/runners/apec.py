@@ -60,6 +60,7 @@ from rlkit.apec.pairs import demo_ot_distances, ot_only_pairs, select_pairs
 from rlkit.apec.rollouts import (
     checkpoint_tasks,
     load_generator,
+    real_part,
     rollout_tasks,
     sequential_map,
 )
@@ -81,12 +82,13 @@ from rlkit.types import TaskMap
 REWARD_METRICS = "reward_metrics.json"
 
 
-def _one_env(env: ApecEnvConfig) -> gym.Env[Any, Any]:
+def _one_env(env: ApecEnvConfig, training: bool = False) -> gym.Env[Any, Any]:
     if env.pixels:  # frames stacked channel-first; never padded (the config refuses a horizon)
         return make_pixel_task(env.id, env.frame_stack, **env.kwargs)
     if env.horizon is None:
         return gym.make(env.id, **env.kwargs)
-    return make_fixed_horizon(env.id, env.horizon, **env.kwargs)
+    pad = not (training and env.agent_episodes == "end")
+    return make_fixed_horizon(env.id, env.horizon, pad, **env.kwargs)
 
 
 def frame_stack(env: ApecEnvConfig) -> int:
@@ -99,15 +101,17 @@ class EnvFactory:
     """``seed -> VecEnv`` of an env config; picklable, so rollout tasks build their own env."""
 
     env: ApecEnvConfig
+    training: bool = False
 
     def __call__(self, seed: int) -> VecEnv:
-        return make_vec_env(partial(_one_env, self.env), n_envs=self.env.n_envs, seed=seed)
+        return make_vec_env(partial(_one_env, self.env, self.training), n_envs=self.env.n_envs, seed=seed)
 
 
-def venv_factory(env: ApecEnvConfig) -> VenvFactory:
+def venv_factory(env: ApecEnvConfig, training: bool = False) -> VenvFactory:
     """Fixed-horizon (absorbing state) envs when ``horizon`` is set, as APEC uses; a pixel task's
-    frames stacked channel-first (``env.frame_stack``)."""
-    return EnvFactory(env)
+    frames stacked channel-first (``env.frame_stack``). ``training``: the envs an agent trains in
+    (demonstrator, AIL generator, policies), whose episodes end where ``env.agent_episodes`` says."""
+    return EnvFactory(env, training)
 
 
 def demonstrator_config(settings: DemosSettings, seed: int) -> DemonstratorConfig:
@@ -125,7 +129,7 @@ def run_demos(env: ApecEnvConfig, settings: DemosSettings, seed: int, out_dir: P
     SAC takes one update per vectorised step, so ``settings.n_envs`` sets its update ratio."""
     if settings.n_envs is not None:
         env = env.replace(n_envs=settings.n_envs)
-    make_venv = venv_factory(env)
+    make_venv, train_venv = venv_factory(env), venv_factory(env, training=True)
     if (out_dir / "demos.npz").is_file():
         return load_demos(out_dir / "demos.npz")
     if settings.path is not None:
@@ -137,7 +141,7 @@ def run_demos(env: ApecEnvConfig, settings: DemosSettings, seed: int, out_dir: P
     trained = bool(checkpoints) and not (out_dir / "demonstrator" / RESUME_DIR).is_dir() and (
         checkpoint_step(checkpoints[-1]) + settings.checkpoint_every > settings.total_timesteps)
     if not trained:  # never started, or killed part way: goes on from its last resume point
-        checkpoints = train_demonstrator(make_venv, config, out_dir / "demonstrator", ALGORITHMS)
+        checkpoints = train_demonstrator(train_venv, config, out_dir / "demonstrator", ALGORITHMS)
     demos, report = suboptimal_demos(make_venv, checkpoints, config, ALGORITHMS,
                                      np.random.default_rng(seed))
     save_demo_set(demos, report, out_dir, frame_stack(env))
@@ -159,7 +163,8 @@ def run_apec(config: ApecConfig, run_dir: Path, logger: Logger | None = None,
     stages = _stage_bar(logger, 4 + len(config.methods) + len(policies))
     demos = run_demos(config.env, config.demos, config.seed, run_dir / "demos", logger)
     _advance(stages)
-    checkpoints = run_ail(config, make_venv, demos, run_dir / "ail", logger)
+    train_venv = venv_factory(config.env, training=True)
+    checkpoints = run_ail(config, train_venv, demos, run_dir / "ail", logger)
     _advance(stages)
     store, index, distances = run_rollouts(config, make_venv, checkpoints, demos, run_dir / "rollouts",
                                            task_map)
@@ -197,7 +202,7 @@ def run_apec(config: ApecConfig, run_dir: Path, logger: Logger | None = None,
     atomic_write_json(run_dir / REWARD_METRICS, results)  # readable while the policies train
     for method in policies:
         results["methods"][method]["policy"] = run_policy(
-            config, make_venv, rewards[method], run_dir / "policies" / method, logger, store)
+            config, make_venv, rewards[method], run_dir / "policies" / method, logger, store, train_venv)
         _advance(stages)
     atomic_write_json(run_dir / "metrics.json", results)
     return results
@@ -218,7 +223,10 @@ def _advance(task: ProgressTask | None) -> None:
 def run_ail(config: ApecConfig, make_venv: VenvFactory, demos: list[Trajectory], out_dir: Path,
             logger: Logger | None, seed: int | None = None) -> CheckpointStore:
     """An AIL run with a checkpoint per round (resumed when killed); ``seed`` defaults to the
-    run's (the held-out set uses a separate run with ``config.heldout_ail_seed``)."""
+    run's (the held-out set uses a separate run with ``config.heldout_ail_seed``). ``make_venv``:
+    the envs the generator trains in (``venv_factory(..., training=True)``); where their episodes
+    end at termination, the discriminator sees the demos' real states only, as the reference's
+    loss masks the absorbing ones out (apec_mjc/f_div.py:92), so neither side holds any."""
     settings = config.ail
     seed = config.seed if seed is None else seed
     checkpoints = CheckpointStore(out_dir, every=settings.checkpoint_every)
@@ -242,7 +250,9 @@ def run_ail(config: ApecConfig, make_venv: VenvFactory, demos: list[Trajectory],
 
     venv = make_venv(seed + 1)
     try:
-        trainer = AILTrainer(ail_config, venv, demos, settings.generator, settings.generator_kwargs,
+        unpadded = config.env.horizon is not None and config.env.agent_episodes == "end"
+        expert = [real_part(d) for d in demos] if unpadded else demos
+        trainer = AILTrainer(ail_config, venv, expert, settings.generator, settings.generator_kwargs,
                              checkpoints=checkpoints, callbacks=[log])
         if trainer.resume() is not None and logger is not None:
             # rounds after the point resumed from are trained (and logged) again: their rows go
@@ -323,7 +333,8 @@ def run_heldout(config: ApecConfig, make_venv: VenvFactory, demos: list[Trajecto
     Each policy's rollouts are a task of their own, run by ``task_map``."""
     settings = config.heldout
     if not (out_dir / "store.npz").is_file():
-        checkpoints = run_ail(config, make_venv, demos, out_dir / "ail", logger, seed=config.heldout_ail_seed)
+        checkpoints = run_ail(config, venv_factory(config.env, training=True), demos, out_dir / "ail", logger,
+                              seed=config.heldout_ail_seed)
         rounds = checkpoints.rounds()
         picks = np.unique(np.linspace(0, len(rounds) - 1, min(settings.ail_checkpoints, len(rounds))).round())
         ail_rounds = [rounds[int(k)] for k in picks]

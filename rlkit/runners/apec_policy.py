@@ -17,7 +17,7 @@ import numpy as np
 
 from rlkit.ail.generator import make_generator
 from rlkit.apec.config import ApecConfig, RolloutConfig
-from rlkit.apec.rollouts import VenvFactory, policy_rollouts
+from rlkit.apec.rollouts import VenvFactory, policy_rollouts, real_part
 from rlkit.data import Trajectory, TrajectoryStore
 from rlkit.devices import resolve_device
 from rlkit.factories.agent import EpisodeLog, EpisodeLogCallback
@@ -36,7 +36,8 @@ __all__ = ["POLICY_POINT_EVERY", "evaluation_episodes", "paid_reward", "policy_c
 
 
 def run_policy(config: ApecConfig, make_venv: VenvFactory, reward: Any, out_dir: Path,
-               logger: Logger | None, seed_store: TrajectoryStore | None = None) -> dict[str, Any]:
+               logger: Logger | None, seed_store: TrajectoryStore | None = None,
+               train_venv: VenvFactory | None = None) -> dict[str, Any]:
     """A fresh agent on the learned reward (``r(s')`` by default, normalised if asked); its TRUE
     return during and after training. An off-policy agent's replay buffer is first seeded with
     ``policy.seed_rollouts`` trajectories of ``seed_store`` (the AIL checkpoints' rollouts), as the
@@ -53,12 +54,14 @@ def run_policy(config: ApecConfig, make_venv: VenvFactory, reward: Any, out_dir:
     reward_fn: RewardFn = paid_reward(TorchRewardFn(reward), config.policy.reward_on)
     normalized = NormalizedReward(reward_fn, RunningNorm()) if settings.normalize_reward else None
     reward_fn = normalized or reward_fn
-    venv = RewardVecEnvWrapper(make_venv(config.seed + 7), reward_fn)
+    venv = RewardVecEnvWrapper((train_venv or make_venv)(config.seed + 7), reward_fn)
     seeded: list[Trajectory] = []
     if seed_store is not None and config.policy.seed_rollouts and settings.algo == "sac":
         rng = np.random.default_rng(config.seed + 8)
         picks = rng.integers(0, len(seed_store), config.policy.seed_rollouts)
         seeded = [seed_store[int(k)] for k in picks]
+        if config.env.horizon is not None and config.env.agent_episodes == "end":
+            seeded = [real_part(t) for t in seeded]  # as the agent's own episodes: no absorbing steps
         starts = int(settings.kwargs.get("learning_starts", 100))  # SB3's default
         n_seeded = sum(len(t) for t in seeded)
         settings = settings.replace(kwargs={**settings.kwargs, "learning_starts": max(0, starts - n_seeded)})
