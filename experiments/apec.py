@@ -417,6 +417,7 @@ def demonstrator_report(rows: list[dict[str, Any]], out: Path, name: str) -> Non
         axis.scatter([r["demo_checkpoint_step"]], [np.mean(r["demo_returns"])], color="tab:red", zorder=3,
                      label=f"demo (n={len(r['demo_returns'])})")
         axis.set(title=f"{r['task']}: {r['algo']} demonstrator", xlabel="env steps", ylabel="true return")
+        axis.xaxis.set_major_formatter(lambda steps, _: f"{steps / 1000:.0f}k")
         axis.legend()
     figure.tight_layout()
     figure.savefig(out / f"{name}_demonstrators.png", dpi=100)
