@@ -1,8 +1,11 @@
 """The throwaway PostgreSQL cluster of the tests cleans up after a test run killed with SIGKILL."""
 
+import os
+import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -18,8 +21,8 @@ def accepts(port: int) -> bool:
         return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
-def test_a_cluster_left_by_a_killed_test_run_is_stopped_and_deleted_by_the_next():
-    binaries = server_binaries()
+def killed_test_run(binaries: Path | None) -> tuple[Path, int]:
+    """The folder and port of a cluster whose test process was killed with SIGKILL (no __exit__ ran)."""
     if binaries is None:
         pytest.skip("no PostgreSQL server under /usr/lib/postgresql/*/bin: run `make service-deps` as root")
     killed_run = ("import time\nfrom tests.postgres_server import PostgresCluster\n"
@@ -29,8 +32,29 @@ def test_a_cluster_left_by_a_killed_test_run_is_stopped_and_deleted_by_the_next(
     try:
         directory, port = child.stdout.readline().split()
     finally:
-        child.kill()  # SIGKILL: no __exit__ runs
+        child.kill()
         child.wait()
-    assert Path(directory).is_dir() and accepts(int(port))
-    assert Path(directory) in reap_orphans(binaries)
-    assert not Path(directory).exists() and not accepts(int(port))
+    return Path(directory), int(port)
+
+
+def test_a_cluster_left_by_a_killed_test_run_is_stopped_and_deleted_by_the_next():
+    binaries = server_binaries()
+    directory, port = killed_test_run(binaries)
+    assert directory.is_dir() and accepts(port)
+    assert directory in reap_orphans(binaries)
+    assert not directory.exists() and not accepts(port)
+
+
+def test_a_cluster_whose_server_died_too_is_deleted_without_a_stop():
+    """A session cut off kills the server too: its stale postmaster.pid must not fail the next run."""
+    binaries = server_binaries()
+    directory, port = killed_test_run(binaries)
+    postmaster = directory / "data" / "postmaster.pid"
+    server_pid = int(postmaster.read_text().splitlines()[0])
+    os.kill(server_pid, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while accepts(port) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert postmaster.exists() and not accepts(port)
+    assert directory in reap_orphans(binaries)
+    assert not directory.exists()
