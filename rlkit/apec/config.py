@@ -117,6 +117,13 @@ class ApecEnvConfig(StrictModel):
     agent_episodes: Literal["end", "pad"] = _new_field(
         "end", "where the agents' training episodes end: at termination (end) or the horizon (pad)")
 
+    @property
+    def agents_end_at_termination(self) -> bool:
+        """The agents train on unpadded episodes (a padded task with ``agent_episodes: end``): their
+        data, the expert states the discriminator sees and a policy's replay seed, is the padded
+        trajectories' real part (``envs.fixed_horizon.real_part``)."""
+        return self.horizon is not None and self.agent_episodes == "end"
+
     @model_validator(mode="before")
     @classmethod
     def _pixel_task(cls, data: Any) -> Any:

@@ -33,7 +33,7 @@ import numpy as np
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecEnv
 
-from envs.fixed_horizon import make_fixed_horizon
+from envs.fixed_horizon import make_fixed_horizon, real_part
 from rlkit.ail import AILConfig, AILTrainer, CheckpointStore, DiscriminatorConfig, load_demos, save_demos
 from rlkit.apec.config import ApecConfig, ApecEnvConfig, DemosSettings, Method, split_method
 from rlkit.apec.demonstrator import (
@@ -60,7 +60,6 @@ from rlkit.apec.pairs import demo_ot_distances, ot_only_pairs, select_pairs
 from rlkit.apec.rollouts import (
     checkpoint_tasks,
     load_generator,
-    real_part,
     rollout_tasks,
     sequential_map,
 )
@@ -87,7 +86,7 @@ def _one_env(env: ApecEnvConfig, training: bool = False) -> gym.Env[Any, Any]:
         return make_pixel_task(env.id, env.frame_stack, **env.kwargs)
     if env.horizon is None:
         return gym.make(env.id, **env.kwargs)
-    pad = not (training and env.agent_episodes == "end")
+    pad = not (training and env.agents_end_at_termination)
     return make_fixed_horizon(env.id, env.horizon, pad, **env.kwargs)
 
 
@@ -250,8 +249,7 @@ def run_ail(config: ApecConfig, make_venv: VenvFactory, demos: list[Trajectory],
 
     venv = make_venv(seed + 1)
     try:
-        unpadded = config.env.horizon is not None and config.env.agent_episodes == "end"
-        expert = [real_part(d) for d in demos] if unpadded else demos
+        expert = [real_part(d) for d in demos] if config.env.agents_end_at_termination else demos
         trainer = AILTrainer(ail_config, venv, expert, settings.generator, settings.generator_kwargs,
                              checkpoints=checkpoints, callbacks=[log])
         if trainer.resume() is not None and logger is not None:

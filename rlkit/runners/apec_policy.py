@@ -15,9 +15,10 @@ from typing import Any
 
 import numpy as np
 
+from envs.fixed_horizon import real_part
 from rlkit.ail.generator import make_generator
 from rlkit.apec.config import ApecConfig, RolloutConfig
-from rlkit.apec.rollouts import VenvFactory, policy_rollouts, real_part
+from rlkit.apec.rollouts import VenvFactory, policy_rollouts
 from rlkit.data import Trajectory, TrajectoryStore
 from rlkit.devices import resolve_device
 from rlkit.factories.agent import EpisodeLog, EpisodeLogCallback
@@ -60,7 +61,7 @@ def run_policy(config: ApecConfig, make_venv: VenvFactory, reward: Any, out_dir:
         rng = np.random.default_rng(config.seed + 8)
         picks = rng.integers(0, len(seed_store), config.policy.seed_rollouts)
         seeded = [seed_store[int(k)] for k in picks]
-        if config.env.horizon is not None and config.env.agent_episodes == "end":
+        if config.env.agents_end_at_termination:
             seeded = [real_part(t) for t in seeded]  # as the agent's own episodes: no absorbing steps
         starts = int(settings.kwargs.get("learning_starts", 100))  # SB3's default
         n_seeded = sum(len(t) for t in seeded)
