@@ -277,6 +277,45 @@ def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return table
 
 
+def claims(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The paper's two claims per task, as paired differences over the seeds that have both sides:
+    APEC minus D-REX on each held-out metric (one seed's rewards scored on the same held-out set),
+    and APEC's policy true return minus the demonstration's. Each with its mean, sample sd
+    (ddof = 1), 95% t-interval and n; ``verdict``: ``holds`` where the interval lies above 0,
+    ``reversed`` where below, ``not shown`` where it holds 0, ``too few seeds`` under n = 2."""
+    from experiments.stats import Spread  # by name: a script puts the repo root on sys.path first
+
+    out = []
+    for task in dict.fromkeys(r["task"] for r in rows):
+        by = {(r["method"], r["seed"]): r for r in rows if r["task"] == task}
+        seeds = sorted({seed for _, seed in by})
+        paired = [s for s in seeds if ("apec", s) in by and ("drex", s) in by]
+        comparisons = [(f"{metric}: APEC - D-REX", [by["apec", s][metric] - by["drex", s][metric]
+                                                    for s in paired]) for metric, _ in METRICS]
+        comparisons.append(("policy return: APEC - demo",
+                            [by["apec", s]["policy_return"] - by["apec", s]["demo_return"]
+                             for s in seeds if ("apec", s) in by]))
+        for claim, differences in comparisons:
+            spread = Spread.of(differences)
+            verdict = ("too few seeds" if spread.n < 2 else "holds" if spread.low > 0
+                       else "reversed" if spread.high < 0 else "not shown")
+            out.append({"task": task, "claim": claim, **spread.as_dict(), "verdict": verdict})
+    return out
+
+
+def claims_markdown(found: list[dict[str, Any]]) -> str:
+    """One line per (task, claim): mean, sd, 95% t-interval, seeds and the verdict."""
+    lines = ["| task | paired difference | mean | sd (ddof = 1) | 95% t-interval | seeds | verdict |",
+             "| --- | --- | ---: | ---: | ---: | ---: | --- |"]
+    for c in found:
+        interval = "—" if c["n"] < 2 else f"[{c['ci95_low']:.3f}, {c['ci95_high']:.3f}]"
+        sd = "—" if c["n"] < 2 else f"{c['sd']:.3f}"
+        mean = "—" if c["n"] == 0 else f"{c['mean']:.3f}"
+        lines.append(f"| {c['task']} | {c['claim']} | {mean} | {sd} | {interval} | {c['n']} "
+                     f"| {c['verdict']} |")
+    return "\n".join(lines) + "\n"
+
+
 def markdown_table(table: list[dict[str, Any]]) -> str:
     """Mean ± standard error (ddof = 1) [95% t-interval] over seeds; the pairs per seed."""
     columns = [*METRICS, ("policy_return", "policy true return"),
@@ -425,7 +464,8 @@ def demonstrator_report(rows: list[dict[str, Any]], out: Path, name: str) -> Non
 
 
 def report(config: ApecExperimentConfig, out: Path, name: str = "apec") -> int:
-    """``rows.jsonl``, ``summary.json``, ``table.md`` and a ``<name>_<task>.png`` per task from the
+    """``rows.jsonl``, ``summary.json``, ``table.md``, the paper's claims as paired differences
+    (``claims.json``, ``claims.md``) and a ``<name>_<task>.png`` per task from the
     rows of ``collect_rows`` (a seed whose policies still train counts for its rewards);
     where the policies were evaluated during training, their curves per task
     (``<name>_<task>_policy.png`` and ``_policy_curves.json``); the demonstrators' table and curves
@@ -442,6 +482,9 @@ def report(config: ApecExperimentConfig, out: Path, name: str = "apec") -> int:
     table = summarise(rows)
     (out / "summary.json").write_text(json.dumps(table, indent=2))
     (out / "table.md").write_text(markdown_table(table))
+    found = claims(rows)
+    (out / "claims.json").write_text(json.dumps(found, indent=2))
+    (out / "claims.md").write_text(claims_markdown(found))
     for task in dict.fromkeys(e["task"] for e in table):
         demo_return = float(np.mean([r["demo_return"] for r in rows if r["task"] == task]))
         plot(table, task, demo_return, out / f"{name}_{_name(task)}.png")  # ids may hold "/"

@@ -128,3 +128,25 @@ def test_a_seed_whose_policies_still_train_counts_for_its_rewards_not_its_policy
     assert entry["policy_return"] == 2100.0 and entry["policy_return_n"] == 2
     text = markdown_table([entry])
     assert "2100.000 ± 100.000" in text and "(n=2)" in text and "0.800 ± 0.058" in text
+
+
+def test_the_papers_claims_are_paired_differences_over_the_seeds_with_a_verdict():
+    from experiments.apec import claims, claims_markdown
+
+    apec = [_row(s, v, demo_return=1.5) for s, v in ((0, 0.9), (1, 0.8), (2, 1.0))]
+    drex = [_row(s, v, method="drex", demo_return=1.5) for s, v in ((0, 0.7), (1, 0.5), (2, 0.6))]
+    drex[2]["accuracy"] = 1.2  # seed 2's accuracy goes D-REX's way: the accuracy claim is not shown
+    found = {(c["task"], c["claim"]): c for c in claims(apec + drex + [_row(3, 5.0, method="drex")])}
+    correlation = found["Hopper-v5", "trajectory_pearson: APEC - D-REX"]
+    assert correlation["n"] == 3  # seed 3 has no APEC row: not a pair
+    assert correlation["mean"] == pytest.approx(0.3) and correlation["sd"] == pytest.approx(0.1)
+    half = T_975_DF2 * 0.1 / math.sqrt(3)
+    assert (correlation["ci95_low"], correlation["ci95_high"]) == pytest.approx((0.3 - half, 0.3 + half))
+    assert correlation["verdict"] == "holds"
+    assert found["Hopper-v5", "accuracy: APEC - D-REX"]["verdict"] == "not shown"
+    policy = found["Hopper-v5", "policy return: APEC - demo"]  # 0.9, 0.8, 1.0 against 1.5
+    assert policy["mean"] == pytest.approx(-0.6) and policy["verdict"] == "reversed" and policy["n"] == 3
+    one_seed = claims([_row(0, 1.0, demo_return=0.5), _row(0, 0.5, method="drex", demo_return=0.5)])
+    assert {c["verdict"] for c in one_seed} == {"too few seeds"}
+    text = claims_markdown(list(found.values()))
+    assert f"| [{0.3 - half:.3f}, {0.3 + half:.3f}] | 3 | holds |" in text
