@@ -45,16 +45,22 @@ def test_a_cluster_left_by_a_killed_test_run_is_stopped_and_deleted_by_the_next(
     assert not directory.exists() and not accepts(port)
 
 
-def test_a_cluster_whose_server_died_too_is_deleted_without_a_stop():
-    """A session cut off kills the server too: its stale postmaster.pid must not fail the next run."""
+@pytest.mark.parametrize("pid_now", ["gone", "another program's"])
+def test_a_cluster_whose_server_died_too_is_deleted_without_a_stop(pid_now):
+    """A session cut off kills the server too: its stale postmaster.pid must not fail the next run,
+    nor, where its pid now belongs to another program (a machine restored from a snapshot), hit it."""
     binaries = server_binaries()
     directory, port = killed_test_run(binaries)
     postmaster = directory / "data" / "postmaster.pid"
-    server_pid = int(postmaster.read_text().splitlines()[0])
-    os.kill(server_pid, signal.SIGKILL)
+    lines = postmaster.read_text().splitlines(keepends=True)
+    os.kill(int(lines[0]), signal.SIGKILL)
     deadline = time.monotonic() + 30
     while accepts(port) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert postmaster.exists() and not accepts(port)
-    assert directory in reap_orphans(binaries)
-    assert not directory.exists()
+    with subprocess.Popen(["sleep", "60"]) as other:
+        if pid_now != "gone":
+            postmaster.write_text("".join([f"{other.pid}\n", *lines[1:]]))
+        assert directory in reap_orphans(binaries)
+        assert not directory.exists() and other.poll() is None  # the other program still runs
+        other.kill()
