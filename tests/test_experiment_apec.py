@@ -4,7 +4,8 @@ import math
 
 import pytest
 
-from experiments.apec import METRICS, markdown_table, summarise
+from experiments.apec import METRICS
+from experiments.apec_report import markdown_table, summarise
 from experiments.ordinal_feedback import summarise as ordinal_summarise
 
 T_975_DF2 = 4.302652729911275  # scipy.stats.t.ppf(0.975, 2)
@@ -54,7 +55,7 @@ def test_the_apec_experiment_configs_load_and_name_real_arms(name):
 
 
 def test_policy_curves_average_the_seeds_at_the_steps_every_seed_reached(tmp_path):
-    from experiments.apec import curve_table, plot_curves
+    from experiments.apec_report import curve_table, plot_curves
 
     def curve_row(seed, method, returns):
         steps = [50_000 * (k + 1) for k in range(len(returns))]
@@ -101,7 +102,8 @@ def test_a_shared_held_out_set_is_one_unit_per_task_that_its_seeds_wait_for(tmp_
 def test_a_seed_whose_policies_still_train_counts_for_its_rewards_not_its_policy(tmp_path):
     import json
 
-    from experiments.apec import ApecExperimentConfig, collect_rows, markdown_table, seed_rows, summarise
+    from experiments.apec import ApecExperimentConfig, seed_rows
+    from experiments.apec_report import collect_rows, markdown_table, summarise
     from rlkit.runners.apec import REWARD_METRICS
 
     def results(accuracy, policy_return=None):
@@ -131,7 +133,7 @@ def test_a_seed_whose_policies_still_train_counts_for_its_rewards_not_its_policy
 
 
 def test_the_papers_claims_are_paired_differences_over_the_seeds_with_a_verdict():
-    from experiments.apec import claims, claims_markdown
+    from experiments.apec_report import claims, claims_markdown
 
     apec = [_row(s, v, demo_return=1.5) for s, v in ((0, 0.9), (1, 0.8), (2, 1.0))]
     drex = [_row(s, v, method="drex", demo_return=1.5) for s, v in ((0, 0.7), (1, 0.5), (2, 0.6))]
