@@ -160,6 +160,9 @@ class DemosSettings(StrictModel):
     total_timesteps: int = Field(100_000, ge=1)
     checkpoint_every: int = Field(10_000, ge=1)
     target_fraction: float = Field(0.65, gt=0, le=1)
+    fraction_tolerance: float | None = _new_field(
+        None, "each demo's return within target_fraction +/- this of the best (null: no check)", gt=0)
+    demo_tries: int = _new_field(10, "draws of n_demos episodes per checkpoint to find them", ge=1)
     n_demos: int = Field(1, ge=1)
     eval_episodes: int = Field(3, ge=1)
     baseline: Literal["zero", "random"] = Field("zero", description="the return that counts as 0%")

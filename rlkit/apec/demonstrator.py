@@ -39,6 +39,12 @@ VenvFactory = Callable[[int], VecEnv]
 class DemonstratorConfig(StrictModel):
     """``target_fraction`` of the best checkpoint's return; ``eval_episodes`` per checkpoint.
 
+    ``fraction_tolerance``: each demo's own return must lie within ``target_fraction`` +/- this
+    fraction of the best (up to ``demo_tries`` draws of ``n_demos`` episodes per checkpoint, the
+    checkpoints nearest the target first); None: the first draw from the nearest checkpoint. A
+    checkpoint's mean over a few episodes says little about one episode where the task can end
+    early (a Hopper checkpoint scored 2,405 gave a demo of 3,426, 0.97 of the best).
+
     ``baseline``: the return that counts as 0% — ``"zero"`` (MuJoCo locomotion, returns > 0) or
     ``"random"`` (the random policy's mean return, for envs whose returns are negative).
     ``device``: where the demonstrator trains (``auto``, SB3's default: CUDA when present)."""
@@ -49,6 +55,8 @@ class DemonstratorConfig(StrictModel):
     total_timesteps: int = Field(100_000, ge=1)
     checkpoint_every: int = Field(10_000, ge=1)
     target_fraction: float = Field(0.65, gt=0.0, le=1.0)
+    fraction_tolerance: float | None = Field(None, gt=0.0)
+    demo_tries: int = Field(10, ge=1)
     n_demos: int = Field(1, ge=1)
     eval_episodes: int = Field(3, ge=1)
     seed: int = 0
@@ -139,7 +147,9 @@ def suboptimal_demos(make_venv: VenvFactory, checkpoints: list[Path], config: De
                      algorithms: dict[str, type[BaseAlgorithm]], rng: np.random.Generator,
                      ) -> tuple[list[Trajectory], DemoReport]:
     """Score every checkpoint (deterministic episodes), pick the one nearest ``target_fraction``
-    of the best score, and roll out ``n_demos`` deterministic demos from it."""
+    of the best score, and roll out ``n_demos`` deterministic demos from it (with
+    ``fraction_tolerance``: demos whose own returns lie near the target, from the nearest
+    checkpoint that gives them)."""
     if not checkpoints:
         raise InvalidDataError("checkpoints is empty: train a demonstrator first")
     venv = make_venv(config.seed + 1)
@@ -161,11 +171,8 @@ def suboptimal_demos(make_venv: VenvFactory, checkpoints: list[Path], config: De
                 f"({config.baseline}: {base:.4g}), so a fraction of it is undefined (train longer, "
                 "or use baseline='random' for an env with negative returns)"
             )
-        target = base + config.target_fraction * (best - base)
-        name = min(scores, key=lambda n: abs(scores[n] - target))
+        name, demos = _pick_demos(venv, checkpoints, scores, config, algorithms, rng, base, best)
         path = next(p for p in checkpoints if p.name == name)
-        demos = demos_from_policy(venv, load_demonstrator(algorithms[config.algo], path), config.n_demos, rng,
-                                  seed=config.seed + 1000)
     finally:
         venv.close()
     returns = [float(t.ret) for t in demos]
@@ -175,6 +182,36 @@ def suboptimal_demos(make_venv: VenvFactory, checkpoints: list[Path], config: De
         demo_returns=returns, fraction=(float(np.mean(returns)) - base) / (best - base),
     )
     return demos, report
+
+
+def _pick_demos(venv: Any, checkpoints: list[Path], scores: dict[str, float], config: DemonstratorConfig,
+                algorithms: dict[str, type[BaseAlgorithm]], rng: np.random.Generator, base: float,
+                best: float) -> tuple[str, list[Trajectory]]:
+    target = base + config.target_fraction * (best - base)
+    nearest = sorted(scores, key=lambda n: abs(scores[n] - target))  # stable: ties in step order
+    if config.fraction_tolerance is None:
+        nearest, tries = nearest[:1], 1
+    else:
+        tries = config.demo_tries
+    seen = []
+    for name in nearest:
+        model = load_demonstrator(algorithms[config.algo], next(p for p in checkpoints if p.name == name))
+        kept: list[Trajectory] = []
+        for attempt in range(tries):  # attempt 0: the seed a single draw always had
+            batch = demos_from_policy(venv, model, config.n_demos, rng, seed=config.seed + 1000 + attempt)
+            if config.fraction_tolerance is None:
+                return name, batch
+            fractions = [(float(t.ret) - base) / (best - base) for t in batch]
+            seen += fractions
+            kept += [t for t, f in zip(batch, fractions, strict=True)
+                     if abs(f - config.target_fraction) <= config.fraction_tolerance]
+            if len(kept) >= config.n_demos:
+                return name, kept[: config.n_demos]
+    raise InvalidDataError(
+        f"no checkpoint gave {config.n_demos} demo(s) within {config.target_fraction} +/- "
+        f"{config.fraction_tolerance} of the best return {best:.4g} in {tries} draws each; the "
+        f"fractions seen ranged {min(seen):.2f}-{max(seen):.2f} (raise demos.fraction_tolerance or "
+        "demos.demo_tries, or train the demonstrator longer)")
 
 
 def save_demo_set(demos: list[Trajectory], report: DemoReport, out_dir: str | os.PathLike[str],

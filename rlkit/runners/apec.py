@@ -117,6 +117,7 @@ def demonstrator_config(settings: DemosSettings, seed: int) -> DemonstratorConfi
     return DemonstratorConfig(
         algo=settings.algo, total_timesteps=settings.total_timesteps,
         checkpoint_every=settings.checkpoint_every, target_fraction=settings.target_fraction,
+        fraction_tolerance=settings.fraction_tolerance, demo_tries=settings.demo_tries,
         n_demos=settings.n_demos, eval_episodes=settings.eval_episodes, seed=seed, baseline=settings.baseline,
         kwargs=tuple(settings.kwargs.items()), device=settings.device,
     )
