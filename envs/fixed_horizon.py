@@ -21,7 +21,6 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from rlkit.data.trajectory import Trajectory
 from rlkit.errors import InvalidDataError, StateError
 
 
@@ -119,24 +118,3 @@ def make_fixed_horizon(env_id: str, horizon: int | None = None, pad: bool = True
         raise InvalidDataError(f"{env_id} has no registered time limit; give horizon")
     return FixedHorizon(gym.make(env_id, max_episode_steps=max(horizon, limit or 0), **kwargs),
                         horizon, pad)
-
-
-def real_part(trajectory: Trajectory) -> Trajectory:
-    """A trajectory played in ``FixedHorizon`` (the last observation entry flags the absorbing
-    state) cut where its task terminated: the transitions into real states, as the same episode
-    played with ``pad=False`` holds them; a trajectory that never terminated is returned whole.
-
-    Args:
-        trajectory: a padded trajectory of a vector task.
-
-    Returns:
-        Its real part, ``terminal`` when it was cut.
-    """
-    absorbing = np.flatnonzero(trajectory.obs[1:, -1] > 0.5)
-    if not len(absorbing):
-        return trajectory
-    n = int(absorbing[0])  # transitions before the first one into an absorbing state
-    if n == 0:
-        raise InvalidDataError("a trajectory that starts in an absorbing state has no real part")
-    return Trajectory(obs=trajectory.obs[: n + 1], acts=trajectory.acts[:n], rews=trajectory.rews[:n],
-                      terminal=True)

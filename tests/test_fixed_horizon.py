@@ -6,7 +6,7 @@ import pytest
 from gymnasium.envs.classic_control import CartPoleEnv
 from gymnasium.utils.env_checker import check_env
 
-from envs.fixed_horizon import FixedHorizon, make_fixed_horizon, real_part
+from envs.fixed_horizon import FixedHorizon, make_fixed_horizon
 from rlkit.errors import InvalidDataError
 
 
@@ -54,6 +54,7 @@ def test_unpadded_episodes_end_at_termination_with_the_same_observations():
 
 
 def test_the_real_part_of_a_padded_trajectory_is_the_unpadded_episode():
+    from rlkit.apec.rollouts import real_part
     from rlkit.data import Trajectory
 
     def trajectory(env: gym.Env, seed: int) -> Trajectory:

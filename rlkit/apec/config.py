@@ -121,7 +121,7 @@ class ApecEnvConfig(StrictModel):
     def agents_end_at_termination(self) -> bool:
         """The agents train on unpadded episodes (a padded task with ``agent_episodes: end``): their
         data, the expert states the discriminator sees and a policy's replay seed, is the padded
-        trajectories' real part (``envs.fixed_horizon.real_part``)."""
+        trajectories' real part (``rlkit.apec.rollouts.real_part``)."""
         return self.horizon is not None and self.agent_episodes == "end"
 
     @model_validator(mode="before")

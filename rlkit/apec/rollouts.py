@@ -249,3 +249,24 @@ def checkpoint_tasks(checkpoints: CheckpointStore, rounds: Sequence[int], make_v
     return [RolloutTask(int(r), partial(load_generator, str(checkpoints.root), int(r)), make_venv,
                         config.per_checkpoint, config.deterministic, config.seed) for r in rounds]
 
+
+def real_part(trajectory: Trajectory) -> Trajectory:
+    """A trajectory played in ``envs.fixed_horizon.FixedHorizon`` (the last observation entry
+    flags the absorbing state) cut where its task terminated: the transitions into real states, as
+    the same episode played with ``pad=False`` holds them; one that never terminated is returned
+    whole. (Here, not in ``envs``: the envs package sits below ``rlkit.data``.)
+
+    Args:
+        trajectory: a padded trajectory of a vector task.
+
+    Returns:
+        Its real part, ``terminal`` when it was cut.
+    """
+    absorbing = np.flatnonzero(trajectory.obs[1:, -1] > 0.5)
+    if not len(absorbing):
+        return trajectory
+    n = int(absorbing[0])  # transitions before the first one into an absorbing state
+    if n == 0:
+        raise InvalidDataError("a trajectory that starts in an absorbing state has no real part")
+    return Trajectory(obs=trajectory.obs[: n + 1], acts=trajectory.acts[:n], rews=trajectory.rews[:n],
+                      terminal=True)

@@ -33,7 +33,7 @@ import numpy as np
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecEnv
 
-from envs.fixed_horizon import make_fixed_horizon, real_part
+from envs.fixed_horizon import make_fixed_horizon
 from rlkit.ail import AILConfig, AILTrainer, CheckpointStore, DiscriminatorConfig, load_demos, save_demos
 from rlkit.apec.config import ApecConfig, ApecEnvConfig, DemosSettings, Method, split_method
 from rlkit.apec.demonstrator import (
@@ -60,6 +60,7 @@ from rlkit.apec.pairs import demo_ot_distances, ot_only_pairs, select_pairs
 from rlkit.apec.rollouts import (
     checkpoint_tasks,
     load_generator,
+    real_part,
     rollout_tasks,
     sequential_map,
 )

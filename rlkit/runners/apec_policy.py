@@ -15,10 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from envs.fixed_horizon import real_part
 from rlkit.ail.generator import make_generator
 from rlkit.apec.config import ApecConfig, RolloutConfig
-from rlkit.apec.rollouts import VenvFactory, policy_rollouts
+from rlkit.apec.rollouts import VenvFactory, policy_rollouts, real_part
 from rlkit.data import Trajectory, TrajectoryStore
 from rlkit.devices import resolve_device
 from rlkit.factories.agent import EpisodeLog, EpisodeLogCallback
