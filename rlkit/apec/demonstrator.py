@@ -171,42 +171,40 @@ def suboptimal_demos(make_venv: VenvFactory, checkpoints: list[Path], config: De
                 f"({config.baseline}: {base:.4g}), so a fraction of it is undefined (train longer, "
                 "or use baseline='random' for an env with negative returns)"
             )
-        name, demos = _pick_demos(venv, checkpoints, scores, config, algorithms, rng, base, best)
-        path = next(p for p in checkpoints if p.name == name)
+        path, demos = _pick_demos(venv, checkpoints, scores, config, algorithms, rng, base, best)
     finally:
         venv.close()
     returns = [float(t.ret) for t in demos]
     report = DemoReport(
-        checkpoint=name, checkpoint_step=checkpoint_step(path), checkpoint_returns=scores,
+        checkpoint=path.name, checkpoint_step=checkpoint_step(path), checkpoint_returns=scores,
         best_return=best, baseline_return=base, target_fraction=config.target_fraction,
         demo_returns=returns, fraction=(float(np.mean(returns)) - base) / (best - base),
     )
     return demos, report
 
 
-def _pick_demos(venv: Any, checkpoints: list[Path], scores: dict[str, float], config: DemonstratorConfig,
+def _pick_demos(venv: VecEnv, checkpoints: list[Path], scores: dict[str, float], config: DemonstratorConfig,
                 algorithms: dict[str, type[BaseAlgorithm]], rng: np.random.Generator, base: float,
-                best: float) -> tuple[str, list[Trajectory]]:
+                best: float) -> tuple[Path, list[Trajectory]]:
     target = base + config.target_fraction * (best - base)
-    nearest = sorted(scores, key=lambda n: abs(scores[n] - target))  # stable: ties in step order
-    if config.fraction_tolerance is None:
-        nearest, tries = nearest[:1], 1
+    nearest = sorted(checkpoints, key=lambda p: abs(scores[p.name] - target))  # stable: ties in step order
+    tolerance = config.fraction_tolerance
+    if tolerance is None:  # the first draw of the nearest checkpoint, whatever its return
+        nearest, tries, tolerance = nearest[:1], 1, float("inf")
     else:
         tries = config.demo_tries
     seen = []
-    for name in nearest:
-        model = load_demonstrator(algorithms[config.algo], next(p for p in checkpoints if p.name == name))
+    for path in nearest:
+        model = load_demonstrator(algorithms[config.algo], path)
         kept: list[Trajectory] = []
         for attempt in range(tries):  # attempt 0: the seed a single draw always had
             batch = demos_from_policy(venv, model, config.n_demos, rng, seed=config.seed + 1000 + attempt)
-            if config.fraction_tolerance is None:
-                return name, batch
             fractions = [(float(t.ret) - base) / (best - base) for t in batch]
             seen += fractions
             kept += [t for t, f in zip(batch, fractions, strict=True)
-                     if abs(f - config.target_fraction) <= config.fraction_tolerance]
+                     if abs(f - config.target_fraction) <= tolerance]
             if len(kept) >= config.n_demos:
-                return name, kept[: config.n_demos]
+                return path, kept[: config.n_demos]
     raise InvalidDataError(
         f"no checkpoint gave {config.n_demos} demo(s) within {config.target_fraction} +/- "
         f"{config.fraction_tolerance} of the best return {best:.4g} in {tries} draws each; the "
