@@ -243,6 +243,47 @@ def test_a_local_unit_starts_when_its_prerequisites_are_done_not_its_stage(scrat
     assert started["c"] >= max(results["b"].result["end"], results["slow"].result["end"])
 
 
+SLEEPY_DRIVER = """
+import os, sys, time
+from pathlib import Path
+from rlkit.scale.units import Backend, Unit, run_units
+
+def sleeper(unit, report):
+    Path(unit.payload["pid_file"]).write_text(str(os.getpid()))
+    time.sleep(120)
+    return {}
+
+if __name__ == "__main__":
+    run_units([Unit("slow", {"pid_file": sys.argv[2]})], sleeper, sys.argv[1],
+              Backend("local", workers=1))
+"""
+
+
+def test_a_terminated_driver_ends_its_units_and_removes_its_temporary_folder(scratch):
+    # SIGTERM (kill, a session's end) to the driver alone: Python's default would end it at once,
+    # leaving /tmp/rlkit-units-* behind (its worker dies by PDEATHSIG, its folder stays)
+    (scratch / "tmp").mkdir()
+    (scratch / "driver.py").write_text(SLEEPY_DRIVER)
+    pid_file = scratch / "worker.pid"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(scratch / "tmp")}
+    driver = subprocess.Popen([sys.executable, str(scratch / "driver.py"), str(scratch / "root"),
+                               str(pid_file)], env=env, cwd=ROOT, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while not pid_file.is_file() or not pid_file.read_text():
+            assert driver.poll() is None and time.monotonic() < deadline, driver.stderr.read()
+            time.sleep(0.1)
+        assert [p.name for p in (scratch / "tmp").iterdir()][0].startswith("rlkit-units-")
+        driver.send_signal(signal.SIGTERM)
+        code = driver.wait(timeout=30)  # not the worker's 120 s
+    finally:
+        driver.kill()
+    err = driver.stderr.read().decode()
+    assert code == 143 and "Traceback" not in err, err
+    assert not Path(f"/proc/{pid_file.read_text()}").exists()  # the worker was ended, and reaped
+    assert list((scratch / "tmp").iterdir()) == []
+
+
 def test_local_sweep_of_four_trials_aggregates_their_summaries(scratch, dataset, capsys):
     from rlkit.cli import main
 

@@ -5,7 +5,9 @@ Each unit runs as ``python -m rlkit.scale.worker`` (not a ``multiprocessing`` po
 children re-import the caller's ``__main__``, which breaks scripts without a main guard and
 ``python -c``). The unit function is named by module and qualified name (a function in the
 script being run is loaded from its file under another name, so its main block does not run);
-the result comes back as a JSON file. A worker dies with the driver (Linux).
+the result comes back as a JSON file. A worker dies with the driver (Linux); a driver that stops
+early (SIGTERM, an error, a caller that stops iterating) first ends its workers, so its temporary
+folder goes too.
 """
 
 from __future__ import annotations
@@ -88,36 +90,41 @@ class LocalRunner:
         def result_of(uid: str) -> UnitResult | None:
             return known.get(uid) or (settled or {}).get(uid)
 
+        units_running = _Processes()
         with tempfile.TemporaryDirectory(prefix="rlkit-units-") as tmp, \
                 ThreadPoolExecutor(max_workers=max(1, min(self.workers, len(units)))) as pool:
             running: dict[Future[UnitResult], Unit] = {}
-            while waiting or running:
-                settling = True
-                while settling:  # until no unit is newly blocked (one may block one before it)
-                    settling = False
-                    for unit in list(waiting):
-                        deps = [result_of(dep) for dep in unit.after]
-                        blocked = [dep for dep, r in zip(unit.after, deps, strict=True)
-                                   if r is not None and r.status != "done"]
-                        if blocked:
-                            waiting.remove(unit)
-                            known[unit.id] = not_run(unit.id, blocked)
-                            settling = True
-                            yield known[unit.id]
-                        elif all(r is not None for r in deps) and len(running) < self.workers:
-                            waiting.remove(unit)
-                            running[pool.submit(_run_one, ref, unit, Path(tmp))] = unit
-                if not running:
-                    if waiting:  # a prerequisite that is neither run here nor settled
-                        raise InvalidDataError(f"units {[u.id for u in waiting]} wait on units "
-                                               "that are not given")
-                    break
-                done, _ = wait(running, return_when=FIRST_COMPLETED)
-                for future in done:
-                    del running[future]
-                    result = future.result()
-                    known[result.id] = result
-                    yield result
+            try:
+                while waiting or running:
+                    settling = True
+                    while settling:  # until no unit is newly blocked (one may block one before it)
+                        settling = False
+                        for unit in list(waiting):
+                            deps = [result_of(dep) for dep in unit.after]
+                            blocked = [dep for dep, r in zip(unit.after, deps, strict=True)
+                                       if r is not None and r.status != "done"]
+                            if blocked:
+                                waiting.remove(unit)
+                                known[unit.id] = not_run(unit.id, blocked)
+                                settling = True
+                                yield known[unit.id]
+                            elif all(r is not None for r in deps) and len(running) < self.workers:
+                                waiting.remove(unit)
+                                future = pool.submit(_run_one, ref, unit, Path(tmp), units_running)
+                                running[future] = unit
+                    if not running:
+                        if waiting:  # a prerequisite that is neither run here nor settled
+                            raise InvalidDataError(f"units {[u.id for u in waiting]} wait on units "
+                                                   "that are not given")
+                        break
+                    done, _ = wait(running, return_when=FIRST_COMPLETED)
+                    for future in done:
+                        del running[future]
+                        result = future.result()
+                        known[result.id] = result
+                        yield result
+            finally:  # stopped early (SIGTERM, an error, the caller): end the units first,
+                units_running.stop()  # so the pool's threads return and the folder goes
 
     def close(self) -> None:
         return None
@@ -126,17 +133,49 @@ class LocalRunner:
 _lock = threading.Lock()
 
 
-def _run_one(ref: dict[str, str], unit: Unit, tmp: Path) -> UnitResult:
+class _Processes:
+    """The worker processes of one ``run``, so that a driver stopping early ends them."""
+
+    def __init__(self) -> None:
+        self.live: set[subprocess.Popen[bytes]] = set()
+        self.stopping = False
+
+    def start(self, argv: list[str], env: dict[str, str]) -> subprocess.Popen[bytes] | None:
+        """Start a worker, or return ``None`` once ``stop`` was called."""
+        with _lock:  # preexec_fn is safe here: nothing else forks while it runs
+            if self.stopping:
+                return None
+            process = subprocess.Popen(argv, env=env, stderr=subprocess.PIPE,
+                                       preexec_fn=die_with_parent)
+            self.live.add(process)
+            return process
+
+    def finished(self, process: subprocess.Popen[bytes]) -> None:
+        with _lock:
+            self.live.discard(process)
+
+    def stop(self) -> None:
+        """SIGTERM every running worker; start no more."""
+        with _lock:
+            self.stopping = True
+            for process in self.live:
+                process.terminate()
+
+
+def _run_one(ref: dict[str, str], unit: Unit, tmp: Path, processes: _Processes) -> UnitResult:
     job = tmp / f"{unit.id}.json"
     out = tmp / f"{unit.id}.result.json"
     job.write_text(json.dumps({"fn": ref, "unit": {"id": unit.id, "payload": unit.payload,
                                                     "after": list(unit.after)}}))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         filter(None, [ref.get("root", ""), os.getcwd(), os.environ.get("PYTHONPATH", "")]))}
-    with _lock:  # preexec_fn is safe here: nothing else forks while it runs
-        process = subprocess.Popen([sys.executable, "-m", "rlkit.scale.worker", str(job), str(out)],
-                                   env=env, stderr=subprocess.PIPE, preexec_fn=die_with_parent)
-    _, err = process.communicate()
+    process = processes.start([sys.executable, "-m", "rlkit.scale.worker", str(job), str(out)], env)
+    if process is None:
+        return UnitResult(unit.id, "failed", error="not run: the driver was stopping")
+    try:
+        _, err = process.communicate()
+    finally:
+        processes.finished(process)
     if out.is_file():
         data: dict[str, Any] = json.loads(out.read_text())
         return UnitResult(unit.id, data["status"], data.get("result") or {}, data.get("error"),

@@ -26,6 +26,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
+import threading
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
@@ -235,6 +237,7 @@ def run_units(
     # The local backend starts each unit as soon as its prerequisites are done (in the given
     # order among those ready); Ray runs one Tune experiment per stage.
     batches = [list(units)] if backend.name == "local" else order
+    previous_handler = _exit_on_sigterm()
     try:
         for number, batch in enumerate(batches):
             todo: list[Unit] = []
@@ -271,7 +274,25 @@ def run_units(
             runner.close()
         bar.finish()
         display.close()
+        if previous_handler is not None:
+            signal.signal(signal.SIGTERM, previous_handler)
     return {unit.id: results[unit.id] for unit in units}
+
+
+def _exit_on_sigterm() -> Any:
+    """In the main thread, make SIGTERM raise ``SystemExit(143)`` (Python's default ends the
+    process at once, no ``finally`` run) so a terminated driver unwinds: the local backend stops
+    its running units and removes its temporary folder. Returns the handler to restore, or
+    ``None`` where none was changed (another thread, or a handler the caller installed)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return None
+
+    def terminate(signum: int, _frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    return signal.signal(signal.SIGTERM, terminate)
 
 
 def not_run(unit_id: str, blocked: Sequence[str]) -> UnitResult:
