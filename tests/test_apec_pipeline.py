@@ -14,6 +14,7 @@ from rlkit.cli import main
 from rlkit.data import Trajectory, TrajectoryStore
 from rlkit.data.store import load_npz
 from rlkit.feedback import PreferenceDataset
+from rlkit.reward import load_reward_model
 from rlkit.runners.apec import run_apec
 from tests.tiny_envs import POINT_ID
 
@@ -65,6 +66,8 @@ def test_rlkit_apec_runs_every_method_end_to_end_and_a_rerun_reuses_every_stage(
     assert set(drex.sources) == {"drex"}
     index = load_npz(run_dir / "rollouts" / "index.npz")
     assert sorted(set(index["checkpoint"].tolist())) == [0, 1, 2, 3]
+    # env.horizon is set: the learned rewards are 0 on absorbing states, as the reference's masks
+    assert load_reward_model(run_dir / "rewards" / "apec").model.spec.absorbing_flag
     heldout = TrajectoryStore.load(run_dir / "heldout" / "store.npz")
     sources = load_npz(run_dir / "heldout" / "sources.npz")["source"]
     assert set(sources.tolist()) == {0, 1, 2} and len(sources) == len(heldout)
@@ -146,6 +149,8 @@ def test_heldout_ail_trajectories_come_from_a_separate_run_and_every_figure_name
     train_rounds = sorted(p.name for p in (run_dir / "ail").glob("round_*"))
     heldout_rounds = sorted(p.name for p in (run_dir / "heldout" / "ail").glob("round_*"))
     assert train_rounds == heldout_rounds and len(heldout_rounds) == 4
+    # env.horizon is set: the learned rewards are 0 on absorbing states, as the reference's masks
+    assert load_reward_model(run_dir / "rewards" / "apec").model.spec.absorbing_flag
     heldout = TrajectoryStore.load(run_dir / "heldout" / "store.npz")
     sources = load_npz(run_dir / "heldout" / "sources.npz")["source"]
     training = TrajectoryStore.load(run_dir / "rollouts" / "store.npz")
@@ -494,3 +499,37 @@ def test_the_agents_train_on_episodes_that_end_at_termination(tmp_path, monkeypa
     (expert,) = seen["demos"]
     assert expert.terminal and len(expert) < 20 and (expert.obs[:, -1] == 0).all()
     np.testing.assert_array_equal(expert.obs, demo.obs[: len(expert) + 1])
+
+
+def test_learned_rewards_are_zero_on_absorbing_states_as_the_reference_masks_them():
+    """The reference sums a trajectory's rewards over its real steps only (train_pbrl.py:32-42,
+    f_div.py:238). A padded Hopper episode that fell at step 50 would otherwise add 950 times
+    whatever the net learned for the absorbing state, a value no policy is ever paid."""
+    import torch
+    from gymnasium import spaces
+
+    from rlkit.apec.config import ApecEnvConfig
+    from rlkit.reward import build_reward_net
+    from rlkit.runners.apec import absorbing_masked, reward_net
+
+    obs_space, act_space = spaces.Box(-np.inf, np.inf, (5,)), spaces.Box(-1, 1, (1,))
+    obs = np.random.default_rng(0).normal(size=(10, 5)).astype(np.float32)
+    obs[:, -1] = 0.0
+    obs[6:] = 0.0
+    obs[6:, -1] = 1.0  # fell after 6 steps
+
+    def rewards(net) -> np.ndarray:
+        with torch.no_grad():
+            return net(torch.as_tensor(obs), None, None, None).numpy()
+
+    padded = ApecConfig(env=ApecEnvConfig(id="CartPole-v1", horizon=10))
+    assert np.all(rewards(reward_net(padded, obs_space, act_space))[6:] == 0.0)
+    for config in (padded.model_copy(update={"reward": padded.reward.model_copy(
+                       update={"mask_absorbing": False})}),
+                   ApecConfig(env=ApecEnvConfig(id="CartPole-v1", horizon=None))):
+        assert not reward_net(config, obs_space, act_space).spec.absorbing_flag
+    # the raw AIL reward: the discriminator never saw an absorbing state; its copy is 0 there
+    discriminator = build_reward_net(obs_space, act_space, inputs=("obs",), hidden=(8,), seed=0)
+    masked = absorbing_masked(discriminator)
+    np.testing.assert_array_equal(rewards(masked)[:6], rewards(discriminator)[:6])
+    assert np.all(rewards(masked)[6:] == 0.0) and np.all(rewards(discriminator)[6:] != 0.0)

@@ -209,3 +209,49 @@ def test_numpy_reward_fast_path_equals_the_module_forward() -> None:
             np.testing.assert_array_equal(fast, expected)
     with pytest.raises(InvalidDataError, match="obs must have shape"):
         TorchRewardFn(module)(obs[:, :4], acts, next_obs, dones)
+
+
+def test_a_net_with_an_absorbing_flag_is_zero_on_absorbing_states_on_every_path(tmp_path) -> None:
+    """APEC's reference masks absorbing steps out of every return: the net, its numpy fast path,
+    a batched ensemble and a saved and reloaded copy are all 0 where the last obs entry is 1."""
+    from rlkit.reward import load_reward_model, save_reward_model
+
+    obs_space = spaces.Box(-np.inf, np.inf, (5,), np.float32)  # 4 entries and the flag
+    rng = np.random.default_rng(0)
+    obs = rng.normal(size=(3, 8, 5)).astype(np.float32)
+    obs[..., -1] = 0.0
+    obs[:, 5:] = 0.0
+    obs[:, 5:, -1] = 1.0  # each trajectory falls after 5 steps: 3 absorbing steps padded
+    acts = rng.normal(size=(3, 8, 2)).astype(np.float32)
+    plain = build_reward_net(obs_space, spaces.Box(-1, 1, (2,)), inputs=("obs",),
+                             hidden=(16,), seed=3)
+    flagged = build_reward_net(obs_space, spaces.Box(-1, 1, (2,)), inputs=("obs",), hidden=(16,),
+                               seed=3, absorbing_flag=True)
+    with torch.no_grad():
+        unmasked = plain(torch.as_tensor(obs), None, None, None).numpy()
+        masked = flagged(torch.as_tensor(obs), None, None, None).numpy()
+    assert np.all(unmasked[:, 5:] != 0.0)  # the plain net has a value there
+    np.testing.assert_array_equal(masked[:, :5], unmasked[:, :5])
+    np.testing.assert_array_equal(masked[:, 5:], 0.0)
+    flat = (obs.reshape(24, 5), acts.reshape(24, 2), obs.reshape(24, 5), np.zeros(24, bool))
+    np.testing.assert_array_equal(TorchRewardFn(flagged)(*flat), masked.reshape(24))
+    members = [build_reward_net(obs_space, spaces.Box(-1, 1, (2,)), inputs=("obs",), hidden=(8,),
+                                seed=s, absorbing_flag=True) for s in range(2)]
+    ensemble = RewardEnsemble(members)
+    assert ensemble.batched
+    with torch.no_grad():
+        per_member = ensemble.member_rewards(torch.as_tensor(obs), None, None, None)
+    np.testing.assert_array_equal(per_member[:, :, 5:].numpy(), 0.0)
+    assert np.all(per_member[:, :, :5].numpy() != 0.0)
+    np.testing.assert_array_equal(TorchRewardFn(ensemble)(*flat).reshape(3, 8)[:, 5:], 0.0)
+    save_reward_model(flagged, tmp_path / "model")
+    loaded = load_reward_model(tmp_path / "model").model
+    assert loaded.spec.absorbing_flag
+    np.testing.assert_array_equal(TorchRewardFn(loaded)(*flat), masked.reshape(24))
+    # a net without the flag keeps writing the spec it always did
+    assert "absorbing_flag" not in plain.spec.to_dict()
+    with pytest.raises(InvalidDataError, match="absorbing_flag needs an MLP reading flat obs"):
+        RewardNetSpec("mlp", (5,), (2,), inputs=("act",), absorbing_flag=True)
+    with pytest.raises(InvalidDataError, match="ensemble member 1 reads .* absorbing_flag False"):
+        RewardEnsemble([members[0], build_reward_net(obs_space, spaces.Box(-1, 1, (2,)),
+                                                     inputs=("obs",), hidden=(8,), seed=5)])

@@ -329,6 +329,10 @@ class RewardSettings(StrictModel):
     hidden: tuple[int, ...] = (512, 512)
     encoder: Literal["compact", "drq"] = _new_field(
         "compact", "a pixel reward model's convolutions (drq: the reference's DrQ-v2 encoder)")
+    mask_absorbing: bool = _new_field(
+        True, "with env.horizon: every learned reward (the raw AIL one too) is 0 on absorbing "
+        "states, so a trajectory's return sums its real steps, as the reference masks them "
+        "(apec_mjc/train_pbrl.py:32-42, f_div.py:238); false: the nets learn a value for them")
     trainer: TrainerConfig = TrainerConfig(loss="bt", lr=1e-4, weight_decay=1e-3, batch_size=1000,
                                            max_epochs=100, val_fraction=0.0, patience=None)
 

@@ -24,13 +24,14 @@ class RewardEnsemble(nn.Module):
         first = members[0].spec
         for i, member in enumerate(members[1:], start=1):
             spec = member.spec
-            if (spec.obs_shape, spec.act_shape, spec.n_actions, spec.inputs) != (
-                first.obs_shape, first.act_shape, first.n_actions, first.inputs
+            if (spec.obs_shape, spec.act_shape, spec.n_actions, spec.inputs, spec.absorbing_flag) != (
+                first.obs_shape, first.act_shape, first.n_actions, first.inputs, first.absorbing_flag
             ):
                 raise InvalidDataError(
                     f"ensemble member {i} reads obs {spec.obs_shape}, acts {spec.act_shape}, "
-                    f"n_actions {spec.n_actions}, inputs {spec.inputs}; member 0 reads "
-                    f"{first.obs_shape}, {first.act_shape}, {first.n_actions}, {first.inputs}"
+                    f"n_actions {spec.n_actions}, inputs {spec.inputs}, absorbing_flag "
+                    f"{spec.absorbing_flag}; member 0 reads {first.obs_shape}, {first.act_shape}, "
+                    f"{first.n_actions}, {first.inputs}, {first.absorbing_flag}"
                 )
         self.members = nn.ModuleList(members)
         heads = [member.head for member in members]
@@ -98,7 +99,8 @@ class RewardEnsemble(nn.Module):
             rows = features.reshape(k, -1, features.shape[-1])
         else:
             rows = features.expand(k, *features.shape)
-        return self._stacked_heads(rows).reshape(k, *lead)
+        first = cast(RewardNet, self.members[0])
+        return first.masked(self._stacked_heads(rows).reshape(k, *lead), obs, next_obs)
 
     def _stacked_heads(self, x: torch.Tensor) -> torch.Tensor:
         """Every member's MLP head on its own rows: ``(K, n, in)`` -> ``(K, n)``."""

@@ -43,6 +43,12 @@ class RewardNetSpec:
     without padding, the first of stride 2 and the rest stride 1, always ReLU, orthogonal
     initialisation, pixels / 255 - 0.5, then the reference's trunk ``Linear -> LayerNorm -> Tanh``
     to ``feature_dim`` features (``feature_dim`` is read by ``"drq"`` only).
+
+    ``absorbing_flag``: the observation's last entry flags an absorbing state
+    (``envs.fixed_horizon``) and the net's reward there is 0, so a padded trajectory's return sums
+    its real steps only, as APEC's reference masks absorbing steps out of every return
+    (apec_mjc/train_pbrl.py:32-42, f_div.py:238); read from ``obs`` (``next_obs`` when the net
+    reads no ``obs``).
     """
 
     kind: str
@@ -56,6 +62,7 @@ class RewardNetSpec:
     channels_first: bool = False
     encoder: str = "compact"
     feature_dim: int = 50
+    absorbing_flag: bool = False
 
     def __post_init__(self) -> None:
         for name in ("obs_shape", "act_shape", "inputs", "hidden", "channels"):
@@ -89,6 +96,16 @@ class RewardNetSpec:
             raise InvalidDataError(f"encoder must be one of {ENCODERS}, got {self.encoder!r}")
         if self.feature_dim < 1:
             raise InvalidDataError(f"feature_dim must be >= 1, got {self.feature_dim}")
+        if self.absorbing_flag and (self.kind != "mlp" or len(self.obs_shape) != 1
+                                    or self.flag_input is None):
+            raise InvalidDataError("absorbing_flag needs an MLP reading flat obs or next_obs "
+                                   f"(the flag their last entry), got kind {self.kind!r}, obs "
+                                   f"{self.obs_shape}, inputs {self.inputs}")
+
+    @property
+    def flag_input(self) -> str | None:
+        """The input whose last entry is the absorbing flag: ``obs``, else ``next_obs``."""
+        return next((name for name in ("obs", "next_obs") if name in self.inputs), None)
 
     @property
     def image_size(self) -> tuple[int, int]:
@@ -127,7 +144,7 @@ class RewardNetSpec:
             raise InvalidDataError(f"not a reward net spec: {error}") from None
 
 
-_WRITTEN_WHEN_SET = ("channels_first", "encoder", "feature_dim")
+_WRITTEN_WHEN_SET = ("channels_first", "encoder", "feature_dim", "absorbing_flag")
 _FIELD_DEFAULTS = {f.name: f.default for f in fields(RewardNetSpec)}
 
 
@@ -162,6 +179,7 @@ def build_reward_net(
     encoder: str = "compact",
     channels: Sequence[int] | None = None,
     feature_dim: int = 50,
+    absorbing_flag: bool = False,
 ) -> RewardNet:
     """A reward net for an env's spaces; ``kind="auto"`` picks a CNN for image observations.
 
@@ -177,6 +195,8 @@ def build_reward_net(
         encoder: a CNN's convolutions, ``"compact"`` or ``"drq"`` (``RewardNetSpec``).
         channels: a CNN's convolution widths; None: ``DEFAULT_CHANNELS[encoder]``.
         feature_dim: the width of the ``"drq"`` encoder's LayerNorm trunk (APEC's reference: 50).
+        absorbing_flag: reward 0 on the absorbing states a last observation entry flags
+            (``RewardNetSpec``).
 
     Returns:
         The freshly initialised ``RewardNet``, its ``spec`` holding all of the above.
@@ -197,7 +217,8 @@ def build_reward_net(
         )
     spec = RewardNetSpec(kind, obs_shape, act_shape, n_actions, tuple(inputs), tuple(hidden),
                          activation, DEFAULT_CHANNELS.get(encoder, ()) if channels is None
-                         else tuple(channels), layout == "channels_first", encoder, feature_dim)
+                         else tuple(channels), layout == "channels_first", encoder, feature_dim,
+                         absorbing_flag)
     return RewardNet(spec, seed=seed)
 
 
@@ -247,7 +268,17 @@ class RewardNet(nn.Module):
         dones: torch.Tensor | None,
     ) -> torch.Tensor:
         features, lead = self.features(obs, acts, next_obs, dones)
-        return self.head(features).reshape(lead)
+        return self.masked(self.head(features).reshape(lead), obs, next_obs)
+
+    def masked(self, rewards: torch.Tensor, obs: torch.Tensor | None,
+               next_obs: torch.Tensor | None) -> torch.Tensor:
+        """``rewards`` (any shape ending in the steps' batch shape) with 0 at the absorbing steps
+        when the spec has ``absorbing_flag``; unchanged otherwise."""
+        if not self.spec.absorbing_flag:
+            return rewards
+        flagged = obs if self.spec.flag_input == "obs" else next_obs
+        assert flagged is not None  # features() checked the inputs the net reads
+        return rewards * (flagged[..., -1] < 0.5).to(rewards.dtype)
 
     def features(
         self,
@@ -341,6 +372,7 @@ class TorchRewardFn:
             isinstance(m, RewardNet) for m in members
         )
         self._heads = [m.head for m in members] if fast else None
+        self._flag = spec.flag_input if spec is not None and spec.absorbing_flag else None
         self._order = [n for n in ("obs", "next_obs", "act", "done") if n in self.reads]
         # .to() moves parameters in place, so this one parameter always knows the device
         self._probe = next(module.parameters())
@@ -373,7 +405,10 @@ class TorchRewardFn:
             total = heads[0](x)
             for head in heads[1:]:
                 total = total + head(x)
-        return (total.reshape(n) / len(heads)).numpy()
+        rewards = (total.reshape(n) / len(heads)).numpy()
+        if self._flag is not None:
+            rewards = rewards * (np.asarray(given[self._flag]).reshape(n, -1)[:, -1] < 0.5)
+        return rewards
 
 
 @overload

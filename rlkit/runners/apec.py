@@ -23,7 +23,7 @@ the last point instead of from scratch.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -178,7 +178,8 @@ def run_apec(config: ApecConfig, run_dir: Path, logger: Logger | None = None,
     training: dict[Method, Any] = {}
     for method in config.methods:
         if method == "raw_ail":
-            rewards[method] = checkpoints.load(checkpoints.rounds()[-1]).discriminator.reward_net
+            net = checkpoints.load(checkpoints.rounds()[-1]).discriminator.reward_net
+            rewards[method] = absorbing_masked(net) if masks_absorbing(config) else net
         else:
             dataset = _cached_dataset(run_dir / "datasets" / method, partial(
                 build_dataset, method, config, make_venv, demos, store, index, distances))
@@ -365,9 +366,7 @@ def _cached_reward(directory: Path, config: ApecConfig, dataset: PreferenceDatas
                    observation_space: Any, action_space: Any) -> tuple[Any, dict[str, Any]]:
     if (directory / "training.json").is_file():
         return load_reward_model(directory).model, dict(read_json(directory / "training.json"))
-    model: RewardNet = build_reward_net(observation_space, action_space, inputs=config.reward.inputs,
-                                        hidden=config.reward.hidden, seed=config.seed,
-                                        encoder=config.reward.encoder)
+    model = reward_net(config, observation_space, action_space)
     settings = config.reward.trainer
     scale = dataset.scale or ORACLE  # without a scale a dataset holds graded (oracle) labels
     if settings.loss == "bt" and tuple(scale.levels) != (0.0, 1.0):
@@ -383,6 +382,27 @@ def _cached_reward(directory: Path, config: ApecConfig, dataset: PreferenceDatas
                else float("nan"), "train_seconds": report.seconds}
     atomic_write_json(directory / "training.json", summary)
     return model, summary
+
+
+def reward_net(config: ApecConfig, observation_space: Any, action_space: Any) -> RewardNet:
+    """A fresh reward model as ``config.reward`` describes it, seeded by the run's seed."""
+    return build_reward_net(observation_space, action_space, inputs=config.reward.inputs,
+                            hidden=config.reward.hidden, seed=config.seed,
+                            encoder=config.reward.encoder, absorbing_flag=masks_absorbing(config))
+
+
+def masks_absorbing(config: ApecConfig) -> bool:
+    """Are the learned rewards 0 on absorbing states (``reward.mask_absorbing`` on a padded task)?"""
+    return config.env.horizon is not None and config.reward.mask_absorbing
+
+
+def absorbing_masked(net: RewardNet) -> RewardNet:
+    """A copy of ``net`` that is 0 on absorbing states, as the reference masks them: with the
+    generator's episodes ending at termination the discriminator never saw one, so its value
+    there would be arbitrary."""
+    masked = RewardNet(replace(net.spec, absorbing_flag=True))
+    masked.load_state_dict(net.state_dict())
+    return masked
 
 
 def _demo_summary(out_dir: Path, demos: list[Trajectory]) -> dict[str, Any]:
