@@ -98,8 +98,11 @@ def check_aggregate_against_trials(sweep_dir: Path) -> None:
 def kill_driver_midway(sweep_dir: Path, argv: list[str], first: list[str], then: str,
                        limit: float = 200) -> None:
     """Start ``rlkit sweep`` in a subprocess; SIGKILL it once the trials ``first`` have finished
-    and trial ``then`` has written its config; check no trial process of the sweep is left running."""
+    and trial ``then`` has written its config; check no trial process of the sweep is left running.
+    A local driver's temporary folder goes in the sweep's parent (a SIGKILL leaves it behind)."""
     env = {**os.environ, "WANDB_MODE": "offline", "PYTHONPATH": str(ROOT)}
+    if "ray" not in argv:
+        env["TMPDIR"] = str(sweep_dir.parent)
     driver = subprocess.Popen([sys.executable, "-m", "rlkit.cli", *argv], env=env, cwd=ROOT,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + limit
