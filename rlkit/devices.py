@@ -73,3 +73,32 @@ def resolve_device(name: str | torch.device) -> torch.device:
             raise ConfigError(f"device {name!r}: torch sees {count} CUDA device(s), "
                               f"cuda:0 to cuda:{count - 1}")
     return device
+
+
+def native_bfloat16(device: torch.device, cpuinfo: str = "/proc/cpuinfo") -> bool:
+    """Does ``device`` multiply bfloat16 matrices in hardware? CUDA: as torch reports it; a CPU:
+    when it has AMX or AVX512-BF16 (read from ``/proc/cpuinfo``; False where that file is not).
+    Elsewhere autocast's bfloat16 is emulated: a 2x512 MLP's forward and backward on 50,000 rows
+    took 27.7 s in bfloat16 against 1.8 s in float32 on one core of an AVX2 AMD EPYC (2026-12-01),
+    where a CPU with AMX ran APEC's reward steps 2.7x faster in bfloat16.
+
+    Args:
+        device: where the network runs.
+        cpuinfo: the file a CPU's flags are read from.
+
+    Returns:
+        True when bfloat16 products are native there.
+    """
+    import torch
+
+    if device.type == "cuda":
+        return bool(torch.cuda.is_bf16_supported())
+    if device.type != "cpu":
+        return False
+    try:
+        with open(cpuinfo, encoding="utf-8") as lines:
+            flags = next((line.split(":", 1)[1].split() for line in lines
+                          if line.startswith("flags")), [])
+    except OSError:
+        return False
+    return "amx_bf16" in flags or "avx512_bf16" in flags

@@ -205,6 +205,22 @@ def test_policies_on_learned_rewards_keep_the_reference_settings_not_rl_zoo3s():
     assert agent.hyperparams == "sb3" and dict(agent.kwargs) == dict(REFERENCE_POLICY_SAC)
 
 
+def test_the_reward_model_keeps_the_references_optimizer_and_the_experiment_picks_its_precision():
+    """apec_mjc/train_pbrl.py:179: Adam with weight decay 1e-3 as an L2 term (not AdamW), lr 1e-4,
+    100 full-batch steps of 1000 pairs; the experiment's bfloat16 only where the CPU has it."""
+    import yaml
+
+    from rlkit.apec.config import ApecConfig
+
+    trainer = ApecConfig().reward.trainer
+    assert (trainer.optimizer, trainer.lr, trainer.weight_decay, trainer.loss) == ("adam", 1e-4, 1e-3, "bt")
+    assert (trainer.batch_size, trainer.max_epochs, trainer.val_fraction) == (1000, 100, 0.0)
+    experiment = yaml.safe_load((Path(__file__).parents[1] / "experiments" / "configs" / "apec.yaml")
+                                .read_text())
+    assert experiment["pipeline"]["reward"]["trainer"]["optimizer"] == "adam"
+    assert experiment["pipeline"]["reward"]["trainer"]["precision"] == "auto"
+
+
 def test_the_heldout_set_needs_no_demonstrator_checkpoints():
     """Demonstrations of one's own (``demos.path``) come without a demonstrator's checkpoints: the
     held-out set is then random and AIL rollouts only, not an error."""

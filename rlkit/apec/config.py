@@ -314,9 +314,10 @@ class HeldOutSettings(StrictModel):
 class RewardSettings(StrictModel):
     """APEC's reward model (apec_mjc/train_pbrl.py:173-190, Parameter.py:123-137,228): state-only
     MLP 2x512, Bradley-Terry on summed trajectory rewards, 100 Adam steps (lr 1e-4, weight decay
-    1e-3) of 1000-pair batches: with 1000 pairs, batch 1000 and no validation split that is 100
-    full-batch epochs. (The reference's MLP has no activation after its first layer,
-    model/reward.py:143; rlkit's MLP has one after each hidden layer.)
+    1e-3 as an L2 term: ``torch.optim.Adam``, not AdamW) of 1000-pair batches: with 1000 pairs,
+    batch 1000 and no validation split that is 100 full-batch epochs. (The reference's MLP has no
+    activation after its first layer, model/reward.py:143; rlkit's MLP has one after each hidden
+    layer.)
 
     Pixel tasks get a convolutional net (``encoder``) whose training batches are randomly shifted
     (``trainer.augment``, DrQ's pad 4). The reference's pixel reward model
@@ -334,7 +335,8 @@ class RewardSettings(StrictModel):
         "states, so a trajectory's return sums its real steps, as the reference masks them "
         "(apec_mjc/train_pbrl.py:32-42, f_div.py:238); false: the nets learn a value for them")
     trainer: TrainerConfig = TrainerConfig(loss="bt", lr=1e-4, weight_decay=1e-3, batch_size=1000,
-                                           max_epochs=100, val_fraction=0.0, patience=None)
+                                           max_epochs=100, val_fraction=0.0, patience=None,
+                                           optimizer="adam")
 
 
 REFERENCE_POLICY_SAC: dict[str, Any] = {**REFERENCE_SAC}

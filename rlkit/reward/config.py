@@ -52,7 +52,14 @@ class TrainerConfig(GrowingModel):
     ``torch.autocast`` to bfloat16 (matrix products in bfloat16, accumulated in float32; weights,
     optimizer state, returns and the loss stay float32, and so do the rewards of the trained
     net): ~2.7x per full-batch step of APEC's 2x512 reward on 1000-step rollouts on a CPU with
-    AMX (``benchmarks/reward_precision.py``). ``float32``: no autocast.
+    AMX (``benchmarks/reward_precision.py``), but ~15x slower on a CPU without native bfloat16
+    products (AVX2 only: autocast emulates them). ``auto``: bfloat16 where the device has them
+    (``rlkit.devices.native_bfloat16``: AMX or AVX512-BF16, or a CUDA GPU that supports it), else
+    float32. ``float32``: no autocast.
+
+    ``optimizer``: ``adamw`` (decoupled weight decay) or ``adam`` (weight decay as an L2 term
+    in the gradient, as ``torch.optim.Adam`` applies it; APEC's vector reference,
+    apec_mjc/train_pbrl.py:179).
 
     The fields after ``patience`` are written to a resolved config file only when they differ from
     their defaults, so the files of the commands read as before; ``seed`` is the command's own.
@@ -78,12 +85,13 @@ class TrainerConfig(GrowingModel):
     batch_members: bool = True
     augment: Literal["auto", "none", "shift"] = "auto"
     shift_pad: int | None = Field(None, ge=0)
-    precision: Literal["float32", "bfloat16"] = "float32"
+    precision: Literal["float32", "bfloat16", "auto"] = "float32"
+    optimizer: Literal["adamw", "adam"] = "adamw"
 
     written_when_set: ClassVar[tuple[str, ...]] = (
         "hinge_margin", "rao_kupper_theta", "discount", "bootstrap", "seed", "device",
         "memory_budget_bytes", "eval_batch_size", "refit", "refit_epochs", "batch_members",
-        "augment", "shift_pad", "precision",
+        "augment", "shift_pad", "precision", "optimizer",
     )
 
     @model_validator(mode="after")

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from rlkit.data import SegmentPairs
-from rlkit.devices import resolve_device
+from rlkit.devices import native_bfloat16, resolve_device
 from rlkit.errors import InvalidDataError, InvalidLabelError
 from rlkit.reward.augment import default_pad, shift_observations
 from rlkit.reward.config import TrainerConfig
@@ -77,9 +77,12 @@ class RewardTrainer:
                         and self.config.batch_members and len(self.members) > 1)
         self.loss_fn = make_loss(self.config.loss, self.config.hinge_margin,
                                  self.config.rao_kupper_theta)
-        self.optimizer = torch.optim.AdamW(
-            self.model.parameters(), lr=self.config.lr, weight_decay=self.config.weight_decay
-        )
+        optimizer = torch.optim.AdamW if self.config.optimizer == "adamw" else torch.optim.Adam
+        self.optimizer = optimizer(self.model.parameters(), lr=self.config.lr,
+                                   weight_decay=self.config.weight_decay)
+        device = next(self.model.parameters()).device
+        self._bfloat16 = self.config.precision == "bfloat16" or (
+            self.config.precision == "auto" and native_bfloat16(device))
         self._data: PairTensors | None = None  # the last fit's pairs, for the next one
         self.shift_pad = _shift_pad(self.config, self.model.spec)  # None: no augmentation
         self._shifts: torch.Generator | None = None  # the fit's augmentation RNG
@@ -228,7 +231,7 @@ class RewardTrainer:
         """The nets' forward passes in training and validation: under ``torch.autocast`` to
         bfloat16 when ``config.precision`` asks (entered per step, so each step casts the current
         weights), else as they are."""
-        if self.config.precision == "float32":
+        if not self._bfloat16:
             return contextlib.nullcontext()
         return torch.autocast(next(self.model.parameters()).device.type, dtype=torch.bfloat16)
 
