@@ -231,10 +231,17 @@ def test_a_net_with_an_absorbing_flag_is_zero_on_absorbing_states_on_every_path(
         unmasked = plain(torch.as_tensor(obs), None, None, None).numpy()
         masked = flagged(torch.as_tensor(obs), None, None, None).numpy()
     assert np.all(unmasked[:, 5:] != 0.0)  # the plain net has a value there
-    np.testing.assert_array_equal(masked[:, :5], unmasked[:, :5])
+    np.testing.assert_allclose(masked[:, :5], unmasked[:, :5], rtol=1e-6, atol=1e-7)
     np.testing.assert_array_equal(masked[:, 5:], 0.0)
+    # the gradient reaches the weights through the real steps only: the same as masking after
+    loss = flagged(torch.as_tensor(obs), None, None, None).square().sum()
+    loss.backward()
+    reference = plain(torch.as_tensor(obs), None, None, None)
+    (reference * torch.as_tensor(obs[..., -1] < 0.5)).square().sum().backward()
+    for got, expected in zip(flagged.parameters(), plain.parameters(), strict=True):
+        torch.testing.assert_close(got.grad, expected.grad, rtol=1e-5, atol=1e-6)
     flat = (obs.reshape(24, 5), acts.reshape(24, 2), obs.reshape(24, 5), np.zeros(24, bool))
-    np.testing.assert_array_equal(TorchRewardFn(flagged)(*flat), masked.reshape(24))
+    np.testing.assert_allclose(TorchRewardFn(flagged)(*flat), masked.reshape(24), rtol=1e-6, atol=1e-7)
     members = [build_reward_net(obs_space, spaces.Box(-1, 1, (2,)), inputs=("obs",), hidden=(8,),
                                 seed=s, absorbing_flag=True) for s in range(2)]
     ensemble = RewardEnsemble(members)
@@ -247,7 +254,7 @@ def test_a_net_with_an_absorbing_flag_is_zero_on_absorbing_states_on_every_path(
     save_reward_model(flagged, tmp_path / "model")
     loaded = load_reward_model(tmp_path / "model").model
     assert loaded.spec.absorbing_flag
-    np.testing.assert_array_equal(TorchRewardFn(loaded)(*flat), masked.reshape(24))
+    np.testing.assert_allclose(TorchRewardFn(loaded)(*flat), masked.reshape(24), rtol=1e-6, atol=1e-7)
     # a net without the flag keeps writing the spec it always did
     assert "absorbing_flag" not in plain.spec.to_dict()
     with pytest.raises(InvalidDataError, match="absorbing_flag needs an MLP reading flat obs"):

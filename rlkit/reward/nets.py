@@ -268,7 +268,15 @@ class RewardNet(nn.Module):
         dones: torch.Tensor | None,
     ) -> torch.Tensor:
         features, lead = self.features(obs, acts, next_obs, dones)
-        return self.masked(self.head(features).reshape(lead), obs, next_obs)
+        real = self._real_steps(obs, next_obs).reshape(-1) if self.spec.absorbing_flag else None
+        if real is None or bool(real.all()):
+            return self.head(features).reshape(lead)
+        # only the real steps run through the head (Hopper's early checkpoints fall early: much
+        # of a padded rollout is absorbing); the absorbing ones are 0
+        rewards = self.head(features[real]).reshape(-1)
+        out = rewards.new_zeros(real.shape)
+        out[real] = rewards
+        return out.reshape(lead)
 
     def masked(self, rewards: torch.Tensor, obs: torch.Tensor | None,
                next_obs: torch.Tensor | None) -> torch.Tensor:
@@ -276,9 +284,13 @@ class RewardNet(nn.Module):
         when the spec has ``absorbing_flag``; unchanged otherwise."""
         if not self.spec.absorbing_flag:
             return rewards
+        return rewards * self._real_steps(obs, next_obs).to(rewards.dtype)
+
+    def _real_steps(self, obs: torch.Tensor | None, next_obs: torch.Tensor | None) -> torch.Tensor:
+        """Per step: is its flagged observation a real (non-absorbing) state?"""
         flagged = obs if self.spec.flag_input == "obs" else next_obs
         assert flagged is not None  # features() checked the inputs the net reads
-        return rewards * (flagged[..., -1] < 0.5).to(rewards.dtype)
+        return flagged[..., -1] < 0.5
 
     def features(
         self,
