@@ -41,8 +41,8 @@ from stable_baselines3.common.vec_env import VecEnv
 from rlkit.factories.builders import build_reward_model
 from rlkit.factories.configs import PrefRLConfig
 from rlkit.reward import RunningNorm
-from rlkit.reward.nets import TorchRewardFn
 from rlkit.reward.normalize import NormalizedReward
+from rlkit.reward.numpy_rewards import TorchRewardFn
 from rlkit.wrappers import LazyRewardReplayBuffer, RewardVecEnvWrapper, per_sample_reward
 
 GOAL_RATIO = 0.95

@@ -88,7 +88,7 @@ class MlpReward:
 def rlkit_reward(venv: VecEnv, hidden: int, seed: int) -> RewardFn:
     """The same shape of net through rlkit's own reward-net adapter, for comparison."""
     from rlkit.reward import build_reward_net
-    from rlkit.reward.nets import TorchRewardFn
+    from rlkit.reward.numpy_rewards import TorchRewardFn
 
     net = build_reward_net(
         venv.observation_space, venv.action_space, hidden=(hidden, hidden), seed=seed

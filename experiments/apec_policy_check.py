@@ -46,7 +46,7 @@ def check_run(run_dir: Path, methods: list[str]) -> list[dict[str, Any]]:
     from rlkit.factories.algorithms import ALGORITHMS
     from rlkit.persistence.agents import load_agent
     from rlkit.reward import load_reward_model
-    from rlkit.reward.nets import TorchRewardFn
+    from rlkit.reward.numpy_rewards import TorchRewardFn
     from rlkit.runners.apec import venv_factory
     from rlkit.runners.apec_policy import evaluation_episodes, paid_reward
 

@@ -25,7 +25,8 @@ if TYPE_CHECKING:
     from rlkit.feedback.teachers import SimulatedTeacher, TeacherConfig
     from rlkit.prefrl.loop import PreferenceRL
     from rlkit.reward.ensemble import RewardEnsemble
-    from rlkit.reward.nets import RewardNet, TorchRewardFn, build_reward_net
+    from rlkit.reward.nets import RewardNet, build_reward_net
+    from rlkit.reward.numpy_rewards import TorchRewardFn
     from rlkit.reward.serialization import load_reward_model, save_reward_model
     from rlkit.reward.trainer import RewardTrainer, TrainerConfig
     from rlkit.types import RewardFn, Teacher
@@ -69,7 +70,8 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "rlkit.feedback.teachers": ["SimulatedTeacher", "TeacherConfig"],
     "rlkit.prefrl.loop": ["PreferenceRL"],
     "rlkit.reward.ensemble": ["RewardEnsemble"],
-    "rlkit.reward.nets": ["RewardNet", "TorchRewardFn", "build_reward_net"],
+    "rlkit.reward.nets": ["RewardNet", "build_reward_net"],
+    "rlkit.reward.numpy_rewards": ["TorchRewardFn"],
     "rlkit.reward.serialization": ["load_reward_model", "save_reward_model"],
     "rlkit.reward.trainer": ["RewardTrainer", "TrainerConfig"],
     "rlkit.types": ["RewardFn", "Teacher"],

@@ -13,8 +13,8 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecNormalize
 
 from rlkit.errors import ConfigError
 from rlkit.reward import RunningNorm, build_reward_net
-from rlkit.reward.nets import TorchRewardFn
 from rlkit.reward.normalize import NormalizedReward
+from rlkit.reward.numpy_rewards import TorchRewardFn
 from rlkit.wrappers import (
     LazyRewardReplayBuffer,
     RewardVecEnvWrapper,

@@ -32,7 +32,8 @@ from rlkit.reward import (
 )
 from rlkit.reward import trainer as trainer_module
 from rlkit.reward.augment import default_pad, random_shift, shift_observations
-from rlkit.reward.nets import forward_in_chunks, image_layout, is_image_space, numpy_to_tensors
+from rlkit.reward.nets import image_layout, is_image_space
+from rlkit.reward.numpy_rewards import forward_in_chunks, numpy_to_tensors
 
 STACK = spaces.Box(0, 255, (9, 16, 16), np.uint8)  # 3 stacked 16 x 16 RGB frames, channel-first
 ACTIONS = spaces.Box(-1, 1, (2,), np.float32)

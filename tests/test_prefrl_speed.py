@@ -12,7 +12,7 @@ from rlkit.errors import ConfigError
 from rlkit.prefrl import PreferenceRL
 from rlkit.prefrl.query import preference_probabilities
 from rlkit.reward import RewardEnsemble, RewardNet, RewardNetSpec
-from rlkit.reward.nets import TorchRewardFn
+from rlkit.reward.numpy_rewards import TorchRewardFn
 from tests.test_prefrl import small_config
 
 

@@ -15,7 +15,8 @@ from rlkit.feedback import PreferenceDataset
 from rlkit.prefrl.query import make_selector, preference_probabilities
 from rlkit.reward import RewardEnsemble, RewardNet, RewardNetSpec, RewardTrainer, TrainerConfig
 from rlkit.reward.metrics import evaluate_reward
-from rlkit.reward.nets import TorchRewardFn, build_reward_net
+from rlkit.reward.nets import build_reward_net
+from rlkit.reward.numpy_rewards import TorchRewardFn
 from rlkit.reward.pair_tensors import PairTensors
 from tests.test_reward_trainer import mixed_length_pairs, store, truthful_labels
 

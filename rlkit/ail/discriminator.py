@@ -19,7 +19,8 @@ from rlkit.config import StrictModel
 from rlkit.errors import InvalidDataError
 from rlkit.reward import RewardNet, build_reward_net
 from rlkit.reward.augment import default_pad, shift_observations
-from rlkit.reward.nets import ACTIVATIONS, forward_in_chunks, numpy_to_tensors
+from rlkit.reward.nets import ACTIVATIONS
+from rlkit.reward.numpy_rewards import forward_in_chunks, numpy_to_tensors
 
 LossKind = Literal["gail", "airl", "maxent"]
 Batch = dict[str, torch.Tensor]

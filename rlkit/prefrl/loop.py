@@ -51,8 +51,8 @@ from rlkit.prefrl.query import make_selector
 from rlkit.prefrl.unsupervised import StateEntropyReward, reset_critic
 from rlkit.reward import RewardEnsemble, RewardTrainer, RunningNorm
 from rlkit.reward.metrics import evaluate_reward
-from rlkit.reward.nets import TorchRewardFn
 from rlkit.reward.normalize import NormalizedReward
+from rlkit.reward.numpy_rewards import TorchRewardFn
 from rlkit.types import RewardFn, Teacher
 from rlkit.wrappers import (
     LazyRewardReplayBuffer,

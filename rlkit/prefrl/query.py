@@ -12,7 +12,8 @@ from rlkit.data.segments import SegmentPairs
 from rlkit.data.store import TrajectoryStore
 from rlkit.errors import ConfigError
 from rlkit.reward.ensemble import RewardEnsemble
-from rlkit.reward.nets import INPUT_NAMES, RewardNet, TorchRewardFn, numpy_to_tensors
+from rlkit.reward.nets import INPUT_NAMES, RewardNet
+from rlkit.reward.numpy_rewards import TorchRewardFn, numpy_to_tensors
 from rlkit.types import RewardFn
 
 _BATCH_FIELDS = ("obs", "acts", "next_obs", "dones")  # SegmentBatch's arrays, by INPUT_NAMES

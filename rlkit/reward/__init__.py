@@ -24,8 +24,9 @@ if TYPE_CHECKING:
         preference_accuracy,
         tie_aware_accuracy,
     )
-    from rlkit.reward.nets import RewardNet, RewardNetSpec, TorchRewardFn, build_reward_net
+    from rlkit.reward.nets import RewardNet, RewardNetSpec, build_reward_net
     from rlkit.reward.normalize import NormalizedReward, RunningNorm
+    from rlkit.reward.numpy_rewards import TorchRewardFn
     from rlkit.reward.serialization import LoadedRewardModel, load_reward_model, save_reward_model
     from rlkit.reward.trainer import RewardTrainer, TrainerConfig, TrainReport
 
@@ -66,7 +67,8 @@ __getattr__, __dir__ = lazy_exports(__name__, {
         "evaluate_dataset", "evaluate_reward", "oracle_cross_entropy", "pearson",
         "preference_accuracy", "tie_aware_accuracy",
     ],
-    "rlkit.reward.nets": ["RewardNet", "RewardNetSpec", "TorchRewardFn", "build_reward_net"],
+    "rlkit.reward.nets": ["RewardNet", "RewardNetSpec", "build_reward_net"],
+    "rlkit.reward.numpy_rewards": ["TorchRewardFn"],
     "rlkit.reward.normalize": ["NormalizedReward", "RunningNorm"],
     "rlkit.reward.serialization": ["LoadedRewardModel", "load_reward_model", "save_reward_model"],
     "rlkit.reward.trainer": ["RewardTrainer", "TrainerConfig", "TrainReport"],

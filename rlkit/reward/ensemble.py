@@ -10,7 +10,8 @@ import torch
 from torch import nn
 
 from rlkit.errors import InvalidDataError
-from rlkit.reward.nets import RewardNet, RewardNetSpec, numpy_to_tensors
+from rlkit.reward.nets import RewardNet, RewardNetSpec
+from rlkit.reward.numpy_rewards import numpy_to_tensors
 
 
 class RewardEnsemble(nn.Module):

@@ -13,7 +13,7 @@ from torch import nn
 
 from rlkit.data import SegmentBatch, SegmentPairs
 from rlkit.errors import InvalidDataError, InvalidLabelError
-from rlkit.reward.nets import TorchRewardFn
+from rlkit.reward.numpy_rewards import TorchRewardFn
 from rlkit.types import RewardFn
 
 # With 3-level labels made by unbiased rounding of p = σ(Δ), a tie is the likeliest label while

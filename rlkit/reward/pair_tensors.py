@@ -12,7 +12,7 @@ import torch
 
 from rlkit.data import SegmentPairs, gather
 from rlkit.errors import InvalidDataError
-from rlkit.reward.nets import numpy_to_tensors
+from rlkit.reward.numpy_rewards import numpy_to_tensors
 
 __all__ = ["ARRAY_OF_INPUT", "Distinct", "PairTensors"]
 

@@ -20,11 +20,11 @@ from rlkit.reward.ensemble import RewardEnsemble
 from rlkit.reward.nets import (
     RewardNet,
     RewardNetSpec,
-    TorchRewardFn,
     action_shape,
     observation_shape,
 )
 from rlkit.reward.normalize import NormalizedReward, RunningNorm
+from rlkit.reward.numpy_rewards import TorchRewardFn
 from rlkit.types import RewardFn
 
 KIND = "rlkit.reward_model"

@@ -26,8 +26,8 @@ from rlkit.factories.resumable import ResumableTraining
 from rlkit.logging import Logger, Track, progress_of
 from rlkit.persistence import atomic_write_json, read_json
 from rlkit.persistence.agents import save_agent
-from rlkit.reward.nets import TorchRewardFn
 from rlkit.reward.normalize import NormalizedReward, RunningNorm
+from rlkit.reward.numpy_rewards import TorchRewardFn
 from rlkit.types import RewardFn
 from rlkit.wrappers import RewardVecEnvWrapper
 

@@ -23,7 +23,7 @@ from rlkit.persistence import atomic_write_json
 from rlkit.persistence.agents import save_agent
 from rlkit.reward import RewardTrainer, TrainReport, save_reward_model
 from rlkit.reward.metrics import evaluate_dataset, predict_step_rewards
-from rlkit.reward.nets import TorchRewardFn
+from rlkit.reward.numpy_rewards import TorchRewardFn
 
 
 def run_demo(config: DemoConfig, run_dir: Path, logger: Logger) -> dict[str, Any]:
