@@ -90,41 +90,41 @@ class LocalRunner:
         def result_of(uid: str) -> UnitResult | None:
             return known.get(uid) or (settled or {}).get(uid)
 
-        units_running = _Processes()
+        # on leaving, in reverse order: the running workers are ended (when the driver stops
+        # early: SIGTERM, an error, a caller that stops iterating), the pool's threads return,
+        # then the temporary folder goes
         with tempfile.TemporaryDirectory(prefix="rlkit-units-") as tmp, \
-                ThreadPoolExecutor(max_workers=max(1, min(self.workers, len(units)))) as pool:
+                ThreadPoolExecutor(max_workers=max(1, min(self.workers, len(units)))) as pool, \
+                _Processes() as units_running:
             running: dict[Future[UnitResult], Unit] = {}
-            try:
-                while waiting or running:
-                    settling = True
-                    while settling:  # until no unit is newly blocked (one may block one before it)
-                        settling = False
-                        for unit in list(waiting):
-                            deps = [result_of(dep) for dep in unit.after]
-                            blocked = [dep for dep, r in zip(unit.after, deps, strict=True)
-                                       if r is not None and r.status != "done"]
-                            if blocked:
-                                waiting.remove(unit)
-                                known[unit.id] = not_run(unit.id, blocked)
-                                settling = True
-                                yield known[unit.id]
-                            elif all(r is not None for r in deps) and len(running) < self.workers:
-                                waiting.remove(unit)
-                                future = pool.submit(_run_one, ref, unit, Path(tmp), units_running)
-                                running[future] = unit
-                    if not running:
-                        if waiting:  # a prerequisite that is neither run here nor settled
-                            raise InvalidDataError(f"units {[u.id for u in waiting]} wait on units "
-                                                   "that are not given")
-                        break
-                    done, _ = wait(running, return_when=FIRST_COMPLETED)
-                    for future in done:
-                        del running[future]
-                        result = future.result()
-                        known[result.id] = result
-                        yield result
-            finally:  # stopped early (SIGTERM, an error, the caller): end the units first,
-                units_running.stop()  # so the pool's threads return and the folder goes
+            while waiting or running:
+                settling = True
+                while settling:  # until no unit is newly blocked (one may block one before it)
+                    settling = False
+                    for unit in list(waiting):
+                        deps = [result_of(dep) for dep in unit.after]
+                        blocked = [dep for dep, r in zip(unit.after, deps, strict=True)
+                                   if r is not None and r.status != "done"]
+                        if blocked:
+                            waiting.remove(unit)
+                            known[unit.id] = not_run(unit.id, blocked)
+                            settling = True
+                            yield known[unit.id]
+                        elif all(r is not None for r in deps) and len(running) < self.workers:
+                            waiting.remove(unit)
+                            future = pool.submit(_run_one, ref, unit, Path(tmp), units_running)
+                            running[future] = unit
+                if not running:
+                    if waiting:  # a prerequisite that is neither run here nor settled
+                        raise InvalidDataError(f"units {[u.id for u in waiting]} wait on units "
+                                               "that are not given")
+                    break
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in done:
+                    del running[future]
+                    result = future.result()
+                    known[result.id] = result
+                    yield result
 
     def close(self) -> None:
         return None
@@ -134,14 +134,15 @@ _lock = threading.Lock()
 
 
 class _Processes:
-    """The worker processes of one ``run``, so that a driver stopping early ends them."""
+    """The worker processes of one ``run``; leaving its ``with`` block ends those still running
+    (a driver that stops early) and starts no more."""
 
     def __init__(self) -> None:
         self.live: set[subprocess.Popen[bytes]] = set()
         self.stopping = False
 
     def start(self, argv: list[str], env: dict[str, str]) -> subprocess.Popen[bytes] | None:
-        """Start a worker, or return ``None`` once ``stop`` was called."""
+        """Start a worker, or return ``None`` once the ``with`` block was left."""
         with _lock:  # preexec_fn is safe here: nothing else forks while it runs
             if self.stopping:
                 return None
@@ -154,7 +155,10 @@ class _Processes:
         with _lock:
             self.live.discard(process)
 
-    def stop(self) -> None:
+    def __enter__(self) -> _Processes:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
         """SIGTERM every running worker; start no more."""
         with _lock:
             self.stopping = True
