@@ -262,3 +262,26 @@ def test_a_net_with_an_absorbing_flag_is_zero_on_absorbing_states_on_every_path(
     with pytest.raises(InvalidDataError, match="ensemble member 1 reads .* absorbing_flag False"):
         RewardEnsemble([members[0], build_reward_net(obs_space, spaces.Box(-1, 1, (2,)),
                                                      inputs=("obs",), hidden=(8,), seed=5)])
+
+
+@pytest.mark.parametrize("absorbing_flag", [False, True])
+def test_the_head_in_row_blocks_gives_the_rewards_and_gradients_of_one_pass(absorbing_flag: bool) -> None:
+    """A big batch runs through the MLP head ``head_rows`` rows at a time (for the CPU's cache):
+    the same rewards and the same weight gradients as one pass, the last short block included."""
+    obs_space = spaces.Box(-np.inf, np.inf, (5,), np.float32)
+    obs = torch.as_tensor(np.random.default_rng(1).normal(size=(7, 9, 5)), dtype=torch.float32)
+    if absorbing_flag:
+        obs[..., -1] = (torch.arange(9) >= 6).float()  # 3 absorbing steps: 42 rows reach the head
+    nets = [build_reward_net(obs_space, HOPPER_ACT, inputs=("obs",), hidden=(16, 16), seed=4,
+                             absorbing_flag=absorbing_flag) for _ in range(2)]
+    whole, blocks = nets
+    whole.head_rows, blocks.head_rows = None, 10
+    passes = []
+    blocks.head.register_forward_hook(lambda module, inputs, output: passes.append(len(output)))
+    rewards = [net(obs, None, None, None) for net in nets]
+    assert passes == ([10] * 4 + [2] if absorbing_flag else [10] * 6 + [3])
+    torch.testing.assert_close(rewards[1], rewards[0], rtol=1e-6, atol=1e-7)
+    for reward in rewards:
+        (reward * torch.linspace(-1, 1, 9)).sum().backward()
+    for got, expected in zip(blocks.parameters(), whole.parameters(), strict=True):
+        torch.testing.assert_close(got.grad, expected.grad, rtol=1e-5, atol=1e-6)
