@@ -182,26 +182,30 @@ def seed_rows(task_id: str, seed: int, results: dict[str, Any]) -> list[dict[str
 
 
 def units(config: ApecExperimentConfig, out: Path, backend: Backend | None = None) -> list[Unit]:
-    """Per task, in task order: its demonstrator unit, its held-out unit (``shared_heldout``) after
-    it, then one unit per seed after both. Locally a unit starts as soon as its prerequisites are
-    done, the first ready in this order, so a task's seeds go before the next task's. On the ray
-    backend a (task, seed) unit runs its rollouts as Ray tasks (``rlkit.scale.tasks``)."""
+    """Per task, in task order, its demonstrator unit and its held-out unit (``shared_heldout``)
+    after it; then one unit per (task, seed) after both, seed by seed (every task's first seed
+    before any task's second). Locally a unit starts as soon as its prerequisites are done, the
+    first ready in this order: the long chains of demonstrator, held-out run and seeds start early,
+    so no worker idles at the end waiting on one, and a cut-short run has each task's first seeds.
+    On the ray backend a (task, seed) unit runs its rollouts as Ray tasks (``rlkit.scale.tasks``)."""
     base = {"config": config.model_dump(mode="json"), "out": str(out.absolute())}
     if backend is not None and backend.name == "ray":
         base["tasks"] = {"name": "ray", "address": backend.address, "num_cpus": backend.num_cpus,
                          "resources": dict(backend.resources)}
-    out_units: list[Unit] = []
+    task_units: list[Unit] = []
+    prerequisites: list[tuple[str, ...]] = []
     for i, task in enumerate(config.tasks):
         name = file_name(task.id)
-        task_units = [Unit(f"demos-{i}-{name}", base | {"kind": "demos", "task": i})]
+        ours = [Unit(f"demos-{i}-{name}", base | {"kind": "demos", "task": i})]
         if config.shared_heldout:
-            task_units.append(Unit(f"heldout-{i}-{name}", base | {"kind": "heldout", "task": i},
-                                   after=(task_units[0].id,)))
-        prerequisites = tuple(u.id for u in task_units)
-        seeds = [Unit(f"apec-{i}-{name}-s{seed}", base | {"kind": "seed", "task": i, "seed": seed},
-                      after=prerequisites) for seed in config.seeds]
-        out_units += task_units + seeds
-    return out_units
+            ours.append(Unit(f"heldout-{i}-{name}", base | {"kind": "heldout", "task": i},
+                             after=(ours[0].id,)))
+        task_units += ours
+        prerequisites.append(tuple(u.id for u in ours))
+    seeds = [Unit(f"apec-{i}-{file_name(task.id)}-s{seed}",
+                  base | {"kind": "seed", "task": i, "seed": seed}, after=prerequisites[i])
+             for seed in config.seeds for i, task in enumerate(config.tasks)]
+    return task_units + seeds
 
 
 def run_unit(unit: Unit, report: Any) -> dict[str, Any]:

@@ -82,16 +82,18 @@ def test_a_shared_held_out_set_is_one_unit_per_task_that_its_seeds_wait_for(tmp_
 
     tasks = [TaskSettings(id="Hopper-v5"), TaskSettings(id="Walker2d-v5")]
     shared = units(ApecExperimentConfig(seeds=[0, 1], tasks=tasks, shared_heldout=True), tmp_path)
-    # task by task, so a task's seeds are the first ready units after its held-out set
-    assert [(u.id, u.after) for u in shared[:4]] == [
-        ("demos-0-Hopper-v5", ()),
-        ("heldout-0-Hopper-v5", ("demos-0-Hopper-v5",)),
-        ("apec-0-Hopper-v5-s0", ("demos-0-Hopper-v5", "heldout-0-Hopper-v5")),
-        ("apec-0-Hopper-v5-s1", ("demos-0-Hopper-v5", "heldout-0-Hopper-v5"))]
-    assert [u.payload["kind"] for u in shared] == ["demos", "heldout", "seed", "seed"] * 2
+    # every task's prerequisites first, then the seeds seed by seed, each after its task's
+    hopper = ("demos-0-Hopper-v5", "heldout-0-Hopper-v5")
+    walker = ("demos-1-Walker2d-v5", "heldout-1-Walker2d-v5")
+    assert [(u.id, u.after) for u in shared] == [
+        ("demos-0-Hopper-v5", ()), ("heldout-0-Hopper-v5", ("demos-0-Hopper-v5",)),
+        ("demos-1-Walker2d-v5", ()), ("heldout-1-Walker2d-v5", ("demos-1-Walker2d-v5",)),
+        ("apec-0-Hopper-v5-s0", hopper), ("apec-1-Walker2d-v5-s0", walker),
+        ("apec-0-Hopper-v5-s1", hopper), ("apec-1-Walker2d-v5-s1", walker)]
+    assert [(u.payload["task"], u.payload["seed"]) for u in shared[4:]] == [(0, 0), (1, 0), (0, 1), (1, 1)]
     own = units(ApecExperimentConfig(seeds=[0, 1], tasks=tasks), tmp_path)
-    assert [u.payload["kind"] for u in own] == ["demos", "seed", "seed"] * 2
-    assert own[1].after == ("demos-0-Hopper-v5",)
+    assert [u.payload["kind"] for u in own] == ["demos"] * 2 + ["seed"] * 4
+    assert [u.after for u in own[2:4]] == [("demos-0-Hopper-v5",), ("demos-1-Walker2d-v5",)]
     # the shared held-out AIL run (demo seed + 1000 by default) must be none of the seeds
     with pytest.raises(ConfigError, match="seed 1000 is one of the seeds"):
         ApecExperimentConfig(seeds=[0, 1000], tasks=tasks, shared_heldout=True)
