@@ -92,7 +92,12 @@ def task_config(config: ApecExperimentConfig, task: TaskSettings, seed: int) -> 
 
 
 def demo_dir(config: ApecExperimentConfig, task: TaskSettings, out: Path) -> Path:
-    return out / task.id / f"seed{config.demo_seed}"
+    return seed_dir(task, config.demo_seed, out)
+
+
+def seed_dir(task: TaskSettings, seed: int, out: Path) -> Path:
+    """A (task, seed)'s run directory (seed 0's also holds the task's demonstrator)."""
+    return out / task.id / f"seed{seed}"
 
 
 def heldout_dir(config: ApecExperimentConfig, task: TaskSettings, out: Path) -> Path | None:
@@ -138,7 +143,7 @@ def run_seed(config: ApecExperimentConfig, task: TaskSettings, seed: int, out: P
     """One (task, seed): the pipeline on the task's shared demos; its rows land in its run dir.
     ``task_map`` runs its checkpoint and held-out rollouts (default: in this process)."""
     first = demo_dir(config, task, out)
-    run_dir = out / task.id / f"seed{seed}"
+    run_dir = seed_dir(task, seed, out)
     run_dir.mkdir(parents=True, exist_ok=True)
     if run_dir != first and not (run_dir / "demos").exists():
         if not (first / "demos" / "demos.npz").is_file():
@@ -187,7 +192,9 @@ def units(config: ApecExperimentConfig, out: Path, backend: Backend | None = Non
     before any task's second). Locally a unit starts as soon as its prerequisites are done, the
     first ready in this order: the long chains of demonstrator, held-out run and seeds start early,
     so no worker idles at the end waiting on one, and a cut-short run has each task's first seeds.
-    On the ray backend a (task, seed) unit runs its rollouts as Ray tasks (``rlkit.scale.tasks``)."""
+    Units whose work has begun in ``out`` go first (their order kept): a run spanning several
+    sittings finishes what it started before opening more. On the ray
+    backend a (task, seed) unit runs its rollouts as Ray tasks (``rlkit.scale.tasks``)."""
     base = {"config": config.model_dump(mode="json"), "out": str(out.absolute())}
     if backend is not None and backend.name == "ray":
         base["tasks"] = {"name": "ray", "address": backend.address, "num_cpus": backend.num_cpus,
@@ -205,7 +212,18 @@ def units(config: ApecExperimentConfig, out: Path, backend: Backend | None = Non
     seeds = [Unit(f"apec-{i}-{file_name(task.id)}-s{seed}",
                   base | {"kind": "seed", "task": i, "seed": seed}, after=prerequisites[i])
              for seed in config.seeds for i, task in enumerate(config.tasks)]
-    return task_units + seeds
+    return sorted(task_units + seeds, key=lambda unit: not begun(config, unit, out))
+
+
+def begun(config: ApecExperimentConfig, unit: Unit, out: Path) -> bool:
+    """Has ``unit``'s work begun in ``out`` (so a rerun resumes it)? A seed's has when its AIL
+    run has, the demonstrator's when its folder exists, the held-out set's likewise."""
+    task = config.tasks[unit.payload["task"]]
+    if unit.payload["kind"] == "demos":
+        return (demo_dir(config, task, out) / "demos").exists()
+    if unit.payload["kind"] == "heldout":
+        return (out / task.id / "heldout").exists()
+    return (seed_dir(task, unit.payload["seed"], out) / "ail").exists()
 
 
 def run_unit(unit: Unit, report: Any) -> dict[str, Any]:
@@ -272,7 +290,7 @@ def check_finished_runs(argv: list[str] | None, doc: str | None, default_config:
     results = []
     for task in config.tasks:
         for seed in config.seeds:
-            run_dir = out / task.id / f"seed{seed}"
+            run_dir = seed_dir(task, seed, out)
             if not (run_dir / "rows.json").is_file():
                 continue
             for row in check(run_dir, list(methods(config.pipeline))):

@@ -94,6 +94,10 @@ def test_a_shared_held_out_set_is_one_unit_per_task_that_its_seeds_wait_for(tmp_
     own = units(ApecExperimentConfig(seeds=[0, 1], tasks=tasks), tmp_path)
     assert [u.payload["kind"] for u in own] == ["demos"] * 2 + ["seed"] * 4
     assert [u.after for u in own[2:4]] == [("demos-0-Hopper-v5",), ("demos-1-Walker2d-v5",)]
+    # a run that spans sittings finishes what it began first: Walker2d's seed 1 had started
+    (tmp_path / "Walker2d-v5" / "seed1" / "ail").mkdir(parents=True)
+    resumed = units(ApecExperimentConfig(seeds=[0, 1], tasks=tasks, shared_heldout=True), tmp_path)
+    assert [u.id for u in resumed] == ["apec-1-Walker2d-v5-s1"] + [u.id for u in shared[:7]]
     # the shared held-out AIL run (demo seed + 1000 by default) must be none of the seeds
     with pytest.raises(ConfigError, match="seed 1000 is one of the seeds"):
         ApecExperimentConfig(seeds=[0, 1000], tasks=tasks, shared_heldout=True)
