@@ -143,19 +143,19 @@ def plot(table: list[dict[str, Any]], task: str, demo_return: float, path: Path)
     import matplotlib.pyplot as plt
 
     entries = [e for e in table if e["task"] == task]
-    names = [f"{e['method']}\n(n={e['n']})" for e in entries]
-    figure, axes = plt.subplots(1, len(METRICS) + 1, figsize=(4.2 * (len(METRICS) + 1), 3.6))
+    names = [f"{e['method']} (n={e['n']})" for e in entries]
+    figure, axes = plt.subplots(1, len(METRICS) + 1, figsize=(4.2 * (len(METRICS) + 1), 4.4))
     for axis, (metric, label) in zip(axes, METRICS, strict=False):
         axis.bar(range(len(entries)), [e[metric] for e in entries],
                  yerr=[e[f"{metric}_se"] for e in entries], color="tab:blue")
-        axis.set_xticks(range(len(entries)), names, rotation=30)
+        axis.set_xticks(range(len(entries)), names, rotation=60, ha="right")
         axis.set(title=f"{task}: {label}")
         axis.axhline(0.5 if metric == "accuracy" else 0.0, color="grey", linewidth=0.8)
     trained = [e for e in entries if np.isfinite(e["policy_return"])]
     axes[-1].bar(range(len(trained)), [e["policy_return"] for e in trained],
                  yerr=[e["policy_return_se"] for e in trained], color="tab:green")
-    axes[-1].set_xticks(range(len(trained)), [f"{e['method']}\n(n={e['policy_return_n']})" for e in trained],
-                        rotation=30)
+    axes[-1].set_xticks(range(len(trained)), [f"{e['method']} (n={e['policy_return_n']})" for e in trained],
+                        rotation=60, ha="right")
     axes[-1].axhline(demo_return, color="tab:red", linewidth=1, label="demonstration")
     axes[-1].set(title=f"{task}: policy true return")
     axes[-1].legend()
