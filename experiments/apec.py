@@ -222,7 +222,8 @@ def begun(config: ApecExperimentConfig, unit: Unit, out: Path) -> bool:
     if unit.payload["kind"] == "demos":
         return (demo_dir(config, task, out) / "demos").exists()
     if unit.payload["kind"] == "heldout":
-        return (out / task.id / "heldout").exists()
+        folder = heldout_dir(config, task, out)
+        return folder is not None and folder.exists()
     return (seed_dir(task, unit.payload["seed"], out) / "ail").exists()
 
 
