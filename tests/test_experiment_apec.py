@@ -156,6 +156,10 @@ def test_the_papers_claims_are_paired_differences_over_the_seeds_with_a_verdict(
     assert policy["mean"] == pytest.approx(-0.6) and policy["verdict"] == "reversed" and policy["n"] == 3
     against_drex = found["Hopper-v5", "policy return: APEC - D-REX"]  # the same pairs as the rewards
     assert against_drex["mean"] == pytest.approx(0.3) and against_drex["n"] == 3
+    drex[2]["policy_return"] = math.nan  # seed 2's D-REX policy is still training: it drops out
+    training = {(c["task"], c["claim"]): c for c in claims(apec + drex)}
+    assert training["Hopper-v5", "policy return: APEC - D-REX"]["n"] == 2
+    assert training["Hopper-v5", "policy return: APEC - demo"]["n"] == 3
     one_seed = claims([_row(0, 1.0, demo_return=0.5), _row(0, 0.5, method="drex", demo_return=0.5)])
     assert {c["verdict"] for c in one_seed} == {"too few seeds"}
     text = claims_markdown(list(found.values()))
