@@ -14,6 +14,7 @@ from rlkit.cli import main
 from rlkit.data import Trajectory, TrajectoryStore
 from rlkit.data.store import load_npz
 from rlkit.feedback import PreferenceDataset
+from rlkit.logging import make_logger
 from rlkit.reward import load_reward_model
 from rlkit.runners.apec import run_apec
 from tests.tiny_envs import POINT_ID
@@ -75,8 +76,14 @@ def test_rlkit_apec_runs_every_method_end_to_end_and_a_rerun_reuses_every_stage(
     # Everything is on disk: the same command again trains nothing and reports the same numbers.
     trained = [*(run_dir / "rewards").rglob("*.safetensors"), run_dir / "policies" / "apec" / "agent.zip"]
     stamps = {p: p.stat().st_mtime_ns for p in trained}
-    again = run_apec(ApecConfig.model_validate(_resolved(run_dir)), run_dir)
+    logger = make_logger(run_dir, backends=("jsonl",))
+    try:
+        again = run_apec(ApecConfig.model_validate(_resolved(run_dir)), run_dir, logger)
+    finally:
+        logger.close()
     assert {p: p.stat().st_mtime_ns for p in stamps} == stamps
+    scored = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert sum("heldout/apec/accuracy" in row for row in scored) == 1  # not scored (and logged) twice
     for method in metrics:
         assert again["methods"][method]["accuracy"] == metrics[method]["accuracy"]
     assert again["methods"]["apec"]["policy"] == metrics["apec"]["policy"]
@@ -417,6 +424,46 @@ def test_a_policy_resumed_from_its_last_point_ends_where_an_unbroken_run_does(tm
         assert resumed[key] == unbroken[key], key
 
 
+def test_a_resumed_policy_logs_each_row_once_under_its_own_name(tmp_path):
+    """A policy's rows are named by its folder (two policies of one run log apart); killed past its
+    point at 128 after logging a training-curve row at 160, the resumed run drops that row before
+    logging it again, so its rows read as the unbroken run's. Another stage's row logged before it
+    at a larger step stays."""
+    from rlkit.config import load_config
+    from rlkit.logging import make_logger
+    from rlkit.runners.apec import venv_factory
+    from rlkit.runners.apec_policy import run_policy
+
+    Reward = _counting_reward()
+    config = load_config(ApecConfig, None, [*TINY, "env.horizon=16", "policy.eval_every=128"])
+    make_venv = venv_factory(config.env)
+
+    def policy(run_dir: Path, reward) -> None:
+        logger = make_logger(run_dir, backends=("jsonl",))
+        try:
+            logger.log({"earlier/stage": 1.0}, step=5000)
+            run_policy(config, make_venv, reward, run_dir / "policies" / "drex", logger)
+        finally:
+            logger.close()
+
+    def rows(run_dir: Path) -> list[dict]:
+        return [{k: v for k, v in json.loads(line).items() if k != "wall_time"}
+                for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+    policy(tmp_path / "whole", Reward())
+    with pytest.raises(_Killed):  # at step 200
+        policy(tmp_path / "killed", Reward(dies_at=100))
+    assert [r["step"] for r in rows(tmp_path / "killed")] == [5000, 128, 160]
+    policy(tmp_path / "killed", Reward())
+
+    whole = rows(tmp_path / "whole")
+    assert {k for r in whole for k in r} == {"step", "earlier/stage", "policy/drex/eval_true_return",
+                                             "policy/drex/true_return", "policy/drex/learned_return"}
+    assert [r["step"] for r in whole] == [5000, 128, 160, 256]
+    # the cut at the row trained again takes what followed it: the second sitting's own "earlier" row
+    assert rows(tmp_path / "killed") == whole
+
+
 def test_an_ail_run_resumed_before_its_latest_round_logs_each_round_once(tmp_path):
     """Killed after logging a round but before its resume folder was written, the AIL stage
     trains that round again: ``metrics.jsonl`` is cut at that round's earlier row (found by the
@@ -526,7 +573,7 @@ def test_learned_rewards_are_zero_on_absorbing_states_as_the_reference_masks_the
 
     from rlkit.apec.config import ApecEnvConfig
     from rlkit.reward import build_reward_net
-    from rlkit.runners.apec import absorbing_masked, reward_net
+    from rlkit.runners.apec_rewards import absorbing_masked, reward_net
 
     obs_space, act_space = spaces.Box(-np.inf, np.inf, (5,)), spaces.Box(-1, 1, (1,))
     obs = np.random.default_rng(0).normal(size=(10, 5)).astype(np.float32)

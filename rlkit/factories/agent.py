@@ -28,13 +28,16 @@ class EpisodeLog:
 
 class EpisodeLogCallback(BaseCallback):
     """Collects ``info["episode"]`` (the true return, see ``RewardVecEnvWrapper``) as episodes end
-    and forwards a smoothed value to an rlkit ``Logger``."""
+    and forwards a smoothed value to an rlkit ``Logger``: the mean of the last ``every`` episodes'
+    returns as ``<prefix>true_return`` and ``<prefix>learned_return``."""
 
-    def __init__(self, log: EpisodeLog, logger: Logger | None = None, every: int = 10) -> None:
+    def __init__(self, log: EpisodeLog, logger: Logger | None = None, every: int = 10,
+                 prefix: str = "agent/") -> None:
         super().__init__()
         self.log = log
         self.rlkit_logger = logger
         self.every = every
+        self.prefix = prefix
 
     def _on_step(self) -> bool:
         for info in self.locals["infos"]:
@@ -43,10 +46,11 @@ class EpisodeLogCallback(BaseCallback):
                 self.log.true_returns.append(float(info["episode"]["r"]))
                 self.log.learned_returns.append(float(info.get("learned_episode_return", np.nan)))
                 if self.rlkit_logger is not None and len(self.log.true_returns) % self.every == 0:
-                    metrics = {"agent/true_return": float(np.mean(self.log.true_returns[-self.every:]))}
+                    recent = self.log.true_returns[-self.every:]
+                    metrics = {f"{self.prefix}true_return": float(np.mean(recent))}
                     learned = np.asarray(self.log.learned_returns[-self.every:])
                     if np.isfinite(learned).any():  # none when rewards are paid later (lazy buffer)
-                        metrics["agent/learned_return"] = float(np.nanmean(learned))
+                        metrics[f"{self.prefix}learned_return"] = float(np.nanmean(learned))
                     self.rlkit_logger.log(metrics, step=self.num_timesteps)
         return True
 

@@ -1,6 +1,6 @@
 """``rlkit apec``: demos -> AIL with checkpoints -> rollouts -> pairs -> reward models -> policies
--> evaluation, for APEC and its baselines on the same demos, AIL run and held-out set (the policy
-stage: ``rlkit.runners.apec_policy``).
+-> evaluation, for APEC and its baselines on the same demos, AIL run and held-out set (the reward
+stages: ``rlkit.runners.apec_rewards``; the policy stage: ``rlkit.runners.apec_policy``).
 
 Every stage writes its outputs under the run directory and is skipped when they are already
 there, so a killed run started again with the same ``--run-dir`` goes on where it stopped (the AIL
@@ -22,8 +22,7 @@ the last point instead of from scratch.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -50,7 +49,6 @@ from rlkit.apec.demonstrator import (
 from rlkit.apec.drex import DrexConfig, drex_pairs, noisy_rollouts, train_bc
 from rlkit.apec.evaluation import (
     ail_progress,
-    heldout_metrics,
     heldout_pairs,
     heldout_rollouts,
     heldout_tasks,
@@ -69,14 +67,20 @@ from rlkit.data import Trajectory, TrajectoryStore
 from rlkit.data.store import load_npz
 from rlkit.errors import InvalidDataError
 from rlkit.factories.algorithms import ALGORITHMS
-from rlkit.factories.builders import trainer_config
-from rlkit.feedback import ORACLE, PreferenceDataset
+from rlkit.feedback import PreferenceDataset
 from rlkit.logging import Logger, ProgressTask, Track, progress_of
 from rlkit.logging.local import metrics_dirs, rewind_metrics
 from rlkit.persistence import atomic_write_json, read_json
 from rlkit.persistence.arrays import save_npz
-from rlkit.reward import RewardNet, RewardTrainer, build_reward_net, load_reward_model, save_reward_model
 from rlkit.runners.apec_policy import run_policy
+from rlkit.runners.apec_rewards import (
+    absorbing_masked,
+    cached_dataset,
+    fitted_reward,
+    masks_absorbing,
+    score_rewards,
+    scored_before,
+)
 from rlkit.types import TaskMap
 
 REWARD_METRICS = "reward_metrics.json"
@@ -181,27 +185,23 @@ def run_apec(config: ApecConfig, run_dir: Path, logger: Logger | None = None,
             net = checkpoints.load(checkpoints.rounds()[-1]).discriminator.reward_net
             rewards[method] = absorbing_masked(net) if masks_absorbing(config) else net
         else:
-            dataset = _cached_dataset(run_dir / "datasets" / method, partial(
+            dataset = cached_dataset(run_dir / "datasets" / method, partial(
                 build_dataset, method, config, make_venv, demos, store, index, distances))
-            rewards[method], training[method] = _cached_reward(
+            rewards[method], training[method] = fitted_reward(
                 run_dir / "rewards" / method, config, dataset, observation_space, action_space)
             training[method] |= label_agreement(dataset)
         _advance(stages)
 
-    heldout, pairs, sources = run_heldout(config, make_venv, demos, run_dir / "demos",
-                                          run_dir / "heldout", logger, task_map)
+    results = scored_before(run_dir / REWARD_METRICS, rewards)
+    if results is None:  # not on a rerun: its rows are in metrics.jsonl already
+        heldout, pairs, sources = run_heldout(config, make_venv, demos, run_dir / "demos",
+                                              run_dir / "heldout", logger, task_map)
+        scores = score_rewards(rewards, training, heldout, pairs, sources, config.env.horizon is not None,
+                               logger)
+        results = {"methods": scores, "demos": _demo_summary(run_dir / "demos", demos),
+                   "ail_progress": ail_progress(index, store)}
+        atomic_write_json(run_dir / REWARD_METRICS, results)  # readable while the policies train
     _advance(stages)
-    results: dict[str, Any] = {"methods": {}, "demos": _demo_summary(run_dir / "demos", demos),
-                               "ail_progress": ail_progress(index, store)}
-    absorbing = config.env.horizon is not None
-    for method, reward in rewards.items():
-        metrics = heldout_metrics(reward, heldout, pairs, sources, absorbing)
-        metrics |= training.get(method, {})
-        results["methods"][method] = metrics
-        if logger is not None:
-            logger.log({f"heldout/{method}/{k}": v for k, v in metrics.items()
-                        if isinstance(v, float)}, step=0)
-    atomic_write_json(run_dir / REWARD_METRICS, results)  # readable while the policies train
     for method in policies:
         results["methods"][method]["policy"] = run_policy(
             config, make_venv, rewards[method], run_dir / "policies" / method, logger, store, train_venv)
@@ -352,57 +352,6 @@ def run_heldout(config: ApecConfig, make_venv: VenvFactory, demos: list[Trajecto
     pairs = heldout_pairs(store, np.random.default_rng(config.seed + 6), settings.n_pairs,
                           settings.segment_length, absorbing_flag=config.env.horizon is not None)
     return store, pairs, load_npz(out_dir / "sources.npz")["source"]
-
-
-def _cached_dataset(path: Path, build: Callable[[], PreferenceDataset]) -> PreferenceDataset:
-    if path.with_suffix(".json").is_file():
-        return PreferenceDataset.load(path)
-    dataset = build()
-    dataset.save(path)
-    return dataset
-
-
-def _cached_reward(directory: Path, config: ApecConfig, dataset: PreferenceDataset,
-                   observation_space: Any, action_space: Any) -> tuple[Any, dict[str, Any]]:
-    if (directory / "training.json").is_file():
-        return load_reward_model(directory).model, dict(read_json(directory / "training.json"))
-    model = reward_net(config, observation_space, action_space)
-    settings = config.reward.trainer
-    scale = dataset.scale or ORACLE  # without a scale a dataset holds graded (oracle) labels
-    if settings.loss == "bt" and tuple(scale.levels) != (0.0, 1.0):
-        # Bradley-Terry refuses graded labels; the ordinal cross-entropy is the same loss on
-        # binary labels and the unbiased one on graded labels.
-        settings = settings.replace(loss="ordinal")
-    report = RewardTrainer(model, trainer_config(settings, config.seed)).fit(
-        dataset, rng=np.random.default_rng(config.seed))
-    save_reward_model(model, directory)
-    summary = {"train_pairs": report.n_train, "epochs": len(report.train_loss),
-               "final_train_loss": float(report.train_loss[-1]),
-               "val_accuracy": float(report.val_accuracy[report.best_epoch]) if report.val_accuracy
-               else float("nan"), "train_seconds": report.seconds}
-    atomic_write_json(directory / "training.json", summary)
-    return model, summary
-
-
-def reward_net(config: ApecConfig, observation_space: Any, action_space: Any) -> RewardNet:
-    """A fresh reward model as ``config.reward`` describes it, seeded by the run's seed."""
-    return build_reward_net(observation_space, action_space, inputs=config.reward.inputs,
-                            hidden=config.reward.hidden, seed=config.seed,
-                            encoder=config.reward.encoder, absorbing_flag=masks_absorbing(config))
-
-
-def masks_absorbing(config: ApecConfig) -> bool:
-    """Are the learned rewards 0 on absorbing states (``reward.mask_absorbing`` on a padded task)?"""
-    return config.env.horizon is not None and config.reward.mask_absorbing
-
-
-def absorbing_masked(net: RewardNet) -> RewardNet:
-    """A copy of ``net`` that is 0 on absorbing states, as the reference masks them: with the
-    generator's episodes ending at termination the discriminator never saw one, so its value
-    there would be arbitrary."""
-    masked = RewardNet(replace(net.spec, absorbing_flag=True))
-    masked.load_state_dict(net.state_dict())
-    return masked
 
 
 def _demo_summary(out_dir: Path, demos: list[Trajectory]) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from rlkit.factories.agent import EpisodeLog, EpisodeLogCallback
 from rlkit.factories.builders import make_agent
 from rlkit.factories.resumable import ResumableTraining
 from rlkit.logging import Logger, Track, progress_of
+from rlkit.logging.local import metrics_dirs, rewind_metrics
 from rlkit.persistence import atomic_write_json, read_json
 from rlkit.persistence.agents import save_agent
 from rlkit.reward.normalize import NormalizedReward, RunningNorm
@@ -47,7 +48,9 @@ def run_policy(config: ApecConfig, make_venv: VenvFactory, reward: Any, out_dir:
     normaliser and the evaluations), removed once ``result.json`` is written. With
     ``policy.eval_every`` the points come that often, each after a deterministic evaluation of the
     true return as the final one (``eval_timesteps``, ``eval_true_returns``); the last is the
-    final evaluation."""
+    final evaluation. Its rows are named ``policy/<out_dir name>/...`` (``true_return`` and
+    ``learned_return`` over the last 10 training episodes, ``eval_true_return``); a resumed run
+    drops those logged after its point from ``metrics.jsonl``, so each is logged once."""
     if (out_dir / "result.json").is_file():
         return dict(read_json(out_dir / "result.json"))
     settings = config.policy.agent
@@ -78,6 +81,10 @@ def run_policy(config: ApecConfig, make_venv: VenvFactory, reward: Any, out_dir:
     training = ResumableTraining(out_dir / "resume", settings.total_timesteps,
                                  every or policy_chunk(settings.total_timesteps), settings=point_settings)
     resumed = training.resume(agent)
+    prefix = f"policy/{out_dir.name}/"
+    if resumed is not None:  # the steps after the point are trained (and logged) again: their rows go
+        for folder in metrics_dirs(logger):
+            rewind_metrics(folder, after_step=resumed.timesteps, prefix=prefix)
     log = EpisodeLog(**resumed.progress["log"]) if resumed is not None else EpisodeLog()
     curve: dict[str, list[Any]] = {"timesteps": [], "true_returns": []}  # the evaluations so far
     if resumed is not None:
@@ -88,17 +95,17 @@ def run_policy(config: ApecConfig, make_venv: VenvFactory, reward: Any, out_dir:
         seed_replay(agent, seeded, reward_fn)
     progress = progress_of(logger)
     steps = None if progress is None else progress.follow(  # moved by the agent/... episode returns
-        Track(f"apec policy {out_dir.name} env steps", settings.total_timesteps, prefixes=("agent/",)),
+        Track(f"apec policy {out_dir.name} env steps", settings.total_timesteps, prefixes=(prefix,)),
         completed=agent.num_timesteps)
 
     def evaluate() -> None:
         curve["timesteps"].append(int(agent.num_timesteps))
         curve["true_returns"].append(true_returns(config, make_venv, agent))
         if logger is not None:
-            logger.log({"policy/eval_true_return": float(np.mean(curve["true_returns"][-1]))},
+            logger.log({f"{prefix}eval_true_return": float(np.mean(curve["true_returns"][-1]))},
                        step=int(agent.num_timesteps))
 
-    training.train(agent, EpisodeLogCallback(log, logger), progress=lambda: {
+    training.train(agent, EpisodeLogCallback(log, logger, prefix=prefix), progress=lambda: {
         "log": asdict(log), "reward_norm": None if normalized is None else normalized.norm.state_dict(),
         "evaluations": curve}, after_chunk=evaluate if every else None)
     if steps is not None:  # trained: whatever episode was logged last
