@@ -17,7 +17,8 @@ import time
 import gymnasium as gym
 import numpy as np
 
-from rlkit.apec.pairs import PairConfig, demo_ot_distances, reference_ot_distance, select_pairs
+from rlkit.apec.pairs import PairConfig, select_pairs
+from rlkit.apec.transport import demo_ot_distances, reference_ot_distance
 from rlkit.data import Trajectory, TrajectoryStore
 
 

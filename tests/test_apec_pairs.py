@@ -6,7 +6,7 @@ import numpy as np
 import ot
 import pytest
 
-import rlkit.apec.pairs as apec_pairs
+import rlkit.apec.transport as transport
 from rlkit.apec import (
     PairConfig,
     RolloutConfig,
@@ -70,7 +70,7 @@ def test_ot_filter_keeps_only_pairs_closer_to_demos(monkeypatch):
     store, index, demos = _store()
     calls = []
     real = ot.sinkhorn
-    monkeypatch.setattr(apec_pairs.ot, "sinkhorn", lambda *a, **k: calls.append(1) or real(*a, **k))
+    monkeypatch.setattr(transport.ot, "sinkhorn", lambda *a, **k: calls.append(1) or real(*a, **k))
     config = PairConfig(n_pairs=200, gap=1, ot_threshold=1.0)
     data = select_pairs(store, index, np.random.default_rng(3), config, demos=demos)
     assert len(calls) == len(store)  # once per trajectory, not per pair

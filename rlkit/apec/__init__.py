@@ -17,8 +17,9 @@ if TYPE_CHECKING:
         noisy_rollouts,
         train_bc,
     )
-    from rlkit.apec.pairs import demo_ot_distances, ot_only_pairs, reference_ot_distance, select_pairs
+    from rlkit.apec.pairs import ot_only_pairs, select_pairs
     from rlkit.apec.rollouts import checkpoint_rollouts, policy_rollouts
+    from rlkit.apec.transport import demo_ot_distances, reference_ot_distance
 
 __all__ = [
     "NOISE_GRID",
@@ -43,6 +44,7 @@ __getattr__, __dir__ = lazy_exports(__name__, {
         "NOISE_GRID", "BCPolicy", "DrexConfig", "drex", "drex_pairs", "noisy_rollouts", "train_bc",
     ],
     "rlkit.apec.config": ["PairConfig", "RolloutConfig"],
-    "rlkit.apec.pairs": ["demo_ot_distances", "ot_only_pairs", "reference_ot_distance", "select_pairs"],
+    "rlkit.apec.pairs": ["ot_only_pairs", "select_pairs"],
     "rlkit.apec.rollouts": ["checkpoint_rollouts", "policy_rollouts"],
+    "rlkit.apec.transport": ["demo_ot_distances", "reference_ot_distance"],
 })

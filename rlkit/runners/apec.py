@@ -54,7 +54,7 @@ from rlkit.apec.evaluation import (
     heldout_tasks,
     label_agreement,
 )
-from rlkit.apec.pairs import demo_ot_distances, ot_only_pairs, select_pairs
+from rlkit.apec.pairs import ot_only_pairs, select_pairs
 from rlkit.apec.rollouts import (
     checkpoint_tasks,
     load_generator,
@@ -63,6 +63,7 @@ from rlkit.apec.rollouts import (
     sequential_map,
 )
 from rlkit.apec.tasks import make_pixel_task
+from rlkit.apec.transport import demo_ot_distances
 from rlkit.data import Trajectory, TrajectoryStore
 from rlkit.data.store import load_npz
 from rlkit.errors import InvalidDataError
