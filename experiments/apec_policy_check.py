@@ -4,16 +4,18 @@ One command:  python experiments/apec_policy_check.py [--config FILE] [key=value
 
 For every finished (task, seed) of an APEC experiment (``experiments/apec.py`` or
 ``experiments/apec_pixels.py``; ``--config`` as theirs, default the pixel one) and every method
-whose policy was trained, the learned and the true return of three groups of episodes:
+whose policy was trained, the learned and the true return of four groups of episodes:
 
 - the policy: ``policy.agent.eval_episodes`` deterministic episodes of the saved agent on the
   final evaluation's env seeds (the episodes its reported return is the mean of);
 - the demonstrations the run imitated;
-- random play: as many episodes of uniformly random actions.
+- random play: as many episodes of uniformly random actions;
+- the other methods' policies (``other_policies``): their episodes as above, paid this reward.
 
 A policy whose learned return exceeds the demonstrations' while its true return stays below them
 has found what the reward pays for and the task does not (the reward is exploitable); one whose
-learned return stays below the demonstrations' was not optimised far enough to tell. Learned
+learned return stays below the demonstrations' was not optimised far enough to tell; a reward
+that pays another method's better policy less than its own policy ranks the two wrongly. Learned
 returns are the sum of the reward as the policy was paid (``policy.reward_on``). Writes
 ``policy_check.json`` in ``out_dir`` and prints a JSON line per (task, seed, method).
 """
@@ -64,15 +66,16 @@ def check_run(run_dir: Path, methods: list[str]) -> list[dict[str, Any]]:
                                          RolloutConfig(per_checkpoint=episodes))
     finally:
         venv.close()
+    trained = [m for m in methods if (run_dir / "policies" / m / "agent.zip").is_file()]
+    policies = {m: evaluation_episodes(config, make_venv,
+                                       load_agent(ALGORITHMS, run_dir / "policies" / m / "agent"))
+                for m in trained}
     rows = []
-    for method in methods:
-        agent_path = run_dir / "policies" / method / "agent"
-        if not agent_path.with_suffix(".zip").is_file():
-            continue
+    for method in trained:
         reward_fn = paid_reward(TorchRewardFn(load_reward_model(run_dir / "rewards" / method).model),
                                 config.policy.reward_on)
-        policy = evaluation_episodes(config, make_venv, load_agent(ALGORITHMS, agent_path))
-        rows.append({"method": method, "policy": returns(policy, reward_fn),
+        rows.append({"method": method, "policy": returns(policies[method], reward_fn),
+                     "other_policies": {m: returns(policies[m], reward_fn) for m in trained if m != method},
                      "demos": returns(demos, reward_fn), "random": returns(list(random_play), reward_fn)})
     return rows
 

@@ -208,7 +208,7 @@ def test_the_pixel_experiment_runs_its_config_at_a_tiny_budget_and_reports(tmp_p
     overrides = [f"out_dir={out}", "seeds=[0]", f"tasks=[{{id: {PIXEL_ID}}}]",
                  *(f"pipeline.{o}" for o in TINY if not o.startswith("env.id=")),
                  "pipeline.methods=[apec, drex, raw_ail]", "pipeline.ail.updates_per_round=2",
-                 "pipeline.heldout.ail_checkpoints=2"]
+                 "pipeline.heldout.ail_checkpoints=2", "pipeline.policy.methods=[apec, drex]"]
     config = load_config(ApecExperimentConfig, apec_pixels.CONFIG, overrides)
     # The units the script hands to rlkit.scale, run here in order (its workers are processes).
     for unit in units(config, out):
@@ -221,12 +221,20 @@ def test_the_pixel_experiment_runs_its_config_at_a_tiny_budget_and_reports(tmp_p
     assert (out / "apec_pixels_rlkit_PixelPointMass-v0.png").is_file()
 
     # the policy check replays the final evaluation: its policy episodes are the reported ones
+    # (and pays each reward on the other method's policy episodes too)
     assert apec_policy_check.main([*overrides]) == 0
-    (check,) = json.loads((out / "policy_check.json").read_text())
-    (policy_row,) = [r for r in rows if r["method"] == check["method"]]
-    assert check["policy"]["true"] == pytest.approx(policy_row["policy_return"])
-    assert check["demos"]["true"] == pytest.approx(policy_row["demo_return"])
-    assert all(np.isfinite(check[group]["learned"]) for group in ("policy", "demos", "random"))
+    checks = json.loads((out / "policy_check.json").read_text())
+    assert [c["method"] for c in checks] == ["apec", "drex"]
+    returned = {r["method"]: r["policy_return"] for r in rows}
+    for check, other in zip(checks, ["drex", "apec"], strict=True):
+        assert check["policy"]["true"] == pytest.approx(returned[check["method"]])
+        assert check["demos"]["true"] == pytest.approx(rows[0]["demo_return"])
+        assert list(check["other_policies"]) == [other]
+        assert check["other_policies"][other]["true"] == pytest.approx(returned[other])
+        assert all(np.isfinite(check[group]["learned"]) for group in ("policy", "demos", "random"))
+    # each row pays the other policy with its own reward: APEC's on D-REX's episodes is not D-REX's
+    apec_on_drex = checks[0]["other_policies"]["drex"]["learned"]
+    assert apec_on_drex != pytest.approx(checks[1]["policy"]["learned"])
 
     # the held-out check scores the rewards the experiment scored, on its held-out trajectories
     assert apec_heldout_check.main([*overrides]) == 0
