@@ -81,6 +81,7 @@ from rlkit.runners.apec_rewards import (
     masks_absorbing,
     score_rewards,
     scored_before,
+    scores_key,
 )
 from rlkit.types import TaskMap
 
@@ -193,16 +194,17 @@ def run_apec(config: ApecConfig, run_dir: Path, logger: Logger | None = None,
             training[method] |= label_agreement(dataset)
         _advance(stages)
 
-    results = scored_before(run_dir / REWARD_METRICS, rewards)
-    if results is None:  # not on a rerun: its rows are in metrics.jsonl already
-        heldout, pairs, sources = run_heldout(config, make_venv, demos, run_dir / "demos",
-                                              run_dir / "heldout", logger, task_map)
+    heldout, pairs, sources = run_heldout(config, make_venv, demos, run_dir / "demos",
+                                          run_dir / "heldout", logger, task_map)
+    _advance(stages)
+    key = scores_key(run_dir / "heldout" / "store.npz", rewards)
+    results = scored_before(run_dir / REWARD_METRICS, key)
+    if results is None:  # not scored on this held-out set and these rewards before (and logged)
         scores = score_rewards(rewards, training, heldout, pairs, sources, config.env.horizon is not None,
                                logger)
         results = {"methods": scores, "demos": _demo_summary(run_dir / "demos", demos),
-                   "ail_progress": ail_progress(index, store)}
+                   "ail_progress": ail_progress(index, store), "scores_key": key}
         atomic_write_json(run_dir / REWARD_METRICS, results)  # readable while the policies train
-    _advance(stages)
     for method in policies:
         results["methods"][method]["policy"] = run_policy(
             config, make_venv, rewards[method], run_dir / "policies" / method, logger, store, train_venv)

@@ -8,7 +8,6 @@ rollouts as the reference does (``eval_reward.py:150-151``), trains it in resuma
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from rlkit.persistence import atomic_write_json, read_json
 from rlkit.persistence.agents import save_agent
 from rlkit.reward.normalize import NormalizedReward, RunningNorm
 from rlkit.reward.numpy_rewards import TorchRewardFn
+from rlkit.runners.apec_rewards import weights_sha256
 from rlkit.types import RewardFn
 from rlkit.wrappers import RewardVecEnvWrapper
 
@@ -76,7 +76,7 @@ def run_policy(config: ApecConfig, make_venv: VenvFactory, reward: Any, out_dir:
     point_settings = {  # what the points depend on (device and evaluation may change)
         "agent": settings.model_dump(mode="json", exclude={"device", "eval_episodes"}),
         "reward_on": config.policy.reward_on, "seed": config.seed,
-        "seed_rollouts": config.policy.seed_rollouts, "reward_sha256": _weights_sha256(reward)}
+        "seed_rollouts": config.policy.seed_rollouts, "reward_sha256": weights_sha256(reward)}
     every = config.policy.eval_every  # a deterministic evaluation after each chunk, if set
     training = ResumableTraining(out_dir / "resume", settings.total_timesteps,
                                  every or policy_chunk(settings.total_timesteps), settings=point_settings)
@@ -158,16 +158,6 @@ def policy_chunk(total_timesteps: int) -> int:
         The chunk (``ResumableTraining`` rounds it to whole rollouts).
     """
     return min(POLICY_POINT_EVERY, max(1, total_timesteps // 10))
-
-
-def _weights_sha256(module: Any) -> str:
-    """A digest of a reward module's weights: a policy's resume point names the reward it was
-    trained on, and one made on another is refused."""
-    digest = hashlib.sha256()
-    for name, tensor in sorted(module.state_dict().items()):
-        digest.update(name.encode())
-        digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
-    return digest.hexdigest()
 
 
 def paid_reward(reward_fn: RewardFn, on: str) -> RewardFn:

@@ -1,9 +1,11 @@
 """The reward stages of ``rlkit apec``: each method's preference dataset and reward model, cached
 in the run directory, and every learned reward scored on the held-out set (cached in
-``reward_metrics.json``, so a rerun neither scores nor logs them again)."""
+``reward_metrics.json`` with what they depend on, so a rerun on the same held-out set and
+rewards neither scores nor logs them again)."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -18,10 +20,11 @@ from rlkit.factories.builders import trainer_config
 from rlkit.feedback import ORACLE, PreferenceDataset
 from rlkit.logging import Logger
 from rlkit.persistence import atomic_write_json, read_json
+from rlkit.persistence.formats import sha256_file
 from rlkit.reward import RewardNet, RewardTrainer, build_reward_net, load_reward_model, save_reward_model
 
 __all__ = ["absorbing_masked", "cached_dataset", "fitted_reward", "masks_absorbing", "reward_net",
-           "score_rewards", "scored_before"]
+           "score_rewards", "scored_before", "scores_key", "weights_sha256"]
 
 
 def cached_dataset(path: Path, build: Callable[[], PreferenceDataset]) -> PreferenceDataset:
@@ -125,13 +128,46 @@ def score_rewards(rewards: dict[Method, Any], training: dict[Method, dict[str, A
     return scores
 
 
-def scored_before(path: Path, rewards: dict[Method, Any]) -> dict[str, Any] | None:
-    """The results an earlier sitting wrote to ``path`` (``reward_metrics.json``) when they score
-    exactly these methods; None otherwise (never scored, or the methods changed since).
+def weights_sha256(module: Any) -> str:
+    """A digest of a reward module's weights (names and values).
+
+    Args:
+        module: a torch module.
+
+    Returns:
+        The hex SHA-256.
+    """
+    digest = hashlib.sha256()
+    for name, tensor in sorted(module.state_dict().items()):
+        digest.update(name.encode())
+        digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+    return digest.hexdigest()
+
+
+def scores_key(heldout_store: Path, rewards: dict[Method, Any]) -> str:
+    """What a set of held-out scores depends on: the held-out store's file and each reward's
+    weights, as one digest.
+
+    Args:
+        heldout_store: the held-out set's ``store.npz``.
+        rewards: the learned rewards by method.
+
+    Returns:
+        The hex SHA-256.
+    """
+    digest = hashlib.sha256(sha256_file(heldout_store).encode())
+    for method in sorted(rewards):
+        digest.update(f"{method}={weights_sha256(rewards[method])}".encode())
+    return digest.hexdigest()
+
+
+def scored_before(path: Path, key: str) -> dict[str, Any] | None:
+    """The results an earlier sitting wrote to ``path`` (``reward_metrics.json``) when they were
+    scored on the same held-out set and rewards (``scores_key``); None otherwise.
 
     Args:
         path: the run's ``reward_metrics.json``.
-        rewards: the learned rewards by method.
+        key: ``scores_key`` of this sitting's held-out store and rewards.
 
     Returns:
         The results, or None.
@@ -139,4 +175,4 @@ def scored_before(path: Path, rewards: dict[Method, Any]) -> dict[str, Any] | No
     if not path.is_file():
         return None
     results = dict(read_json(path))
-    return results if set(results.get("methods", {})) == set(rewards) else None
+    return results if results.get("scores_key") == key else None
