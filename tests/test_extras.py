@@ -59,11 +59,11 @@ def test_other_import_errors_pass_unchanged(monkeypatch):
 @pytest.mark.parametrize(("blocked", "module", "extra_name"), [
     ("fastapi", "rlkit.human.app", "human"),
     ("sqlalchemy", "rlkit.human.store", "human"),
-    ("ot", "rlkit.apec.pairs", "apec"),
+    ("ot", "rlkit.apec.transport", "apec"),
 ])
 def test_the_library_modules_report_their_extra(monkeypatch, blocked, module, extra_name):
     assert blocked in EXTRAS[extra_name]
-    forget(monkeypatch, "rlkit.human.", "rlkit.apec.pairs", "rlkit.runners.apec")
+    forget(monkeypatch, "rlkit.human.", "rlkit.apec.pairs", "rlkit.apec.transport", "rlkit.runners.apec")
     monkeypatch.setitem(sys.modules, blocked, None)
     with pytest.raises(MissingExtraError, match=rf"pip install 'rlkit\[{extra_name}\]'"):
         __import__(module)
