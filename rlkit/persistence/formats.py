@@ -157,6 +157,23 @@ def sha256_file(path: str | os.PathLike[str]) -> str:
     return digest.hexdigest()
 
 
+def weights_sha256(module: Any) -> str:
+    """A digest of a module's weights (its state dict's names and values), e.g. to name the reward
+    a resume point was trained on.
+
+    Args:
+        module: a torch module.
+
+    Returns:
+        The hex SHA-256.
+    """
+    digest = hashlib.sha256()
+    for name, tensor in sorted(module.state_dict().items()):
+        digest.update(name.encode())
+        digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+    return digest.hexdigest()
+
+
 def payload_files(folder: str | os.PathLike[str], exclude: Iterable[str] = ()) -> list[Path]:
     """Every file under ``folder`` (recursively, sorted), but those named in ``exclude``."""
     root, skip = Path(folder), set(exclude)

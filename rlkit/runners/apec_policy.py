@@ -26,9 +26,9 @@ from rlkit.logging import Logger, Track, progress_of
 from rlkit.logging.local import metrics_dirs, rewind_metrics
 from rlkit.persistence import atomic_write_json, read_json
 from rlkit.persistence.agents import save_agent
+from rlkit.persistence.formats import weights_sha256
 from rlkit.reward.normalize import NormalizedReward, RunningNorm
 from rlkit.reward.numpy_rewards import TorchRewardFn
-from rlkit.runners.apec_rewards import weights_sha256
 from rlkit.types import RewardFn
 from rlkit.wrappers import RewardVecEnvWrapper
 

@@ -20,11 +20,11 @@ from rlkit.factories.builders import trainer_config
 from rlkit.feedback import ORACLE, PreferenceDataset
 from rlkit.logging import Logger
 from rlkit.persistence import atomic_write_json, read_json
-from rlkit.persistence.formats import sha256_file
+from rlkit.persistence.formats import sha256_file, weights_sha256
 from rlkit.reward import RewardNet, RewardTrainer, build_reward_net, load_reward_model, save_reward_model
 
 __all__ = ["absorbing_masked", "cached_dataset", "fitted_reward", "masks_absorbing", "reward_net",
-           "score_rewards", "scored_before", "scores_key", "weights_sha256"]
+           "score_rewards", "scored_before", "scores_key"]
 
 
 def cached_dataset(path: Path, build: Callable[[], PreferenceDataset]) -> PreferenceDataset:
@@ -126,22 +126,6 @@ def score_rewards(rewards: dict[Method, Any], training: dict[Method, dict[str, A
             logger.log({f"heldout/{method}/{k}": v for k, v in scores[method].items()
                         if isinstance(v, float)}, step=0)
     return scores
-
-
-def weights_sha256(module: Any) -> str:
-    """A digest of a reward module's weights (names and values).
-
-    Args:
-        module: a torch module.
-
-    Returns:
-        The hex SHA-256.
-    """
-    digest = hashlib.sha256()
-    for name, tensor in sorted(module.state_dict().items()):
-        digest.update(name.encode())
-        digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
-    return digest.hexdigest()
 
 
 def scores_key(heldout_store: Path, rewards: dict[Method, Any]) -> str:
