@@ -19,6 +19,7 @@ are ``experiments/apec_report.py``'s, from the run directories.
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import json
 import sys
@@ -261,6 +262,32 @@ def run_all(config: ApecExperimentConfig, out: Path, backend: Backend, resume: b
         print("some units did not finish; rerun with --resume to finish them", file=sys.stderr)
 
 
+def check_command_line(argv: list[str] | None, doc: str | None, default_config: Path,
+                       add_arguments: Callable[[argparse.ArgumentParser], None] | None = None,
+                       ) -> tuple[argparse.Namespace, ApecExperimentConfig]:
+    """A check script's command line: ``key=value`` overrides of the experiment config and
+    ``--config`` (default ``default_config``), plus what ``add_arguments`` adds; one torch thread.
+
+    Args:
+        argv: the command line (default ``sys.argv[1:]``).
+        doc: the check's description for ``--help``.
+        default_config: the experiment config checked without ``--config``.
+        add_arguments: adds the check's own options to the parser.
+
+    Returns:
+        The parsed arguments and the experiment config.
+    """
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("overrides", nargs="*", metavar="key=value")
+    parser.add_argument("--config", default=default_config)
+    if add_arguments is not None:
+        add_arguments(parser)
+    args = parser.parse_args(argv)
+    config = load_config(ApecExperimentConfig, args.config, args.overrides)
+    torch.set_num_threads(1)
+    return args, config
+
+
 def check_finished_runs(argv: list[str] | None, doc: str | None, default_config: Path,
                         check: Callable[[Path, list[str]], list[dict[str, Any]]],
                         methods: Callable[[ApecConfig], Sequence[str]], out_name: str) -> int:
@@ -279,14 +306,7 @@ def check_finished_runs(argv: list[str] | None, doc: str | None, default_config:
     Returns:
         The exit status (1 when no run has finished or none gave a row).
     """
-    import argparse
-
-    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("overrides", nargs="*", metavar="key=value")
-    parser.add_argument("--config", default=default_config)
-    args = parser.parse_args(argv)
-    config = load_config(ApecExperimentConfig, args.config, args.overrides)
-    torch.set_num_threads(1)
+    _, config = check_command_line(argv, doc, default_config)
     out = Path(config.out_dir)
     results = []
     for task in config.tasks:

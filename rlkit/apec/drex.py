@@ -31,7 +31,12 @@ NOISE_GRID: tuple[float, ...] = tuple(round(0.05 * k, 2) for k in range(20))  # 
 
 
 class DrexConfig(StrictModel):
-    """The paper's D-REX: eps in 0..0.95 step 0.05, 5 rollouts per level, noise gap >= 0.5.
+    """The paper's D-REX: eps in 0..0.95 step 0.05, 5 rollouts per level, noise gap >= 0.5, as
+    APEC's reference (``apec_mjc/epsilon_noise_sample.py:139-141``, ``utils/replay_buffer.py:576``);
+    the less noisy trajectory preferred, as the D-REX paper and ``replay_buffer.py:641`` (the
+    released code then stores the noise levels as the label, lines 651-653, which its loss reads
+    as the noisier one preferred: not copied). The behaviour cloning is rlkit's (MSE; the
+    reference's differs, with no measurable gain: ``experiments/apec_drex_bc_check.py``).
     ``device``: where the behaviour-cloning policy trains and acts (``cpu``: a 64x64 MLP).
 
     Pixel observations (uint8 channel-first frame stacks) go through a convolutional encoder
