@@ -37,6 +37,7 @@ from rlkit.config import StrictModel, apply_overrides, load_config, save_config
 from rlkit.errors import ConfigError
 from rlkit.logging import make_logger
 from rlkit.runners.apec import run_apec, run_demos, run_heldout, venv_factory
+from rlkit.runners.apec_policy import STOCHASTIC
 from rlkit.scale.command import backend_from_args, experiment_parser
 from rlkit.scale.tasks import close_map, task_map
 from rlkit.scale.units import Backend, Unit, run_units
@@ -48,6 +49,8 @@ METRICS = (("accuracy", "held-out accuracy"), ("step_pearson", "per-step reward 
            ("trajectory_pearson_outside_ail", "trajectory r, non-AIL"))
 PAIR_COUNTS = ("n_pairs", "n_pairs_outside_ail")
 DIAGNOSTICS = ("ail_spearman", "label_agreement")
+POLICY_RETURNS = (("policy_return", "policy true return"),  # deterministic: the mean action
+                  ("policy_return_stochastic", "policy true return, stochastic (the reference's)"))
 
 
 class TaskSettings(StrictModel):
@@ -180,6 +183,7 @@ def seed_rows(task_id: str, seed: int, results: dict[str, Any]) -> list[dict[str
                      "ail_spearman": results["ail_progress"]["spearman_checkpoints"],
                      "label_agreement": metrics.get("label_agreement", float("nan")),
                      "policy_return": policy.get("final_true_return", float("nan")),
+                     "policy_return_stochastic": policy.get(STOCHASTIC, float("nan")),
                      "policy_curve": {"timesteps": policy.get("eval_timesteps", []),
                                       "true_returns": policy.get("eval_true_returns", [])},
                      "demo_return": float(np.mean(results["demos"]["returns"])),

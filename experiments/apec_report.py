@@ -20,6 +20,7 @@ from experiments.apec import (
     DIAGNOSTICS,
     METRICS,
     PAIR_COUNTS,
+    POLICY_RETURNS,
     ApecExperimentConfig,
     demo_dir,
     file_name,
@@ -57,7 +58,7 @@ def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for task, method in keys:
         group = [r for r in rows if (r["task"], r["method"]) == (task, method)]
         entry: dict[str, Any] = {"task": task, "method": method, "n": len(group)}
-        for metric in [key for key, _ in METRICS] + ["policy_return", *DIAGNOSTICS]:
+        for metric in [key for key, _ in (*METRICS, *POLICY_RETURNS)] + list(DIAGNOSTICS):
             spread = Spread.of([float(r.get(metric, float("nan"))) for r in group])
             entry[metric] = spread.mean
             entry[f"{metric}_se"] = spread.sd / np.sqrt(spread.n) if spread.n > 1 else float("nan")
@@ -86,12 +87,14 @@ def claims(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         paired = [s for s in seeds if ("apec", s) in by and ("drex", s) in by]
         comparisons = [(f"{metric}: APEC - D-REX", [by["apec", s][metric] - by["drex", s][metric]
                                                     for s in paired]) for metric, _ in METRICS]
-        comparisons.append(("policy return: APEC - demo",
-                            [by["apec", s]["policy_return"] - by["apec", s]["demo_return"]
-                             for s in seeds if ("apec", s) in by]))
-        comparisons.append(("policy return: APEC - D-REX",
-                            [by["apec", s]["policy_return"] - by["drex", s]["policy_return"]
-                             for s in paired]))
+        for key, name in (("policy_return", "policy return"),
+                          ("policy_return_stochastic", "policy return, stochastic")):
+            comparisons.append((f"{name}: APEC - demo",
+                                [by["apec", s].get(key, np.nan) - by["apec", s]["demo_return"]
+                                 for s in seeds if ("apec", s) in by]))
+            comparisons.append((f"{name}: APEC - D-REX",
+                                [by["apec", s].get(key, np.nan) - by["drex", s].get(key, np.nan)
+                                 for s in paired]))
         for claim, differences in comparisons:
             spread = Spread.of(differences)
             verdict = ("too few seeds" if spread.n < 2 else "holds" if spread.low > 0
@@ -115,7 +118,7 @@ def claims_markdown(found: list[dict[str, Any]]) -> str:
 
 def markdown_table(table: list[dict[str, Any]]) -> str:
     """Mean ± standard error (ddof = 1) [95% t-interval] over seeds; the pairs per seed."""
-    columns = [*METRICS, ("policy_return", "policy true return"),
+    columns = [*METRICS, *POLICY_RETURNS,
                ("ail_spearman", "AIL progress (Spearman)"), ("label_agreement", "label agreement")]
     lines = ["| task | method | seeds | held-out pairs (all / non-AIL) | "
              + " | ".join(label for _, label in columns) + " |",
@@ -156,13 +159,17 @@ def plot(table: list[dict[str, Any]], task: str, demo_return: float, path: Path)
         axis.set(title=f"{task}: {label}")
         axis.axhline(0.5 if metric == "accuracy" else 0.0, color="grey", linewidth=0.8)
     trained = [e for e in entries if np.isfinite(e["policy_return"])]
-    axes[-1].bar(range(len(trained)), [e["policy_return"] for e in trained],
-                 yerr=[e["policy_return_se"] for e in trained], color="tab:green")
-    axes[-1].set_xticks(range(len(trained)), [f"{e['method']} (n={e['policy_return_n']})" for e in trained],
-                        rotation=60, ha="right")
+    for shift, key, label, colour in ((-0.2, "policy_return", "deterministic", "tab:green"),
+                                      (0.2, "policy_return_stochastic", "stochastic (the reference's)",
+                                       "tab:olive")):
+        axes[-1].bar(np.arange(len(trained)) + shift, [e[key] for e in trained], width=0.4,
+                     yerr=[e[f"{key}_se"] for e in trained], color=colour, label=label)
+    axes[-1].set_xticks(range(len(trained)),
+                        [f"{e['method']} (n={e['policy_return_n']}/{e['policy_return_stochastic_n']})"
+                         for e in trained], rotation=60, ha="right")
     axes[-1].axhline(demo_return, color="tab:red", linewidth=1, label="demonstration")
-    axes[-1].set(title=f"{task}: policy true return")
-    axes[-1].legend()
+    axes[-1].set(title=f"{task}: policy true return", xlabel="(n seeds: deterministic / stochastic)")
+    axes[-1].legend(fontsize="small", loc="lower left")
     figure.tight_layout()
     figure.savefig(path, dpi=100)
     plt.close(figure)

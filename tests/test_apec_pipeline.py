@@ -403,6 +403,40 @@ def test_a_policy_evaluated_every_chunk_trains_as_one_evaluated_at_the_end_and_k
     assert resumed["final_true_return"] == resumed["eval_true_returns"][-1]
 
 
+def test_a_policy_also_reports_its_stochastic_return_and_an_older_result_gets_it_from_its_agent(tmp_path):
+    """The reference reports a policy's return with its actions sampled (``StoEpRetTest``): the
+    result holds it beside the deterministic one, the same for the saved agent in any sitting,
+    with torch's RNG left as it was; a result written before it existed gets it on a rerun, from
+    the saved agent, without training again."""
+    import torch
+
+    from rlkit.config import load_config
+    from rlkit.factories.algorithms import ALGORITHMS
+    from rlkit.persistence import atomic_write_json, read_json
+    from rlkit.persistence.agents import load_agent
+    from rlkit.runners.apec import venv_factory
+    from rlkit.runners.apec_policy import STOCHASTIC, run_policy, stochastic_return
+
+    Reward = _counting_reward()
+    config = load_config(ApecConfig, None, TINY)  # PPO: a Gaussian policy
+    make_venv = venv_factory(config.env)
+    result = run_policy(config, make_venv, Reward(), tmp_path / "policy", None)
+    assert result["n_stochastic_episodes"] == config.policy.agent.eval_episodes
+    assert np.isfinite(result[STOCHASTIC]) and result[STOCHASTIC] != result["final_true_return"]
+    assert result[f"{STOCHASTIC}_std"] > 0  # sampled actions: the episodes differ
+    agent = load_agent(ALGORITHMS, tmp_path / "policy" / "agent")
+    state = torch.get_rng_state()
+    assert stochastic_return(config, make_venv, agent)[STOCHASTIC] == result[STOCHASTIC]
+    assert torch.equal(torch.get_rng_state(), state)
+
+    older = {k: v for k, v in result.items()
+             if k not in (STOCHASTIC, f"{STOCHASTIC}_std", "n_stochastic_episodes")}
+    atomic_write_json(tmp_path / "policy" / "result.json", older)
+    rerun = Reward()
+    assert run_policy(config, make_venv, rerun, tmp_path / "policy", None) == result
+    assert rerun.calls == 0 and read_json(tmp_path / "policy" / "result.json") == result
+
+
 @pytest.mark.parametrize("horizon", [16, 20])
 def test_a_policy_resumed_from_its_last_point_ends_where_an_unbroken_run_does(tmp_path, horizon):
     """Chunks of 64 steps per env: on 16-step episodes each point falls on an episode end, on

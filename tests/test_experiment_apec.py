@@ -116,7 +116,8 @@ def test_a_seed_whose_policies_still_train_counts_for_its_rewards_not_its_policy
         metrics = {key: accuracy for key, _ in METRICS} | {"n_pairs": 900, "label_agreement": 0.8}
         if policy_return is not None:
             metrics["policy"] = {"final_true_return": policy_return, "eval_timesteps": [50_000],
-                                 "eval_true_returns": [policy_return]}
+                                 "eval_true_returns": [policy_return],
+                                 "final_true_return_stochastic": policy_return - 300.0}
         return {"methods": {"apec": metrics}, "ail_progress": {"spearman_checkpoints": 0.9},
                 "demos": {"returns": [1000.0], "fraction": 0.65}}
 
@@ -134,8 +135,10 @@ def test_a_seed_whose_policies_still_train_counts_for_its_rewards_not_its_policy
     (entry,) = summarise(rows)
     assert entry["n"] == 3 and entry["accuracy"] == pytest.approx(0.8) and entry["accuracy_n"] == 3
     assert entry["policy_return"] == 2100.0 and entry["policy_return_n"] == 2
+    assert entry["policy_return_stochastic"] == 1800.0 and entry["policy_return_stochastic_n"] == 2
     text = markdown_table([entry])
     assert "2100.000 ± 100.000" in text and "(n=2)" in text and "0.800 ± 0.058" in text
+    assert "| 1800.000 ± 100.000 [" in text and "stochastic (the reference's)" in text
 
 
 def test_the_papers_claims_are_paired_differences_over_the_seeds_with_a_verdict():
@@ -160,6 +163,13 @@ def test_the_papers_claims_are_paired_differences_over_the_seeds_with_a_verdict(
     training = {(c["task"], c["claim"]): c for c in claims(apec + drex)}
     assert training["Hopper-v5", "policy return: APEC - D-REX"]["n"] == 2
     assert training["Hopper-v5", "policy return: APEC - demo"]["n"] == 3
+    for row in apec + drex:  # actions sampled, the reference's protocol: 0.5 lower where measured
+        row["policy_return_stochastic"] = row["policy_return"] - 0.5
+    del apec[0]["policy_return_stochastic"]  # seed 0's result predates that evaluation: it drops out
+    sampled = {(c["task"], c["claim"]): c for c in claims(apec + drex)}
+    versus_demo = sampled["Hopper-v5", "policy return, stochastic: APEC - demo"]
+    assert versus_demo["n"] == 2 and versus_demo["mean"] == pytest.approx((0.8 + 1.0) / 2 - 0.5 - 1.5)
+    assert sampled["Hopper-v5", "policy return, stochastic: APEC - D-REX"]["n"] == 1  # seed 1 only
     one_seed = claims([_row(0, 1.0, demo_return=0.5), _row(0, 0.5, method="drex", demo_return=0.5)])
     assert {c["verdict"] for c in one_seed} == {"too few seeds"}
     text = claims_markdown(list(found.values()))

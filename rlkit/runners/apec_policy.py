@@ -3,7 +3,8 @@
 ``run_policy`` builds the agent (SAC from pixels on a pixel task, ``rlkit.factories`` otherwise),
 pays it the learned reward on ``s`` or ``s'``, seeds an off-policy agent's replay buffer with AIL
 rollouts as the reference does (``eval_reward.py:150-151``), trains it in resumable chunks
-(``rlkit.factories.resumable``) and reports its deterministic true return.
+(``rlkit.factories.resumable``) and reports its true return: deterministic, and sampled from the
+policy as the reference evaluates (``eval_reward.py:40-41``, ``StoEpRetTest``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
 from rlkit.ail.generator import make_generator
 from rlkit.apec.config import ApecConfig, RolloutConfig
@@ -20,20 +22,23 @@ from rlkit.apec.rollouts import VenvFactory, policy_rollouts, real_part
 from rlkit.data import Trajectory, TrajectoryStore
 from rlkit.devices import resolve_device
 from rlkit.factories.agent import EpisodeLog, EpisodeLogCallback
+from rlkit.factories.algorithms import ALGORITHMS
 from rlkit.factories.builders import make_agent
 from rlkit.factories.resumable import ResumableTraining
 from rlkit.logging import Logger, Track, progress_of
 from rlkit.logging.local import metrics_dirs, rewind_metrics
 from rlkit.persistence import atomic_write_json, read_json
-from rlkit.persistence.agents import save_agent
+from rlkit.persistence.agents import load_agent, save_agent
 from rlkit.persistence.formats import weights_sha256
 from rlkit.reward.normalize import NormalizedReward, RunningNorm
 from rlkit.reward.numpy_rewards import TorchRewardFn
 from rlkit.types import RewardFn
 from rlkit.wrappers import RewardVecEnvWrapper
 
-__all__ = ["POLICY_POINT_EVERY", "evaluation_episodes", "paid_reward", "policy_chunk", "run_policy",
-           "seed_replay", "true_returns"]
+__all__ = ["POLICY_POINT_EVERY", "STOCHASTIC", "evaluation_episodes", "paid_reward", "policy_chunk",
+           "run_policy", "seed_replay", "stochastic_return", "true_returns"]
+
+STOCHASTIC = "final_true_return_stochastic"  # result.json's key of the reference's protocol
 
 
 def run_policy(config: ApecConfig, make_venv: VenvFactory, reward: Any, out_dir: Path,
@@ -50,9 +55,15 @@ def run_policy(config: ApecConfig, make_venv: VenvFactory, reward: Any, out_dir:
     true return as the final one (``eval_timesteps``, ``eval_true_returns``); the last is the
     final evaluation. Its rows are named ``policy/<out_dir name>/...`` (``true_return`` and
     ``learned_return`` over the last 10 training episodes, ``eval_true_return``); a resumed run
-    drops those logged after its point from ``metrics.jsonl``, so each is logged once."""
+    drops those logged after its point from ``metrics.jsonl``, so each is logged once. The
+    result also holds the true return of episodes sampled from the policy (``stochastic_return``);
+    a result written before that evaluation existed gets it from the saved agent on a rerun."""
     if (out_dir / "result.json").is_file():
-        return dict(read_json(out_dir / "result.json"))
+        result = dict(read_json(out_dir / "result.json"))
+        if STOCHASTIC not in result and (out_dir / "agent.zip").is_file():
+            result |= stochastic_return(config, make_venv, load_agent(ALGORITHMS, out_dir / "agent"))
+            atomic_write_json(out_dir / "result.json", result)
+        return result
     settings = config.policy.agent
     reward_fn: RewardFn = paid_reward(TorchRewardFn(reward), config.policy.reward_on)
     normalized = NormalizedReward(reward_fn, RunningNorm()) if settings.normalize_reward else None
@@ -120,29 +131,56 @@ def run_policy(config: ApecConfig, make_venv: VenvFactory, reward: Any, out_dir:
               "n_episodes": len(returns), "seeded_transitions": sum(len(t) for t in seeded),
               "curve_timesteps": log.timesteps, "curve_true_returns": log.true_returns,
               "eval_timesteps": curve["timesteps"],
-              "eval_true_returns": [float(np.mean(r)) for r in curve["true_returns"]]}
+              "eval_true_returns": [float(np.mean(r)) for r in curve["true_returns"]],
+              **stochastic_return(config, make_venv, agent)}
     atomic_write_json(out_dir / "result.json", result)
     training.clear()
     return result
 
 
-def evaluation_episodes(config: ApecConfig, make_venv: VenvFactory, agent: Any) -> list[Trajectory]:
-    """``policy.agent.eval_episodes`` deterministic episodes of ``agent`` on the evaluation env
-    (seed ``config.seed + 10_000``, reseeded per call: every evaluation of a run plays the same
-    starts): the episodes a policy's reported true return is the mean of."""
+def evaluation_episodes(config: ApecConfig, make_venv: VenvFactory, agent: Any,
+                        deterministic: bool = True) -> list[Trajectory]:
+    """``policy.agent.eval_episodes`` episodes of ``agent`` on the evaluation env (seed
+    ``config.seed + 10_000``, reseeded per call: every evaluation of a run plays the same starts):
+    deterministic, the episodes a policy's reported true return is the mean of; or with actions
+    sampled from the policy, torch's CPU RNG seeded the same way for them and restored after (so
+    the same agent samples the same episodes in any sitting, and training is left as it was)."""
     venv = make_venv(config.seed + 10_000)
     try:
-        finals, _ = policy_rollouts([(0, agent)], venv, np.random.default_rng(config.seed),
-                                    RolloutConfig(per_checkpoint=config.policy.agent.eval_episodes,
-                                                  deterministic=True))
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(config.seed + 10_000)
+            finals, _ = policy_rollouts([(0, agent)], venv, np.random.default_rng(config.seed),
+                                        RolloutConfig(per_checkpoint=config.policy.agent.eval_episodes,
+                                                      deterministic=deterministic))
     finally:
         venv.close()
     return list(finals)
 
 
-def true_returns(config: ApecConfig, make_venv: VenvFactory, agent: Any) -> list[float]:
+def true_returns(config: ApecConfig, make_venv: VenvFactory, agent: Any,
+                 deterministic: bool = True) -> list[float]:
     """The true returns of ``evaluation_episodes``."""
-    return [float(t.ret) for t in evaluation_episodes(config, make_venv, agent)]
+    return [float(t.ret) for t in evaluation_episodes(config, make_venv, agent, deterministic)]
+
+
+def stochastic_return(config: ApecConfig, make_venv: VenvFactory, agent: Any) -> dict[str, float | int]:
+    """The true return of ``agent`` as APEC's reference reports a policy's: its actions sampled,
+    not its mean action (``eval_reward.py:40-41``, ``utils/eval.py:29-50``; ``StoEpRetTest``),
+    on the episodes of ``evaluation_episodes``.
+
+    Args:
+        config: the run's config (``policy.agent.eval_episodes``, ``seed``).
+        make_venv: the task's env factory.
+        agent: the trained agent.
+
+    Returns:
+        ``final_true_return_stochastic`` (the mean), ``..._std`` (ddof = 1) and
+        ``n_stochastic_episodes``.
+    """
+    returns = true_returns(config, make_venv, agent, deterministic=False)
+    spread = float(np.std(returns, ddof=1)) if len(returns) > 1 else float("nan")
+    return {STOCHASTIC: float(np.mean(returns)), f"{STOCHASTIC}_std": spread,
+            "n_stochastic_episodes": len(returns)}
 
 
 POLICY_POINT_EVERY = 50_000  # env steps between a policy's resume points, at most
