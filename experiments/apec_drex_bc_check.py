@@ -51,18 +51,6 @@ def bc_loss(prediction: torch.Tensor, actions: torch.Tensor, kind: str) -> torch
     return error.square().mean() if kind == "mse" else error.sum(-1).square().mean()
 
 
-def real_steps(demo: Any, flagged: bool) -> Any:
-    """``demo`` up to its first absorbing state (``flagged``: the observations' last entry flags
-    one, as on a padded task); the whole demo otherwise or when it never terminated."""
-    from rlkit.data.trajectory import Trajectory
-
-    absorbing = np.flatnonzero(demo.obs[:-1, -1] >= 0.5) if flagged else np.array([], dtype=int)
-    if len(absorbing) == 0:
-        return demo
-    end = int(absorbing[0])
-    return Trajectory(obs=demo.obs[:end + 1], acts=demo.acts[:end], rews=demo.rews[:end], terminal=True)
-
-
 def reference_clone(demos: Sequence[Any], action_space: Any, seed: int, loss: str,
                     steps: int = REFERENCE_STEPS) -> Any:
     """The reference's behaviour cloning: ``steps`` full-batch Adam steps of a 256x256 MLP with
@@ -90,8 +78,9 @@ def clone(variant: str, demos: Sequence[Any], action_space: Any, seed: int, bc_e
           flagged: bool) -> Any:
     """One clone of ``demos`` trained as ``variant`` (one of ``VARIANTS``) from ``seed``."""
     from rlkit.apec.drex import DrexConfig, train_bc
+    from rlkit.apec.rollouts import real_part
 
-    real = [real_steps(d, flagged) for d in demos]
+    real = [real_part(d) for d in demos] if flagged else list(demos)
     if variant == "rlkit":
         return train_bc(demos, action_space, DrexConfig(bc_epochs=bc_epochs, seed=seed))
     if variant == "rlkit, real steps":

@@ -18,16 +18,27 @@ def test_the_reference_loss_sums_the_action_errors_before_squaring():
     assert float(check.bc_loss(prediction, actions, "mse")) == pytest.approx(0.625)
 
 
-def test_real_steps_end_at_the_first_absorbing_state():
-    flags = np.array([0, 0, 0, 1, 1, 1], np.float32)  # fell after 3 steps, padded to 5
+def test_the_real_steps_variants_clone_only_the_transitions_into_real_states():
+    import gymnasium as gym
+
+    from rlkit.apec.drex import DrexConfig, train_bc
+    from rlkit.apec.rollouts import real_part
+
+    flags = np.array([0, 0, 0, 1, 1, 1], np.float32)  # terminated at its third state, then padded
     obs = np.stack([np.arange(6, dtype=np.float32), flags], axis=1)
-    demo = Trajectory(obs=obs, acts=np.ones((5, 1), np.float32), rews=np.array([1, 2, 3, 0, 0], np.float32))
-    real = check.real_steps(demo, flagged=True)
-    assert len(real) == 3 and real.terminal and real.ret == 6.0
-    assert np.array_equal(real.obs, obs[:4])  # the last real step's next state: the first absorbing
-    assert check.real_steps(demo, flagged=False) is demo  # no flag: nothing to leave out
-    whole = Trajectory(obs=obs[:3], acts=np.ones((2, 1), np.float32), rews=np.ones(2, np.float32))
-    assert check.real_steps(whole, flagged=True) is whole
+    demo = Trajectory(obs=obs, acts=np.array([[0.1], [0.2], [-0.9], [0.9], [0.9]], np.float32),
+                      rews=np.array([1, 2, 0, 0, 0], np.float32))
+    space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+
+    def weights(policy):
+        return torch.cat([p.detach().flatten() for p in policy.parameters()])
+
+    cut = train_bc([real_part(demo)], space, DrexConfig(bc_epochs=3, seed=0))
+    whole = train_bc([demo], space, DrexConfig(bc_epochs=3, seed=0))
+    real = check.clone("rlkit, real steps", [demo], space, seed=0, bc_epochs=3, flagged=True)
+    assert torch.equal(weights(real), weights(cut)) and not torch.equal(weights(real), weights(whole))
+    unflagged = check.clone("rlkit, real steps", [demo], space, seed=0, bc_epochs=3, flagged=False)
+    assert torch.equal(weights(unflagged), weights(whole))  # no flag: nothing is left out
 
 
 def test_the_check_clones_each_tasks_demos_in_every_variant(tmp_path, capsys):
