@@ -3,7 +3,8 @@
 Rows per (task, seed, method); per (task, method) over seeds the mean, standard error (ddof = 1)
 and 95% t-interval of each held-out metric, the policies' true return and the diagnostics (AIL
 progress, label agreement); the paper's two claims as paired differences over seeds; the
-demonstrators' curves; a figure per task and the policies' learning curves. ``report`` writes them
+demonstrators' curves; every AIL run's true return per round; a figure per task and the policies'
+learning curves. ``report`` writes them
 all, after a run or with ``--report-only``.
 """
 
@@ -24,11 +25,24 @@ from experiments.apec import (
     ApecExperimentConfig,
     demo_dir,
     file_name,
+    heldout_dir,
+    seed_dir,
     seed_rows,
     task_config,
 )
 from rlkit.apec.demonstrator import checkpoint_step
+from rlkit.errors import FileFormatError
 from rlkit.runners.apec import REWARD_METRICS
+
+
+def pyplot() -> Any:
+    """``matplotlib.pyplot`` drawing to files (the Agg backend): no display needed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
 
 
 def collect_rows(config: ApecExperimentConfig, out: Path) -> list[dict[str, Any]]:
@@ -144,11 +158,7 @@ def _cell(entry: dict[str, Any], key: str) -> str:
 
 def plot(table: list[dict[str, Any]], task: str, demo_return: float, path: Path) -> None:
     """Each metric's mean ± standard error per method, the seeds (n) under each bar."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     entries = [e for e in table if e["task"] == task]
     names = [f"{e['method']} (n={e['n']})" for e in entries]
     figure, axes = plt.subplots(1, len(METRICS) + 1, figsize=(4.2 * (len(METRICS) + 1), 4.4))
@@ -195,11 +205,7 @@ def curve_table(rows: list[dict[str, Any]], task: str) -> dict[str, list[dict[st
 
 def plot_curves(curves: dict[str, list[dict[str, Any]]], task: str, demo_return: float, path: Path) -> None:
     """Each policy's deterministic true return over training: mean over seeds, 95% t-band, n."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     figure, axis = plt.subplots(figsize=(6.4, 4.0))
     for method, points in curves.items():
         steps = [p["timesteps"] for p in points]
@@ -239,11 +245,7 @@ def demonstrator_rows(config: ApecExperimentConfig, out: Path) -> list[dict[str,
 def demonstrator_report(rows: list[dict[str, Any]], out: Path, name: str) -> None:
     """``demonstrators.json``, ``demonstrators.md`` and ``<name>_demonstrators.png``: each task's
     demonstrator curve (checkpoint returns over its steps) with the demo picked."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     (out / "demonstrators.json").write_text(json.dumps(rows, indent=1))
     lines = ["| task | demonstrator | env steps | checkpoints | last checkpoint return | best checkpoint "
              "return | demo: checkpoint step | demo return | fraction of best |",
@@ -267,15 +269,102 @@ def demonstrator_report(rows: list[dict[str, Any]], out: Path, name: str) -> Non
     plt.close(figure)
 
 
+def ail_curve(path: Path, prefix: str) -> dict[int, float]:
+    """An AIL run's true return per round from a run's ``metrics.jsonl``: the rows logged under
+    ``prefix`` (``ail/`` or ``heldout_ail/``), the last one of a round that was trained again
+    after a resume; empty when the file does not exist. A torn last line (a run still writing, or
+    killed mid-line) is left out; a torn line before it is an error naming the file."""
+    if not path.is_file():
+        return {}
+    lines = path.read_text().splitlines()
+    curve = {}
+    for number, line in enumerate(lines, 1):
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as error:
+            if number == len(lines):
+                break
+            raise FileFormatError(f"{path}: line {number} is not JSON ({error.msg})") from None
+        if f"{prefix}round" in row:
+            curve[int(row[f"{prefix}round"])] = float(row[f"{prefix}true_return"])
+    return dict(sorted(curve.items()))
+
+
+def ail_runs(config: ApecExperimentConfig, out: Path) -> list[dict[str, Any]]:
+    """Per task, every AIL run that has logged a round (the held-out run, then each seed's own):
+    the generator's true return per round (the mean of that round's training episodes), the first
+    and last, the best and its round, the first round whose return passed the demo's, and the
+    Spearman correlation between round and return over the ``n_rounds`` logged (NaN under 3)."""
+    from scipy import stats
+
+    runs = []
+    for task in config.tasks:
+        demos = demo_dir(config, task, out) / "demos" / "demos.json"
+        demo_return = (float(np.mean(json.loads(demos.read_text())["demo_returns"])) if demos.is_file()
+                       else float("nan"))
+        shared = heldout_dir(config, task, out)
+        logs = [("held-out run", shared / "metrics.jsonl", "heldout_ail/")] if shared is not None else []
+        for seed in config.seeds:
+            path = seed_dir(task, seed, out) / "metrics.jsonl"
+            logs.append((f"seed {seed}", path, "ail/"))
+            if shared is None:
+                logs.append((f"seed {seed}'s held-out run", path, "heldout_ail/"))
+        for run, path, prefix in logs:
+            if not (curve := ail_curve(path, prefix)):
+                continue
+            rounds, returns = list(curve), list(curve.values())
+            best = int(np.argmax(returns))
+            passed = next((r for r, value in curve.items() if value > demo_return), None)
+            runs.append({"task": task.id, "run": run, "n_rounds": len(rounds), "rounds": rounds,
+                         "true_returns": returns, "first_return": returns[0], "last_return": returns[-1],
+                         "best_return": returns[best], "best_round": rounds[best],
+                         "demo_return": demo_return, "first_round_past_demo": passed,
+                         "spearman": (float(stats.spearmanr(rounds, returns).statistic) if len(rounds) >= 3
+                                      else float("nan"))})
+    return runs
+
+
+def ail_report(runs: list[dict[str, Any]], out: Path, name: str) -> None:
+    """``ail_runs.json``, ``ail_runs.md`` and ``<name>_ail.png``: each AIL run's true return per
+    round, a panel per task with its demo's return."""
+    plt = pyplot()
+    (out / "ail_runs.json").write_text(json.dumps(runs, indent=1))
+    lines = ["| task | AIL run | rounds | first / last return | best return (round) | first round past "
+             "the demo (demo return) | Spearman, round vs return (n rounds) |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    for r in runs:
+        passed = "never" if r["first_round_past_demo"] is None else str(r["first_round_past_demo"])
+        lines.append(f"| {r['task']} | {r['run']} | {r['n_rounds']} | {r['first_return']:.0f} / "
+                     f"{r['last_return']:.0f} | {r['best_return']:.0f} ({r['best_round']}) | {passed} "
+                     f"({r['demo_return']:.0f}) | {r['spearman']:.2f} (n={r['n_rounds']}) |")
+    (out / "ail_runs.md").write_text("\n".join(lines) + "\n")
+    tasks = list(dict.fromkeys(r["task"] for r in runs))
+    figure, axes = plt.subplots(1, len(tasks), figsize=(5.2 * len(tasks), 3.8), squeeze=False)
+    for axis, task in zip(axes[0], tasks, strict=True):
+        mine = [r for r in runs if r["task"] == task]
+        for r in mine:
+            axis.plot(r["rounds"], r["true_returns"], label=f"{r['run']} (n={r['n_rounds']} rounds)")
+        axis.axhline(mine[0]["demo_return"], color="tab:red", linewidth=1, label="demonstration")
+        axis.set(title=f"{task}: AIL generator", xlabel="round",
+                 ylabel="true return (mean of the round's episodes)")
+        axis.legend(fontsize="small")
+    figure.tight_layout()
+    figure.savefig(out / f"{name}_ail.png", dpi=100)
+    plt.close(figure)
+
+
 def report(config: ApecExperimentConfig, out: Path, name: str = "apec") -> int:
     """``rows.jsonl``, ``summary.json``, ``table.md``, the paper's claims as paired differences
     (``claims.json``, ``claims.md``) and a ``<name>_<task>.png`` per task from the
     rows of ``collect_rows`` (a seed whose policies still train counts for its rewards);
     where the policies were evaluated during training, their curves per task
     (``<name>_<task>_policy.png`` and ``_policy_curves.json``); the demonstrators' table and curves
-    (``demonstrator_report``) as soon as a task's demos exist."""
+    (``demonstrator_report``) as soon as a task's demos exist, and the AIL runs' curves
+    (``ail_report``) as soon as one has logged a round."""
     if demonstrators := demonstrator_rows(config, out):
         demonstrator_report(demonstrators, out, name)
+    if runs := ail_runs(config, out):
+        ail_report(runs, out, name)
     rows = collect_rows(config, out)
     if not rows:
         print(f"no finished runs under {out}", file=sys.stderr)

@@ -174,3 +174,48 @@ def test_the_papers_claims_are_paired_differences_over_the_seeds_with_a_verdict(
     assert {c["verdict"] for c in one_seed} == {"too few seeds"}
     text = claims_markdown(list(found.values()))
     assert f"| [{0.3 - half:.3f}, {0.3 + half:.3f}] | 3 | holds |" in text
+
+
+def test_every_ail_runs_curve_is_reported_with_its_progress_against_the_demo(tmp_path):
+    import json
+
+    from experiments.apec import ApecExperimentConfig, TaskSettings
+    from experiments.apec_report import ail_report, ail_runs
+    from rlkit.errors import FileFormatError
+
+    def log(path, prefix, returns, extra=()):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        rows = [{"step": 5000 * (k + 1), f"{prefix}round": k, f"{prefix}true_return": v}
+                for k, v in [*enumerate(returns), *extra]]
+        path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+
+    task = tmp_path / "Hopper-v5"
+    (task / "seed0" / "demos").mkdir(parents=True)
+    (task / "seed0" / "demos" / "demos.json").write_text(json.dumps({"demo_returns": [100.0]}))
+    # seed 0 was cut after round 3 and trained it again: the later row of round 3 counts
+    log(task / "seed0" / "metrics.jsonl", "ail/", [0.0, 50.0, 120.0, 10.0], extra=[(3, 90.0)])
+    log(task / "heldout" / "metrics.jsonl", "heldout_ail/", [5.0, 30.0, 20.0])
+    with (task / "heldout" / "metrics.jsonl").open("a") as file:
+        file.write('{"step": 20000, "heldout_ail/ro')  # the run is writing its next row
+    config = ApecExperimentConfig(seeds=[0, 1], tasks=[TaskSettings(id="Hopper-v5")], shared_heldout=True)
+
+    heldout, seed0 = ail_runs(config, tmp_path)  # seed 1 has logged nothing yet
+    assert (heldout["run"], seed0["run"]) == ("held-out run", "seed 0")
+    assert seed0["rounds"] == [0, 1, 2, 3] and seed0["true_returns"] == [0.0, 50.0, 120.0, 90.0]
+    assert (seed0["best_return"], seed0["best_round"], seed0["last_return"]) == (120.0, 2, 90.0)
+    assert seed0["first_round_past_demo"] == 2 and seed0["spearman"] == pytest.approx(0.8)
+    assert heldout["n_rounds"] == 3 and heldout["first_round_past_demo"] is None
+    assert heldout["spearman"] == pytest.approx(0.5)
+
+    ail_report([heldout, seed0], tmp_path, "apec")
+    text = (tmp_path / "ail_runs.md").read_text()
+    assert "| Hopper-v5 | seed 0 | 4 | 0 / 90 | 120 (2) | 2 (100) | 0.80 (n=4) |" in text
+    assert "| held-out run | 3 | 5 / 20 | 30 (1) | never (100) | 0.50 (n=3) |" in text
+    assert json.loads((tmp_path / "ail_runs.json").read_text())[1]["rounds"] == [0, 1, 2, 3]
+    assert (tmp_path / "apec_ail.png").stat().st_size > 0
+
+    log(task / "seed0" / "metrics.jsonl", "ail/", [0.0])
+    with (task / "seed0" / "metrics.jsonl").open("a") as file:
+        file.write("not json\n" + json.dumps({"ail/round": 1, "ail/true_return": 1.0}) + "\n")
+    with pytest.raises(FileFormatError, match="seed0/metrics.jsonl: line 2 is not JSON"):
+        ail_runs(config, tmp_path)

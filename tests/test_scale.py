@@ -452,6 +452,10 @@ def test_apec_experiment_trains_one_demonstrator_per_task_then_the_seeds(scratch
     assert demonstrator["demo_checkpoint_step"] == picked["checkpoint_step"]
     assert "| rlkit-test/Point-v0 | ppo | 2,048 | 4 |" in (out / "demonstrators.md").read_text()
     assert (out / "apec_demonstrators.png").is_file()
+    # every AIL run's true return per round: the task's held-out run's and each seed's own
+    runs = json.loads((out / "ail_runs.json").read_text())
+    assert [(r["run"], r["n_rounds"]) for r in runs] == [("held-out run", 3), ("seed 0", 3), ("seed 1", 3)]
+    assert (out / "apec_ail.png").is_file()
 
 
 def test_the_ray_backend_without_ray_names_the_extra(scratch, dataset, monkeypatch, capsys):
