@@ -38,7 +38,7 @@ from rlkit.errors import ConfigError
 from rlkit.logging import make_logger
 from rlkit.runners.apec import run_apec, run_demos, run_heldout, venv_factory
 from rlkit.runners.apec_policy import STOCHASTIC
-from rlkit.scale.command import backend_from_args, experiment_parser
+from rlkit.scale.command import backend_from_args, exit_status, experiment_parser
 from rlkit.scale.tasks import close_map, task_map
 from rlkit.scale.units import Backend, Unit, run_units
 from rlkit.types import TaskMap
@@ -350,4 +350,4 @@ def main(argv: list[str] | None = None, doc: str | None = __doc__,
 
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `experiments` by name
-    sys.exit(main())
+    sys.exit(exit_status(main, Path(__file__).name))

@@ -37,6 +37,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from rlkit.scale.command import exit_status
+
 CONFIG = Path(__file__).parent / "configs" / "apec.yaml"
 VARIANTS = ("rlkit", "rlkit, real steps", "reference net, MSE", "reference as released")
 REFERENCE_STEPS = 2000  # epsilon_noise_sample.py:112, full-batch
@@ -165,4 +167,4 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `experiments` by name
-    sys.exit(main())
+    sys.exit(exit_status(main, Path(__file__).name))

@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from rlkit.scale.command import exit_status
+
 CONFIG = Path(__file__).parent / "configs" / "apec_pixels.yaml"
 GROUPS = ("better", "worse", "mixed")  # both above the demos' mean return, both below, one of each
 
@@ -92,4 +94,4 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `experiments` by name
-    sys.exit(main())
+    sys.exit(exit_status(main, Path(__file__).name))

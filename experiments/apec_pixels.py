@@ -27,6 +27,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from rlkit.scale.command import exit_status
+
 CONFIG = Path(__file__).parent / "configs" / "apec_pixels.yaml"
 
 
@@ -46,4 +48,4 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `experiments` by name
-    sys.exit(main())
+    sys.exit(exit_status(main, Path(__file__).name))

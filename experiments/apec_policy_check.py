@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from rlkit.scale.command import exit_status
+
 CONFIG = Path(__file__).parent / "configs" / "apec_pixels.yaml"
 
 
@@ -90,4 +92,4 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `experiments` by name
-    sys.exit(main())
+    sys.exit(exit_status(main, Path(__file__).name))

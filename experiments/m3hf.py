@@ -35,7 +35,7 @@ from experiments.stats import Spread
 from rlkit.config import StrictModel, load_config, save_config
 from rlkit.m3hf.run_config import FeedbackSettings, M3HFConfig
 from rlkit.persistence import atomic_open, atomic_write_json
-from rlkit.scale.command import backend_from_args, experiment_parser
+from rlkit.scale.command import backend_from_args, exit_status, experiment_parser
 from rlkit.scale.units import Backend, Unit, UnitResult, run_units
 
 ARM_LABELS = {
@@ -319,4 +319,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(exit_status(main, Path(__file__).name))

@@ -41,7 +41,7 @@ from rlkit.feedback import OrdinalScale, beta_for_spread
 from rlkit.persistence.agents import load_agent, save_agent
 from rlkit.reward import RewardTrainer, evaluate_reward
 from rlkit.reward.config import TrainerConfig
-from rlkit.scale.command import backend_from_args, experiment_parser
+from rlkit.scale.command import backend_from_args, exit_status, experiment_parser
 from rlkit.scale.units import Backend, Unit, UnitResult, run_units
 
 
@@ -337,4 +337,4 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `experiments` by name
-    sys.exit(main())
+    sys.exit(exit_status(main, Path(__file__).name))

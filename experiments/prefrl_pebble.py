@@ -76,7 +76,7 @@ from rlkit.factories.configs import (
 from rlkit.factories.resumable import ResumableTraining
 from rlkit.persistence import atomic_write_json
 from rlkit.prefrl import PreferenceRL
-from rlkit.scale.command import backend_from_args, experiment_parser
+from rlkit.scale.command import backend_from_args, exit_status, experiment_parser
 from rlkit.scale.units import Backend, Unit, UnitResult, run_units
 
 ARMS = ("prefrl", "true_reward")
@@ -438,4 +438,4 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `experiments` by name
-    sys.exit(main())
+    sys.exit(exit_status(main, Path(__file__).name))

@@ -74,6 +74,27 @@ def experiment_parser(doc: str | None, default_config: Path, report_help: str,
     return parser
 
 
+def exit_status(main: Callable[[], int], name: str) -> int:
+    """Run an experiment script's ``main`` as ``rlkit`` runs a command: an error rlkit raises on
+    purpose (a config off its schema, a damaged run file) ends it with ``NAME: error: ...`` on
+    stderr and status 2, not a traceback.
+
+    Args:
+        main: the script's entry point, returning its exit status.
+        name: the script's name in the message.
+
+    Returns:
+        ``main``'s exit status, or 2 after such an error.
+    """
+    from rlkit.errors import RlkitError
+
+    try:
+        return main()
+    except RlkitError as error:
+        print(f"{name}: error: {error}", file=sys.stderr)
+        return 2
+
+
 def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
     """``--backend``, ``--workers``, ``--address``, ``--num-cpus``, ``--resources`` and
     ``--storage``: how the experiments (and sweeps) choose where their units run."""

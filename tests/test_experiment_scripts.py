@@ -1,0 +1,46 @@
+"""Every script under ``experiments/`` ends on bad input as ``rlkit`` does: a message naming what
+is wrong and status 2, no traceback."""
+
+import importlib
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rlkit.scale.command import exit_status
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPTS = sorted(p.stem for p in (ROOT / "experiments").glob("*.py")
+                 if "exit_status(main" in p.read_text())
+
+
+def test_every_script_with_a_main_runs_it_through_exit_status():
+    with_main = sorted(p.stem for p in (ROOT / "experiments").glob("*.py")
+                       if 'if __name__ == "__main__":' in p.read_text())
+    assert SCRIPTS == with_main and len(SCRIPTS) == 8
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_a_setting_off_the_scripts_config_names_itself_and_exits_2(script, capsys):
+    module = importlib.import_module(f"experiments.{script}")
+    assert exit_status(lambda: module.main(["no_such_setting=1"]), f"{script}.py") == 2
+    error = capsys.readouterr().err
+    assert error.startswith(f"{script}.py: error: ") and "no_such_setting" in error
+
+
+def test_the_script_itself_prints_no_traceback():
+    done = subprocess.run([sys.executable, "experiments/apec.py", "--report-only", "no_such_setting=1"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert "apec.py: error: invalid ApecExperimentConfig: no_such_setting" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_an_error_rlkit_did_not_raise_on_purpose_is_not_hidden():
+    def broken() -> int:
+        raise ZeroDivisionError("a bug")
+
+    with pytest.raises(ZeroDivisionError):
+        exit_status(broken, "x.py")
+    assert exit_status(lambda: 0, "x.py") == 0
