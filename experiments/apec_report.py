@@ -4,8 +4,7 @@ Rows per (task, seed, method); per (task, method) over seeds the mean, standard 
 and 95% t-interval of each held-out metric, the policies' true return and the diagnostics (AIL
 progress, label agreement); the paper's two claims as paired differences over seeds; the
 demonstrators' curves; every AIL run's true return per round; a figure per task and the policies'
-learning curves. ``report`` writes them
-all, after a run or with ``--report-only``.
+learning curves. ``report`` writes them all, after a run or with ``--report-only``.
 """
 
 from __future__ import annotations
