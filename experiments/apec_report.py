@@ -30,7 +30,7 @@ from experiments.apec import (
     task_config,
 )
 from rlkit.apec.demonstrator import checkpoint_step
-from rlkit.errors import FileFormatError
+from rlkit.persistence import read_json, read_json_lines
 from rlkit.runners.apec import REWARD_METRICS
 
 
@@ -53,10 +53,10 @@ def collect_rows(config: ApecExperimentConfig, out: Path) -> list[dict[str, Any]
         for seed in config.seeds:
             run_dir = out / task.id / f"seed{seed}"
             if (run_dir / "rows.json").is_file():
-                finished = json.loads((run_dir / "rows.json").read_text())
+                finished = read_json(run_dir / "rows.json")
                 rows += [row | {"policies_done": True} for row in finished]
             elif (run_dir / REWARD_METRICS).is_file():
-                partial = seed_rows(task.id, seed, json.loads((run_dir / REWARD_METRICS).read_text()))
+                partial = seed_rows(task.id, seed, read_json(run_dir / REWARD_METRICS))
                 rows += [row | {"policies_done": False} for row in partial]
     return rows
 
@@ -228,7 +228,7 @@ def demonstrator_rows(config: ApecExperimentConfig, out: Path) -> list[dict[str,
         path = demo_dir(config, task, out) / "demos" / "demos.json"
         if not path.is_file():
             continue
-        demos = json.loads(path.read_text())
+        demos = read_json(path)
         settings = task_config(config, task, config.demo_seed).demos
         scores = demos["checkpoint_returns"]
         curve = sorted((checkpoint_step(Path(name)), ret) for name, ret in scores.items())
@@ -275,17 +275,8 @@ def ail_curve(path: Path, prefix: str) -> dict[int, float]:
     killed mid-line) is left out; a torn line before it is an error naming the file."""
     if not path.is_file():
         return {}
-    lines = path.read_text().splitlines()
-    curve = {}
-    for number, line in enumerate(lines, 1):
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as error:
-            if number == len(lines):
-                break
-            raise FileFormatError(f"{path}: line {number} is not JSON ({error.msg})") from None
-        if f"{prefix}round" in row:
-            curve[int(row[f"{prefix}round"])] = float(row[f"{prefix}true_return"])
+    curve = {int(row[f"{prefix}round"]): float(row[f"{prefix}true_return"])
+             for row in read_json_lines(path, torn_tail=True) if f"{prefix}round" in row}
     return dict(sorted(curve.items()))
 
 
@@ -299,7 +290,7 @@ def ail_runs(config: ApecExperimentConfig, out: Path) -> list[dict[str, Any]]:
     runs = []
     for task in config.tasks:
         demos = demo_dir(config, task, out) / "demos" / "demos.json"
-        demo_return = (float(np.mean(json.loads(demos.read_text())["demo_returns"])) if demos.is_file()
+        demo_return = (float(np.mean(read_json(demos)["demo_returns"])) if demos.is_file()
                        else float("nan"))
         shared = heldout_dir(config, task, out)
         logs = [("held-out run", shared / "metrics.jsonl", "heldout_ail/")] if shared is not None else []

@@ -34,7 +34,7 @@ import numpy as np
 from experiments.stats import Spread
 from rlkit.config import StrictModel, load_config, save_config
 from rlkit.m3hf.run_config import FeedbackSettings, M3HFConfig
-from rlkit.persistence import atomic_open, atomic_write_json
+from rlkit.persistence import atomic_open, atomic_write_json, read_json
 from rlkit.scale.command import backend_from_args, exit_status, experiment_parser
 from rlkit.scale.units import Backend, Unit, UnitResult, run_units
 
@@ -149,7 +149,7 @@ def collect_rows(config: M3HFExperimentConfig, out: Path) -> list[dict[str, Any]
             state_path = out / arm / f"seed{seed}" / "state.json"
             if not state_path.is_file():
                 continue
-            state = json.loads(state_path.read_text())
+            state = read_json(state_path)
             if state["completed"] < arm_config(config, arm, seed).phases:
                 continue
             for row in state["history"]:

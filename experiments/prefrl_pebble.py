@@ -74,7 +74,7 @@ from rlkit.factories.configs import (
     QueryConfig,
 )
 from rlkit.factories.resumable import ResumableTraining
-from rlkit.persistence import atomic_write_json
+from rlkit.persistence import atomic_write_json, read_json
 from rlkit.prefrl import PreferenceRL
 from rlkit.scale.command import backend_from_args, exit_status, experiment_parser
 from rlkit.scale.units import Backend, Unit, UnitResult, run_units
@@ -190,7 +190,7 @@ def run_prefrl(config: PebbleExperimentConfig, seed: int, folder: Path) -> dict[
     prefrl = seed_config(config, seed)
     folder.mkdir(parents=True, exist_ok=True)
     curve_path = folder / "curve.json"
-    curve = json.loads(curve_path.read_text()) if curve_path.exists() else {}
+    curve = read_json(curve_path) if curve_path.exists() else {}
     loop = PreferenceRL(prefrl, run_dir=folder / "run")
     start = loop.resume_point.timestep if loop.resume_point is not None else 0
     curve = {step: value for step, value in curve.items() if int(step) <= start}  # redone after

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from rlkit.config import StrictModel, save_config
-from rlkit.persistence import atomic_open
+from rlkit.persistence import atomic_open, read_json_lines
 
 ROWS_FILE = "rows.jsonl"
 
@@ -33,8 +33,11 @@ def read_rows(out: Path) -> list[dict[str, Any]]:
 
     Returns:
         The rows, in the file's order.
+
+    Raises:
+        FileFormatError: when the file is missing (no run has finished there) or damaged.
     """
-    return [json.loads(line) for line in (out / ROWS_FILE).read_text().splitlines()]
+    return read_json_lines(out / ROWS_FILE)
 
 
 def run_or_read(out: Path, config: StrictModel, report_only: bool,

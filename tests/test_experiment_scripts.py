@@ -29,6 +29,18 @@ def test_a_setting_off_the_scripts_config_names_itself_and_exits_2(script, capsy
     assert error.startswith(f"{script}.py: error: ") and "no_such_setting" in error
 
 
+@pytest.mark.parametrize("script", ["ordinal_feedback", "prefrl_pebble"])
+def test_a_report_before_any_run_says_which_file_is_missing(script, tmp_path, capsys):
+    module = importlib.import_module(f"experiments.{script}")
+    report = [f"out_dir={tmp_path}", "--report-only"]
+    assert exit_status(lambda: module.main(report), f"{script}.py") == 2
+    rows = tmp_path / "rows.jsonl"
+    assert capsys.readouterr().err == f"{script}.py: error: {rows}: not readable: no such file\n"
+    rows.write_text('{"seed": 0}\n{"seed": 1, "accur\n')  # damaged, not being written
+    assert exit_status(lambda: module.main(report), f"{script}.py") == 2
+    assert "rows.jsonl: line 2 is not JSON" in capsys.readouterr().err
+
+
 def test_the_script_itself_prints_no_traceback():
     done = subprocess.run([sys.executable, "experiments/apec.py", "--report-only", "no_such_setting=1"],
                           cwd=ROOT, capture_output=True, text=True, timeout=120)

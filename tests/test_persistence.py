@@ -470,3 +470,22 @@ def test_a_replay_buffer_saved_in_chunks_round_after_round_reloads_exactly(tmp_p
     assert named <= {p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.npz")}
     with pytest.raises(FileFormatError, match="this agent's"):
         replay_chunks.load_replay_chunks(replay_buffer(200), tmp_path, manifest)  # another size
+
+
+def test_json_lines_read_back_in_order_and_a_bad_line_is_named(tmp_path):
+    from rlkit.errors import FileFormatError
+    from rlkit.persistence import read_json_lines
+
+    path = tmp_path / "log.jsonl"
+    path.write_text('{"step": 1}\n\n[2, 3]\n{"step": 4, "loss')  # the last row still being written
+    assert read_json_lines(path, torn_tail=True) == [{"step": 1}, [2, 3]]
+    with pytest.raises(FileFormatError, match=r"log.jsonl: line 4 is not JSON"):
+        read_json_lines(path)  # a finished file must be whole
+    path.write_text('{"step": 1}\n{"st\n{"step": 3}\n')  # a damaged row with rows after it
+    with pytest.raises(FileFormatError, match=r"log.jsonl: line 2 is not JSON"):
+        read_json_lines(path, torn_tail=True)
+    with pytest.raises(FileFormatError, match=r"missing.jsonl: not readable: no such file"):
+        read_json_lines(tmp_path / "missing.jsonl")
+    path.write_bytes(b'{"a": 1}\n\xff\xfe\n')
+    with pytest.raises(FileFormatError, match=r"log.jsonl: not readable"):
+        read_json_lines(path)

@@ -21,11 +21,13 @@ from rlkit.persistence.formats import (
     read_format_json,
     read_header,
     read_json,
+    read_json_lines,
     tag,
     write_header,
 )
 
 __all__ = [
     "FORMATS", "Format", "atomic_dir", "atomic_open", "atomic_write_bytes", "atomic_write_json",
-    "check_tag", "read_format_json", "read_header", "read_json", "replace_dir", "tag", "write_header",
+    "check_tag", "read_format_json", "read_header", "read_json",
+    "read_json_lines", "replace_dir", "tag", "write_header",
 ]

@@ -233,6 +233,40 @@ def read_json(path: str | os.PathLike[str]) -> Any:
         raise FileFormatError(f"{path}: not readable, not valid JSON ({error})") from None
 
 
+def read_json_lines(path: str | os.PathLike[str], torn_tail: bool = False) -> list[Any]:
+    """The values of a JSON-lines file (one JSON value a line; blank lines skipped); a missing or
+    unreadable file, or a line that is not JSON, is a FileFormatError naming the file and line.
+
+    Args:
+        path: the ``.jsonl`` file.
+        torn_tail: leave out a last line that is not JSON (a log still being written, or cut by a
+            killed process) instead of failing on it.
+
+    Returns:
+        The values, in the file's order.
+
+    Raises:
+        FileFormatError: as above.
+    """
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise FileFormatError(f"{path}: not readable: no such file") from None
+    except (OSError, ValueError) as error:
+        raise FileFormatError(f"{path}: not readable ({error})") from None
+    values = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            values.append(json.loads(line))
+        except (ValueError, RecursionError) as error:
+            if torn_tail and number == len(lines):
+                break
+            raise FileFormatError(f"{path}: line {number} is not JSON ({error})") from None
+    return values
+
+
 def read_header(path: str | os.PathLike[str], kind: str,
                 fields: Mapping[str, type | tuple[type, ...]] | None = None,
                 verify: bool = True) -> dict[str, Any]:

@@ -3,7 +3,6 @@ progress bars for its generations and env steps."""
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from rlkit.m3hf.loop import M3HFRun, make_feedback_parser
 from rlkit.m3hf.run_config import M3HFConfig
 from rlkit.m3hf.sources import FeedbackSource
 from rlkit.m3hf.specs import FeedbackParser
+from rlkit.persistence import read_json_lines
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +49,7 @@ def follow_progress(config: M3HFConfig, run_dir: Path, logger: Logger | None) ->
     generations, steps = 0, 0
     history = run_dir / "generations.jsonl"
     if (run_dir / "state.json").is_file() and history.is_file():  # a run that resumes
-        rows = [json.loads(line) for line in history.read_text(encoding="utf-8").splitlines() if line]
+        rows = read_json_lines(history)
         generations, steps = len(rows), int(rows[-1]["env_steps"]) if rows else 0
     total = config.phases + 1
     progress.follow(Track("m3hf generations", total, prefixes=("m3hf/",), metric="m3hf/generation",
