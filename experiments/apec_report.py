@@ -280,18 +280,17 @@ def ail_curve(path: Path, prefix: str) -> dict[int, float]:
     return dict(sorted(curve.items()))
 
 
-def ail_runs(config: ApecExperimentConfig, out: Path) -> list[dict[str, Any]]:
+def ail_runs(config: ApecExperimentConfig, out: Path, demo_returns: dict[str, float]) -> list[dict[str, Any]]:
     """Per task, every AIL run that has logged a round (the held-out run, then each seed's own):
     the generator's true return per round (the mean of that round's training episodes), the first
-    and last, the best and its round, the first round whose return passed the demo's, and the
+    and last, the best and its round, the first round whose return passed the demo's
+    (``demo_returns``, by task id, from ``demonstrator_rows``; NaN for a task without one), and the
     Spearman correlation between round and return over the ``n_rounds`` logged (NaN under 3)."""
     from scipy import stats
 
     runs = []
     for task in config.tasks:
-        demos = demo_dir(config, task, out) / "demos" / "demos.json"
-        demo_return = (float(np.mean(read_json(demos)["demo_returns"])) if demos.is_file()
-                       else float("nan"))
+        demo_return = demo_returns.get(task.id, float("nan"))
         shared = heldout_dir(config, task, out)
         logs = [("held-out run", shared / "metrics.jsonl", "heldout_ail/")] if shared is not None else []
         for seed in config.seeds:
@@ -353,7 +352,8 @@ def report(config: ApecExperimentConfig, out: Path, name: str = "apec") -> int:
     (``ail_report``) as soon as one has logged a round."""
     if demonstrators := demonstrator_rows(config, out):
         demonstrator_report(demonstrators, out, name)
-    if runs := ail_runs(config, out):
+    demo_returns = {r["task"]: float(np.mean(r["demo_returns"])) for r in demonstrators}
+    if runs := ail_runs(config, out, demo_returns):
         ail_report(runs, out, name)
     rows = collect_rows(config, out)
     if not rows:

@@ -190,8 +190,6 @@ def test_every_ail_runs_curve_is_reported_with_its_progress_against_the_demo(tmp
         path.write_text("".join(json.dumps(row) + "\n" for row in rows))
 
     task = tmp_path / "Hopper-v5"
-    (task / "seed0" / "demos").mkdir(parents=True)
-    (task / "seed0" / "demos" / "demos.json").write_text(json.dumps({"demo_returns": [100.0]}))
     # seed 0 was cut after round 3 and trained it again: the later row of round 3 counts
     log(task / "seed0" / "metrics.jsonl", "ail/", [0.0, 50.0, 120.0, 10.0], extra=[(3, 90.0)])
     log(task / "heldout" / "metrics.jsonl", "heldout_ail/", [5.0, 30.0, 20.0])
@@ -199,7 +197,7 @@ def test_every_ail_runs_curve_is_reported_with_its_progress_against_the_demo(tmp
         file.write('{"step": 20000, "heldout_ail/ro')  # the run is writing its next row
     config = ApecExperimentConfig(seeds=[0, 1], tasks=[TaskSettings(id="Hopper-v5")], shared_heldout=True)
 
-    heldout, seed0 = ail_runs(config, tmp_path)  # seed 1 has logged nothing yet
+    heldout, seed0 = ail_runs(config, tmp_path, {"Hopper-v5": 100.0})  # seed 1 has logged nothing yet
     assert (heldout["run"], seed0["run"]) == ("held-out run", "seed 0")
     assert seed0["rounds"] == [0, 1, 2, 3] and seed0["true_returns"] == [0.0, 50.0, 120.0, 90.0]
     assert (seed0["best_return"], seed0["best_round"], seed0["last_return"]) == (120.0, 2, 90.0)
@@ -218,4 +216,4 @@ def test_every_ail_runs_curve_is_reported_with_its_progress_against_the_demo(tmp
     with (task / "seed0" / "metrics.jsonl").open("a") as file:
         file.write("not json\n" + json.dumps({"ail/round": 1, "ail/true_return": 1.0}) + "\n")
     with pytest.raises(FileFormatError, match="seed0/metrics.jsonl: line 2 is not JSON"):
-        ail_runs(config, tmp_path)
+        ail_runs(config, tmp_path, {"Hopper-v5": 100.0})
