@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from rlkit.ail.checkpoints import CheckpointStore
 from rlkit.apec.config import ApecConfig
 from rlkit.apec.demonstrator import read_demo_report
 from rlkit.cli import main
@@ -25,11 +26,11 @@ TINY = [
     "demos.baseline=random", "demos.eval_episodes=4",
     "demos.kwargs={n_steps: 64, batch_size: 64, learning_rate: 0.001}",
     "ail.rounds=4", "ail.steps_per_round=256", "ail.generator=ppo", "ail.generator_kwargs={}",
-    "ail.hidden=[16]",
+    "ail.hidden=[16, 16]",  # linear_first (the default): one hidden ReLU layer
     "ail.batch_size=64", "ail.agent_buffer=256",
     "rollouts.per_checkpoint=2", "pairs.n_pairs=24", "pairs.gap=1", "pairs.ot_threshold=0",
     "drex.noise_step=0.25", "drex.rollouts_per_level=2", "drex.bc_epochs=5",
-    "reward.hidden=[16]", "reward.trainer.max_epochs=3",
+    "reward.hidden=[16, 16]", "reward.trainer.max_epochs=3",
     "heldout.episodes_per_policy=1", "heldout.random_episodes=2", "heldout.n_pairs=64",
     "heldout.segment_length=10",
     "policy.methods=[apec]", "policy.agent.algo=ppo", "policy.agent.total_timesteps=256",
@@ -69,6 +70,11 @@ def test_rlkit_apec_runs_every_method_end_to_end_and_a_rerun_reuses_every_stage(
     assert sorted(set(index["checkpoint"].tolist())) == [0, 1, 2, 3]
     # env.horizon is set: the learned rewards are 0 on absorbing states, as the reference's masks
     assert load_reward_model(run_dir / "rewards" / "apec").model.spec.absorbing_flag
+    # the reward model and the AIL reward are the reference's MLPs: no activation after layer 1
+    assert load_reward_model(run_dir / "rewards" / "apec").model.spec.linear_first
+    store = CheckpointStore(run_dir / "ail")
+    discriminator = store.load(store.rounds()[-1]).discriminator
+    assert discriminator.reward_net.spec.linear_first
     heldout = TrajectoryStore.load(run_dir / "heldout" / "store.npz")
     sources = load_npz(run_dir / "heldout" / "sources.npz")["source"]
     assert set(sources.tolist()) == {0, 1, 2} and len(sources) == len(heldout)
@@ -158,6 +164,11 @@ def test_heldout_ail_trajectories_come_from_a_separate_run_and_every_figure_name
     assert train_rounds == heldout_rounds and len(heldout_rounds) == 4
     # env.horizon is set: the learned rewards are 0 on absorbing states, as the reference's masks
     assert load_reward_model(run_dir / "rewards" / "apec").model.spec.absorbing_flag
+    # the reward model and the AIL reward are the reference's MLPs: no activation after layer 1
+    assert load_reward_model(run_dir / "rewards" / "apec").model.spec.linear_first
+    store = CheckpointStore(run_dir / "ail")
+    discriminator = store.load(store.rounds()[-1]).discriminator
+    assert discriminator.reward_net.spec.linear_first
     heldout = TrajectoryStore.load(run_dir / "heldout" / "store.npz")
     sources = load_npz(run_dir / "heldout" / "sources.npz")["source"]
     training = TrajectoryStore.load(run_dir / "rollouts" / "store.npz")

@@ -264,6 +264,45 @@ def test_a_net_with_an_absorbing_flag_is_zero_on_absorbing_states_on_every_path(
                                                      inputs=("obs",), hidden=(8,), seed=5)])
 
 
+def test_linear_first_is_the_references_mlp_on_every_path(tmp_path) -> None:
+    """APEC's reference reward MLPs (model/reward.py ``first_fc``, ``Linear -> ReLU`` blocks,
+    ``last_fc``) apply no activation after their first layer: the net computes
+    ``W3 relu(W2 (W1 x + b1) + b2) + b3``, and so do its numpy fast path, a batched ensemble and
+    a saved and reloaded copy; its parameters are named as a plain net's."""
+    from rlkit.reward import load_reward_model, save_reward_model
+
+    rng = np.random.default_rng(1)
+    obs = torch.as_tensor(rng.normal(size=(40, 11)), dtype=torch.float32)
+    net = build_reward_net(HOPPER_OBS, HOPPER_ACT, inputs=("obs",), hidden=(16, 8), seed=2, linear_first=True)
+    plain = build_reward_net(HOPPER_OBS, HOPPER_ACT, inputs=("obs",), hidden=(16, 8), seed=2)
+    assert net.state_dict().keys() == plain.state_dict().keys()
+    plain.load_state_dict(net.state_dict())
+    w = {k: v.detach() for k, v in net.state_dict().items()}
+    by_hand = torch.relu((obs @ w["head.0.weight"].T + w["head.0.bias"]) @ w["head.2.weight"].T
+                         + w["head.2.bias"]) @ w["head.4.weight"].T + w["head.4.bias"]
+    expected = by_hand.reshape(40).numpy()
+    with torch.no_grad():
+        rewards = net(obs, None, None, None)
+        torch.testing.assert_close(rewards, by_hand.reshape(40))
+        assert not torch.allclose(plain(obs, None, None, None), rewards)  # the first ReLU matters
+    flat = (obs.numpy(), np.zeros((40, 3), np.float32), obs.numpy(), np.zeros(40, bool))
+    np.testing.assert_allclose(TorchRewardFn(net)(*flat), expected, rtol=1e-5, atol=1e-6)
+    members = [build_reward_net(HOPPER_OBS, HOPPER_ACT, inputs=("obs",), hidden=(16, 8), seed=s,
+                                linear_first=True) for s in (2, 3)]
+    ensemble = RewardEnsemble(members)
+    assert ensemble.batched
+    with torch.no_grad():
+        torch.testing.assert_close(ensemble.member_rewards(obs, None, None, None)[0], by_hand.reshape(40))
+    assert not RewardEnsemble([members[0], plain]).batched  # heads of two shapes run one by one
+    save_reward_model(net, tmp_path / "model")
+    loaded = load_reward_model(tmp_path / "model").model
+    assert loaded.spec.linear_first
+    np.testing.assert_allclose(TorchRewardFn(loaded)(*flat), expected, rtol=1e-5, atol=1e-6)
+    assert "linear_first" not in plain.spec.to_dict()  # a plain net writes the spec it always did
+    with pytest.raises(InvalidDataError, match="linear_first needs a hidden layer"):
+        RewardNetSpec("mlp", (11,), (3,), hidden=(), linear_first=True)
+
+
 @pytest.mark.parametrize("absorbing_flag", [False, True])
 def test_the_head_in_row_blocks_gives_the_rewards_and_gradients_of_one_pass(absorbing_flag: bool) -> None:
     """A big batch runs through the MLP head ``head_rows`` rows at a time (for the CPU's cache):

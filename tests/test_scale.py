@@ -405,10 +405,10 @@ def apec_tiny(out: Path) -> list[str]:
             f"{p}demos.baseline=random", f"{p}demos.eval_episodes=4",
             f"{p}demos.kwargs={{n_steps: 64, batch_size: 64, learning_rate: 0.001}}",
             f"{p}ail.rounds=3", f"{p}ail.steps_per_round=256", f"{p}ail.generator=ppo",
-            f"{p}ail.generator_kwargs={{}}", f"{p}ail.hidden=[16]", f"{p}ail.batch_size=64",
+            f"{p}ail.generator_kwargs={{}}", f"{p}ail.hidden=[16, 16]", f"{p}ail.batch_size=64",
             f"{p}ail.agent_buffer=256", f"{p}rollouts.per_checkpoint=2", f"{p}pairs.n_pairs=24",
             f"{p}pairs.gap=1", f"{p}pairs.ot_threshold=0", f"{p}drex.noise_step=0.25",
-            f"{p}drex.rollouts_per_level=2", f"{p}drex.bc_epochs=5", f"{p}reward.hidden=[16]",
+            f"{p}drex.rollouts_per_level=2", f"{p}drex.bc_epochs=5", f"{p}reward.hidden=[16, 16]",
             f"{p}reward.trainer.max_epochs=3", f"{p}heldout.episodes_per_policy=1",
             f"{p}heldout.random_episodes=2", f"{p}heldout.n_pairs=64",
             f"{p}heldout.segment_length=10", f"{p}methods=[apec,drex]", f"{p}policy.methods=[]"]

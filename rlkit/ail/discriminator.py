@@ -31,6 +31,8 @@ class DiscriminatorConfig(StrictModel):
 
     ``reward_clip`` bounds the raw output (APEC's max-ent reward uses 10); ``gamma`` is AIRL's
     shaping discount; ``grad_penalty`` weighs ``losses.gradient_penalty`` (0 = off).
+    ``linear_first``: no activation after the nets' first hidden layer (``RewardNetSpec``; APEC's
+    reference reward MLPs).
     ``loss_scale`` multiplies the loss: APEC's reference multiplies its max-ent loss by the
     horizon, 1000 (apec_mjc/f_div.py:101-102); under Adam that only changes how strong the
     weight decay is relative to the data (1000 with decay 1e-3 = 1 with decay ~1e-6).
@@ -56,6 +58,7 @@ class DiscriminatorConfig(StrictModel):
     state_only: bool = False
     hidden: tuple[Annotated[int, Field(ge=1)], ...] = (64, 64)
     activation: str = "relu"
+    linear_first: bool = False
     gamma: float = Field(0.99, ge=0.0, le=1.0)
     gail_reward: losses.GailReward = "positive"
     reward_clip: float | None = Field(None, gt=0)
@@ -194,7 +197,7 @@ def build_discriminator(config: DiscriminatorConfig, observation_space: spaces.S
 
     Args:
         config: the discriminator settings (``loss``, ``state_only``, ``hidden``, ``activation``,
-            ``encoder``, and the rest the ``Discriminator`` reads).
+            ``linear_first``, ``encoder``, and the rest the ``Discriminator`` reads).
         observation_space: the env's observation space (a Box; uint8 images, channel-first
             frame stacks or channel-last frames, get convolutional nets).
         action_space: the env's action space (Box or Discrete, starting at 0).
@@ -210,10 +213,12 @@ def build_discriminator(config: DiscriminatorConfig, observation_space: spaces.S
     """
     inputs = ("obs",) if config.state_only else ("obs", "act")
     reward = build_reward_net(observation_space, action_space, inputs, config.hidden,
-                              activation=config.activation, seed=seed, encoder=config.encoder)
+                              activation=config.activation, seed=seed, encoder=config.encoder,
+                              linear_first=config.linear_first)
     shaping = None
     if config.loss == "airl":
         shaping = build_reward_net(observation_space, action_space, ("obs",), config.hidden,
                                    activation=config.activation,
-                                   seed=None if seed is None else seed + 1, encoder=config.encoder)
+                                   seed=None if seed is None else seed + 1, encoder=config.encoder,
+                                   linear_first=config.linear_first)
     return Discriminator(config, reward, shaping)

@@ -189,7 +189,8 @@ reference's gamma and 1 - polyak."""
 class AILSettings(StrictModel):
     """APEC's AIL (apec_mjc/train_irl.py): a SAC generator (``REFERENCE_SAC``) paid ``r(s')``
     (``reward_on="next_obs"``, rl_alg/sac.py:479-480), a state-only max-ent IRL reward r(s), MLP
-    2x512 clipped to +-10 (Parameter.py:123-137), Adam 1e-4 with weight decay 1e-3 on the loss
+    2x512 clipped to +-10 (Parameter.py:123-137) with no activation after its first layer
+    (``linear_first``: model/reward.py:59-82, ``MLPReward``), Adam 1e-4 with weight decay 1e-3 on the loss
     ``(E_agent[r] - E_expert[r]) * 1000`` (``loss_scale``: f_div.py:101-102), one step per round
     (Parameter.py:139) on the last 1000 agent states (train_irl.py:248). 50 rounds of 5 x 1000 env
     steps (the paper's length; the reference's default runs on to 400, Parameter.py:94).
@@ -208,6 +209,7 @@ class AILSettings(StrictModel):
     state_only: bool = True
     reward_on: Literal["obs", "next_obs"] = "next_obs"
     hidden: tuple[int, ...] = (512, 512)
+    linear_first: bool = True
     lr: float = Field(1e-4, gt=0)
     weight_decay: float = Field(1e-3, ge=0)
     loss_scale: float = Field(1000.0, gt=0)
@@ -315,9 +317,10 @@ class RewardSettings(StrictModel):
     """APEC's reward model (apec_mjc/train_pbrl.py:173-190, Parameter.py:123-137,228): state-only
     MLP 2x512, Bradley-Terry on summed trajectory rewards, 100 Adam steps (lr 1e-4, weight decay
     1e-3 as an L2 term: ``torch.optim.Adam``, not AdamW) of 1000-pair batches: with 1000 pairs,
-    batch 1000 and no validation split that is 100 full-batch epochs. (The reference's MLP has no
-    activation after its first layer, model/reward.py:143; rlkit's MLP has one after each hidden
-    layer.)
+    batch 1000 and no validation split that is 100 full-batch epochs. Its MLP has no activation
+    after its first layer (``linear_first``: model/reward.py:125-152, ``PrefRewardModel``; the
+    pixel reference's too, apec_dmc/src/reward/pref_reward.py:71-83); until 2026-12-02 rlkit's
+    had one after each hidden layer.
 
     Pixel tasks get a convolutional net (``encoder``) whose training batches are randomly shifted
     (``trainer.augment``, DrQ's pad 4). The reference's pixel reward model
@@ -328,6 +331,7 @@ class RewardSettings(StrictModel):
 
     inputs: tuple[str, ...] = ("obs",)
     hidden: tuple[int, ...] = (512, 512)
+    linear_first: bool = True
     encoder: Literal["compact", "drq"] = _new_field(
         "compact", "a pixel reward model's convolutions (drq: the reference's DrQ-v2 encoder)")
     mask_absorbing: bool = _new_field(

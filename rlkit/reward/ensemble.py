@@ -37,8 +37,8 @@ class RewardEnsemble(nn.Module):
         self.members = nn.ModuleList(members)
         heads = [member.head for member in members]
         self.batched = all(
-            member.encoder is None and (member.spec.hidden, member.spec.activation)
-            == (first.hidden, first.activation) for member in members
+            member.encoder is None and (member.spec.hidden, member.spec.activation, member.spec.linear_first)
+            == (first.hidden, first.activation, first.linear_first) for member in members
         )
         # layer by layer: every member's Linear at that depth, or the (stateless) activation
         self._layers: list[list[nn.Linear] | nn.Module] = [

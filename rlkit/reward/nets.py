@@ -52,6 +52,11 @@ class RewardNetSpec:
     its real steps only, as APEC's reference masks absorbing steps out of every return
     (apec_mjc/train_pbrl.py:32-42, f_div.py:238); read from ``obs`` (``next_obs`` when the net
     reads no ``obs``).
+
+    ``linear_first``: no activation after the head's first hidden layer, as every reward MLP of
+    APEC's reference (``first_fc``, then ``Linear -> activation`` blocks, then ``last_fc``:
+    apec_mjc/model/reward.py:59-82,141-152, apec_dmc/src/reward/pref_reward.py:71-83). Its first
+    two layers then compose to one linear map, so 2x512 acts as one hidden layer of 512 units.
     """
 
     kind: str
@@ -66,6 +71,7 @@ class RewardNetSpec:
     encoder: str = "compact"
     feature_dim: int = 50
     absorbing_flag: bool = False
+    linear_first: bool = False
 
     def __post_init__(self) -> None:
         for name in ("obs_shape", "act_shape", "inputs", "hidden", "channels"):
@@ -81,6 +87,8 @@ class RewardNetSpec:
             raise InvalidDataError(
                 f"activation must be one of {sorted(ACTIVATIONS)}, got {self.activation!r}"
             )
+        if self.linear_first and not self.hidden:
+            raise InvalidDataError("linear_first needs a hidden layer (hidden is empty)")
         if any(int(h) < 1 for h in (*self.hidden, *self.channels)):
             raise InvalidDataError(f"hidden and channels must be >= 1, got {self.hidden}, "
                                    f"{self.channels}")
@@ -147,7 +155,7 @@ class RewardNetSpec:
             raise InvalidDataError(f"not a reward net spec: {error}") from None
 
 
-_WRITTEN_WHEN_SET = ("channels_first", "encoder", "feature_dim", "absorbing_flag")
+_WRITTEN_WHEN_SET = ("channels_first", "encoder", "feature_dim", "absorbing_flag", "linear_first")
 _FIELD_DEFAULTS = {f.name: f.default for f in fields(RewardNetSpec)}
 
 
@@ -183,6 +191,7 @@ def build_reward_net(
     channels: Sequence[int] | None = None,
     feature_dim: int = 50,
     absorbing_flag: bool = False,
+    linear_first: bool = False,
 ) -> RewardNet:
     """A reward net for an env's spaces; ``kind="auto"`` picks a CNN for image observations.
 
@@ -200,6 +209,8 @@ def build_reward_net(
         feature_dim: the width of the ``"drq"`` encoder's LayerNorm trunk (APEC's reference: 50).
         absorbing_flag: reward 0 on the absorbing states a last observation entry flags
             (``RewardNetSpec``).
+        linear_first: no activation after the head's first hidden layer (APEC's reference
+            MLPs, ``RewardNetSpec``).
 
     Returns:
         The freshly initialised ``RewardNet``, its ``spec`` holding all of the above.
@@ -221,14 +232,17 @@ def build_reward_net(
     spec = RewardNetSpec(kind, obs_shape, act_shape, n_actions, tuple(inputs), tuple(hidden),
                          activation, DEFAULT_CHANNELS.get(encoder, ()) if channels is None
                          else tuple(channels), layout == "channels_first", encoder, feature_dim,
-                         absorbing_flag)
+                         absorbing_flag, linear_first)
     return RewardNet(spec, seed=seed)
 
 
-def _mlp(in_dim: int, hidden: Sequence[int], activation: str) -> nn.Sequential:
+def _mlp(in_dim: int, hidden: Sequence[int], activation: str, linear_first: bool) -> nn.Sequential:
+    """``Linear -> activation`` per hidden width, then ``Linear(., 1)``; ``linear_first`` puts an
+    ``nn.Identity`` after the first (parameter names stay ``head.0``, ``head.2``, ...)."""
     layers: list[nn.Module] = []
-    for width in hidden:
-        layers += [nn.Linear(in_dim, width), ACTIVATIONS[activation]()]
+    for k, width in enumerate(hidden):
+        layers += [nn.Linear(in_dim, width),
+                   nn.Identity() if linear_first and k == 0 else ACTIVATIONS[activation]()]
         in_dim = width
     layers.append(nn.Linear(in_dim, 1))
     return nn.Sequential(*layers)
@@ -247,7 +261,7 @@ class RewardNet(nn.Module):
             if seed is not None:
                 torch.manual_seed(seed)
             self.encoder, in_dim = self._build_encoder()
-            self.head = _mlp(in_dim, spec.hidden, spec.activation)
+            self.head = _mlp(in_dim, spec.hidden, spec.activation, spec.linear_first)
         self.head_rows: int | None = HEAD_ROWS  # None: every row in one pass
 
     def _build_encoder(self) -> tuple[nn.Sequential | None, int]:

@@ -236,7 +236,8 @@ def run_ail(config: ApecConfig, make_venv: VenvFactory, demos: list[Trajectory],
     seed = config.seed if seed is None else seed
     checkpoints = CheckpointStore(out_dir, every=settings.checkpoint_every)
     disc = DiscriminatorConfig(
-        loss=settings.loss, state_only=settings.state_only, hidden=settings.hidden, lr=settings.lr,
+        loss=settings.loss, state_only=settings.state_only, hidden=settings.hidden,
+        linear_first=settings.linear_first, lr=settings.lr,
         weight_decay=settings.weight_decay, loss_scale=settings.loss_scale, reward_on=settings.reward_on,
         reward_clip=settings.reward_clip, grad_penalty=settings.grad_penalty,
         batch_size=settings.batch_size, updates_per_round=settings.updates_per_round,

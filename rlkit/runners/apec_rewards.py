@@ -83,7 +83,8 @@ def reward_net(config: ApecConfig, observation_space: Any, action_space: Any) ->
     """A fresh reward model as ``config.reward`` describes it, seeded by the run's seed."""
     return build_reward_net(observation_space, action_space, inputs=config.reward.inputs,
                             hidden=config.reward.hidden, seed=config.seed,
-                            encoder=config.reward.encoder, absorbing_flag=masks_absorbing(config))
+                            encoder=config.reward.encoder, absorbing_flag=masks_absorbing(config),
+                            linear_first=config.reward.linear_first)
 
 
 def masks_absorbing(config: ApecConfig) -> bool:
