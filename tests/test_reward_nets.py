@@ -285,6 +285,17 @@ def test_linear_first_is_the_references_mlp_on_every_path(tmp_path) -> None:
         rewards = net(obs, None, None, None)
         torch.testing.assert_close(rewards, by_hand.reshape(40))
         assert not torch.allclose(plain(obs, None, None, None), rewards)  # the first ReLU matters
+    # 40 rows >= the first layer's 16: run_head composes W2 W1 into one map (compose_first); the
+    # gradients are those of running the layers one by one
+    grads = []
+    for composed in (True, False):
+        net.zero_grad()
+        net.compose_first = composed
+        net(obs, None, None, None).square().sum().backward()
+        grads.append([p.grad.clone() for p in net.parameters()])
+    for composed_grad, layered_grad in zip(*grads, strict=True):
+        torch.testing.assert_close(composed_grad, layered_grad, rtol=1e-5, atol=1e-6)
+    net.compose_first = True
     flat = (obs.numpy(), np.zeros((40, 3), np.float32), obs.numpy(), np.zeros(40, bool))
     np.testing.assert_allclose(TorchRewardFn(net)(*flat), expected, rtol=1e-5, atol=1e-6)
     members = [build_reward_net(HOPPER_OBS, HOPPER_ACT, inputs=("obs",), hidden=(16, 8), seed=s,

@@ -22,9 +22,10 @@ class TorchRewardFn:
 
     It runs on every environment step, where a handful of rows meets per-op dispatch costs of
     ~10 us each. For MLPs on continuous actions (on the CPU) it therefore builds the feature row in
-    numpy and calls the MLP heads directly; anything else, or input that does not fit, goes
-    through the module's own ``forward`` (which names what is wrong), ``INFERENCE_ROWS`` rows
-    (first-axis entries) at a time, so relabelling a replay buffer of images stays within memory.
+    numpy and runs the MLP heads directly (``RewardNet.run_head``); anything else, or input that
+    does not fit, goes through the module's own ``forward`` (which names what is wrong),
+    ``INFERENCE_ROWS`` rows (first-axis entries) at a time, so relabelling a replay buffer of
+    images stays within memory.
     """
 
     def __init__(self, module: nn.Module) -> None:
@@ -35,7 +36,7 @@ class TorchRewardFn:
         fast = spec is not None and spec.kind == "mlp" and spec.n_actions is None and all(
             isinstance(m, RewardNet) for m in members
         )
-        self._heads = [m.head for m in members] if fast else None
+        self._nets: list[RewardNet] | None = list(members) if fast else None
         self._flag = spec.flag_input if spec is not None and spec.absorbing_flag else None
         self._order = [n for n in ("obs", "next_obs", "act", "done") if n in self.reads]
         # .to() moves parameters in place, so this one parameter always knows the device
@@ -46,7 +47,7 @@ class TorchRewardFn:
     ) -> np.ndarray:
         given = dict(zip(INPUT_NAMES, (obs, acts, next_obs, dones), strict=True))
         device = self._probe.device
-        if self._heads is not None and device.type == "cpu":
+        if self._nets is not None and device.type == "cpu":
             rewards = self._mlp_rewards(given)
             if rewards is not None:
                 return rewards
@@ -61,15 +62,15 @@ class TorchRewardFn:
         n = len(given["obs"])
         parts = [np.asarray(given[name]).reshape(n, -1) for name in self._order]
         features = np.concatenate(parts, axis=1, dtype=np.float32)
-        heads = self._heads or []
-        if features.shape[1] != heads[0][0].in_features:
+        nets = self._nets or []
+        if features.shape[1] != nets[0].head[0].in_features:
             return None  # let the module's forward report the shape problem
         x = torch.from_numpy(features)
         with torch.inference_mode():
-            total = heads[0](x)
-            for head in heads[1:]:
-                total = total + head(x)
-        rewards = (total.reshape(n) / len(heads)).numpy()
+            total = nets[0].run_head(x)
+            for net in nets[1:]:
+                total = total + net.run_head(x)
+        rewards = (total.reshape(n) / len(nets)).numpy()
         if self._flag is not None:
             rewards = rewards * (np.asarray(given[self._flag]).reshape(n, -1)[:, -1] < 0.5)
         return rewards
