@@ -118,13 +118,13 @@ def kill_driver_midway(sweep_dir: Path, argv: list[str], first: list[str], then:
     finally:
         driver.send_signal(signal.SIGKILL)
         driver.wait()
-    assert not finished_file(sweep_dir, then), "killed too late to test resume"
     # the trials die with their worker (the kernel's PDEATHSIG; on Ray once the raylet has
     # noticed the driver is gone and ended its job's workers, which takes a few seconds)
     deadline = time.monotonic() + 30
     while trial_processes(sweep_dir) and time.monotonic() < deadline:
         time.sleep(0.5)
     assert trial_processes(sweep_dir) == [], "a trial outlived its driver"
+    assert not finished_file(sweep_dir, then), "trial finished before it died: too short to test resume"
 
 
 def trial_processes(sweep_dir: Path) -> list[int]:
