@@ -52,6 +52,15 @@ def screenshot(page, tmp_path: Path, name: str) -> None:
         shutil.copy(path, Path(target) / name)
 
 
+def watch_errors(page) -> list[str]:
+    """Every uncaught script error and console error the page logs from now on."""
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(f"{page.url}: uncaught {error}"))
+    page.on("console", lambda message: message.type == "error"
+            and errors.append(f"{page.url}: console error {message.text}"))
+    return errors
+
+
 def twenty_pairs_of_eight_segments(tmp_path: Path) -> tuple[LabelStore, np.ndarray]:
     trajectories = make_trajectories()
     segments = [(t, 0, 10) for t in range(6)] + [(0, 15, 10), (1, 15, 10)]
@@ -141,6 +150,55 @@ def test_a_person_labels_20_pairs_by_clicks_and_keys_across_a_server_sigkill(tmp
         server.join()
     labels = {r.query_id: (None if np.isnan(r.value) else r.value) for r in store.live_labels()}
     assert labels == given and sorted(labels) == list(ids)
+
+
+def test_no_page_logs_a_script_error_before_or_after_the_login(tmp_path, browser):
+    twenty_pairs_of_eight_segments(tmp_path)
+    open_phase(tmp_path)  # the M3HF page shows a phase waiting for feedback
+    port = free_port()
+    server = start_server_process(ServeConfig(run_dir=str(tmp_path), port=port))
+    page = browser.new_page(viewport={"width": 1000, "height": 700})
+    errors = watch_errors(page)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for path in ("/", "/m3hf", "/dashboard"):  # the login form (label and M3HF) and the dashboard
+            page.goto(base + path)
+            page.wait_for_load_state("networkidle")
+        assert page.locator("#login").count() == 0  # the dashboard needs no login
+        log_in(page, base + "/", "dora")
+        page.wait_for_function("() => document.body.dataset.queryId")
+        for path in ("/m3hf", "/dashboard"):
+            page.goto(base + path)
+            page.wait_for_load_state("networkidle")
+        page.goto(base + "/m3hf")
+        page.wait_for_selector("#phase[data-ready]")
+    finally:
+        server.kill()
+        server.join()
+    assert errors == []
+
+
+def test_the_csp_refuses_eval_so_playwright_waits_are_written_as_functions(tmp_path, browser):
+    """The Content-Security-Policy (``script-src 'self'``, no ``'unsafe-eval'``) refuses strings
+    evaluated as code. Playwright's ``wait_for_function`` evaluates a *bare expression* again with
+    ``eval`` at every poll, which the CSP blocks; a *function* is evaluated once, by DevTools (which
+    the CSP does not govern), and then only called. So waits here are functions: the app keeps its
+    strict CSP, and a test sees the page exactly as a person's browser does (no ``bypass_csp``)."""
+    twenty_pairs_of_eight_segments(tmp_path)
+    port = free_port()
+    server = start_server_process(ServeConfig(run_dir=str(tmp_path), port=port))
+    page = browser.new_page()
+    sync_api = pytest.importorskip("playwright.sync_api")
+    try:
+        page.goto(f"http://127.0.0.1:{port}/")
+        # false at the first poll, so Playwright polls again: the CSP stops that eval (no timeout)
+        with pytest.raises(sync_api.Error, match="unsafe-eval"):
+            page.wait_for_function("window.later === 1", timeout=20_000)
+        page.evaluate("() => { window.later = 0; setTimeout(() => { window.later = 1; }, 300); }")
+        page.wait_for_function("() => window.later === 1", timeout=20_000)
+    finally:
+        server.kill()
+        server.join()
 
 
 OPTIONS = "select => [...select.options].map(option => option.value)"
