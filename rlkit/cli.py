@@ -369,6 +369,7 @@ def _run_apec(config: ApecConfig, args: argparse.Namespace) -> int:
 
 
 def _run_m3hf(config: M3HFConfig, args: argparse.Namespace) -> int:
+    from rlkit.m3hf.loop import best_line
     from rlkit.runners.m3hf import run_m3hf
 
     run_dir, logger = _session("m3hf", config, args)
@@ -378,7 +379,9 @@ def _run_m3hf(config: M3HFConfig, args: argparse.Namespace) -> int:
         logger.close()
     for row in state["history"]:
         print(json.dumps({key: row[key] for key in ("generation", "env_steps", "original_return",
-                                                   "shaped_return", "feedback", "pool_sizes")}))
+                                                   "train_original_return", "shaped_return",
+                                                   "feedback", "pool_sizes")}))
+    print(best_line(state["best"]))
     print(json.dumps({"best": state["best"], "run_dir": str(run_dir)}))
     return 0
 

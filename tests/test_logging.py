@@ -30,8 +30,11 @@ from rlkit.logging import (
     Sb3LogBridge,
     TensorBoardLogger,
     attach_to_sb3,
+    console_view,
+    log_table,
     make_logger,
     resolve_wandb_mode,
+    wandb_labels,
 )
 
 
@@ -176,6 +179,52 @@ def test_make_logger_builds_named_backends_and_rejects_unknown(tmp_path: Path) -
     assert json.loads((tmp_path / "run" / "metrics.jsonl").read_text())["loss"] == 2.0
 
 
+def test_tensorboard_alone_still_writes_metrics_jsonl_and_the_config(tmp_path: Path) -> None:
+    from rlkit.cli import main
+
+    run_dir = tmp_path / "run"
+    assert main(["collect", "env.id=Pendulum-v1", "policies=[{n_steps: 200}]", "--run-dir",
+                 str(run_dir), "--logger", "tensorboard"]) == 0
+    (row,) = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert row["collect/steps"] == 200
+    assert (run_dir / "config.yaml").is_file()
+    assert json.loads((run_dir / "config.json").read_text())["command"] == "collect"
+    assert list((run_dir / "tensorboard").glob("events.out.tfevents.*"))
+
+
+def test_wandb_runs_are_named_after_the_run_directory_and_grouped_by_command(tmp_path: Path) -> None:
+    run_dir = tmp_path / "runs" / "m3hf-20261203-101500"
+    assert wandb_labels(run_dir, None, "m3hf", environ={}) == ("m3hf-20261203-101500", "m3hf")
+    assert wandb_labels(run_dir, None, "m3hf", environ={"WANDB_RUN_GROUP": "sweep-1"})[1] == "sweep-1"
+    assert wandb_labels(run_dir, "study", "m3hf", name="seed 3", environ={"WANDB_RUN_GROUP": "x"}) == (
+        "seed 3", "study")
+    assert wandb_labels(Path("."), None, None, environ={}) == (Path.cwd().name, None)
+
+
+def test_console_shows_the_mean_over_agents_of_a_few_per_agent_metrics() -> None:
+    metrics = {"time/env_steps": 64, "agent_0/train/value_loss": 1.0, "agent_0/train/n_updates": 2,
+               "agent_1/train/value_loss": 3.0, "agent_1/train/n_updates": 2,
+               "rollout/shaped_return": -1.5, "rollout/shaped_return/agent_0": -1.0,
+               "rollout/shaped_return/agent_1": -2.0}
+    assert console_view(metrics) == {"time/env_steps": 64, "agents/train/value_loss": 2.0,
+                                     "rollout/shaped_return": -1.5}
+    out = io.StringIO()
+    ConsoleLogger(Console(file=out, width=60)).log(metrics, step=64)
+    assert out.getvalue().strip() == (
+        "step       64  time/env_steps=64  agents/train/value_loss=2  rollout/shaped_return=-1.5")
+
+
+def test_tables_reach_the_backends_that_show_them_and_rows_must_fit_the_columns() -> None:
+    out = io.StringIO()
+    multi = MultiLogger([Collect(), ConsoleLogger(Console(file=out, width=40))], "unused")
+    log_table(multi, "feedback/phase_001", ("text", "parser"), [["Be faster!", "llm"], ["Hi", "rule"]], 7)
+    assert out.getvalue().splitlines() == ["step        7  feedback/phase_001  text=Be faster!  parser=llm",
+                                           "step        7  feedback/phase_001  text=Hi  parser=rule"]
+    log_table(Collect(), "t", ("a",), [[1]], 0)  # a backend without tables keeps none
+    with pytest.raises(InvalidDataError, match=r"row 0 has 1 values for 2 columns"):
+        log_table(multi, "t", ("a", "b"), [[1]], 0)
+
+
 def read_wandb_records(path: Path, timeout_s: float = 20.0) -> list[Any]:
     """Records of a ``.wandb`` file: a LevelDB-style log (32 KiB blocks) of protobuf records.
 
@@ -251,7 +300,7 @@ def test_wandb_offline_run_lives_under_the_run_dir(
     assert [(h["loss"], h["step"]) for h in history if "loss" in h] == [(0.25, 100), (0.125, 50)]
     (run,) = [r.run for r in records if r.WhichOneof("record_type") == "run"]
     assert {item.key: json.loads(item.value_json) for item in run.config.update}["lr"] == 0.001
-    assert (run.run_group, run.job_type) == ("sweep-7", "pref-rl")
+    assert (run.display_name, run.run_group, run.job_type) == (tmp_path.name, "sweep-7", "pref-rl")
     (artifact,) = [r.artifact for r in records if r.WhichOneof("record_type") == "artifact"]
     assert (artifact.name, artifact.type) == ("reward_model_run_1", "model")
     assert sorted(entry.path for entry in artifact.manifest.contents) == [

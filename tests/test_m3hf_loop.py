@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 import torch
 
+from rlkit.cli import main
 from rlkit.errors import InvalidDataError
 from rlkit.m3hf import LLMConfig, LLMParser, ScriptedSource, TeamPools
-from rlkit.m3hf.loop import M3HFRun
+from rlkit.m3hf.loop import M3HFRun, best_generation
 from rlkit.m3hf.run_config import M3HFConfig
 from rlkit.marl import load_checkpoint
 from rlkit.runners.m3hf import run_m3hf
@@ -99,8 +100,8 @@ def test_phase_loop_end_to_end_with_scripted_feedback(tmp_path):
     assert performance == [row["train_original_return"] for row in history]
     assert all(row["train_episodes"] > 0 for row in history)
     best = int(np.argmax(performance))
-    assert state["best"] == {"generation": best, "performance": max(performance),
-                             "original_return": history[best]["original_return"]}
+    assert state["best"] == {"generation": best, "measure": "train_original_return",
+                             "performance": max(performance)}
     lines = (tmp_path / "generations.jsonl").read_text().splitlines()
     assert [json.loads(line)["generation"] for line in lines] == [0, 1, 2]
 
@@ -201,3 +202,37 @@ def test_an_unreachable_llm_falls_back_to_the_rule_parser_and_the_run_goes_on(tm
     # the fallback's specs are the rule parser's, and they reached agent 0's pool
     assert [s["template"] for s in record["specs"]] == ["holding", "status"]
     assert TeamPools.load(tmp_path / "pools" / "gen_001.json").pools[0].entries
+
+
+def test_best_is_the_highest_original_return_of_the_configured_measure_earliest_on_ties():
+    rows = [{"generation": 0, "train_original_return": -4.5, "original_return": -2.0},
+            {"generation": 1, "train_original_return": -2.0, "original_return": -4.5},
+            {"generation": 2, "train_original_return": -2.0, "original_return": -9.0}]
+    assert best_generation(rows, "train") == {"generation": 1, "measure": "train_original_return",
+                                              "performance": -2.0}
+    assert best_generation(rows, "eval") == {"generation": 0, "measure": "original_return",
+                                             "performance": -2.0}
+    # a generation in which no training episode ended has no value: it is not best over one that has
+    unfinished = [{**rows[0], "train_original_return": float("nan")}, rows[1]]
+    assert best_generation(unfinished, "train")["generation"] == 1
+    assert best_generation(unfinished[:1], "train")["generation"] == 0
+
+
+def test_rlkit_m3hf_prints_the_best_generation_with_the_measure_that_chose_it(tmp_path, capsys):
+    argv = ["m3hf", "--run-dir", str(tmp_path), "--logger", "jsonl", "env.recipe=tomato",
+            "env.max_steps=20", "num_games=2", "generation_steps=64", "phases=1", "marl.n_steps=16",
+            "marl.batch_size=32", "marl.n_epochs=1", "parser=rule", "video=none", "eval_games=2",
+            "feedback.source=scripted", "feedback.texts={1: [Be faster!]}"]
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    state = json.loads((tmp_path / "state.json").read_text())
+    best = state["best"]
+    value = state["history"][best["generation"]]["train_original_return"]
+    assert best == {"generation": best["generation"], "measure": "train_original_return",
+                    "performance": value}
+    assert lines[-2] == (f"best: generation {best['generation']} by train_original_return (the mean "
+                         f"original return of the generation's training episodes) = {value:.2f}")
+    assert json.loads(lines[-1])["best"] == best
+    generations = [json.loads(line) for line in lines[:-2] if line.startswith("{")]
+    assert [row["train_original_return"] for row in generations] == [
+        row["train_original_return"] for row in state["history"]]

@@ -12,16 +12,19 @@ if TYPE_CHECKING:
         ArtifactLogger,
         Logger,
         MultiLogger,
+        TableLogger,
         log_artifacts,
+        log_table,
         scalar_metrics,
         video_file,
     )
-    from rlkit.logging.factory import BACKENDS, make_logger
+    from rlkit.logging.factory import BACKENDS, make_logger, wandb_labels
     from rlkit.logging.local import (
         METRICS_FILE,
         ConsoleLogger,
         JsonlLogger,
         TensorBoardLogger,
+        console_view,
         metrics_size,
         rewind_metrics,
     )
@@ -47,11 +50,14 @@ __all__ = [
     "ProgressLogger",
     "ProgressTask",
     "Sb3LogBridge",
+    "TableLogger",
     "TensorBoardLogger",
     "Track",
     "WandbLogger",
     "attach_to_sb3",
+    "console_view",
     "log_artifacts",
+    "log_table",
     "make_logger",
     "metrics_size",
     "progress_of",
@@ -59,14 +65,15 @@ __all__ = [
     "rewind_metrics",
     "scalar_metrics",
     "video_file",
+    "wandb_labels",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, {
-    "rlkit.logging.base": ["ArtifactLogger", "Logger", "MultiLogger", "log_artifacts", "scalar_metrics",
-                           "video_file"],
-    "rlkit.logging.factory": ["BACKENDS", "make_logger"],
+    "rlkit.logging.base": ["ArtifactLogger", "Logger", "MultiLogger", "TableLogger", "log_artifacts",
+                           "log_table", "scalar_metrics", "video_file"],
+    "rlkit.logging.factory": ["BACKENDS", "make_logger", "wandb_labels"],
     "rlkit.logging.local": ["METRICS_FILE", "ConsoleLogger", "JsonlLogger", "TensorBoardLogger",
-                            "metrics_size", "rewind_metrics"],
+                            "console_view", "metrics_size", "rewind_metrics"],
     "rlkit.logging.progress": ["ProgressDisplay", "ProgressLogger", "ProgressTask", "Track",
                                "progress_of"],
     "rlkit.logging.sb3": ["Sb3LogBridge", "attach_to_sb3"],

@@ -38,20 +38,55 @@ class Logger(Protocol):
 class ArtifactLogger(Protocol):
     """A backend that keeps a run's outputs (a reward model, a dataset) as versioned artifacts."""
 
-    def log_artifact(self, name: str, kind: str, paths: Sequence[PathLike]) -> None: ...
+    def log_artifact(self, name: str, kind: str, paths: Sequence[PathLike],
+                     aliases: Sequence[str] = ()) -> None: ...
 
 
-def log_artifacts(logger: Logger | None, artifacts: Mapping[str, tuple[str, Sequence[PathLike]]]) -> None:
+@runtime_checkable
+class TableLogger(Protocol):
+    """A backend that shows rows of text and numbers as a table (W&B) or as lines (the console)."""
+
+    def log_table(self, name: str, columns: Sequence[str], rows: Sequence[Sequence[Any]],
+                  step: int) -> None: ...
+
+
+def log_artifacts(logger: Logger | None, artifacts: Mapping[str, tuple[str, Sequence[PathLike]]],
+                  aliases: Sequence[str] = ()) -> None:
     """Each ``{name: (kind, paths)}`` to the backends of ``logger`` that keep artifacts (W&B).
 
     Args:
         logger: the run's logger; ``None`` or one without artifact backends does nothing.
         artifacts: artifact name -> (artifact type, e.g. ``"model"``, and the files or folders it
-            holds).
+            holds). Logging a name again makes a new version of that artifact.
+        aliases: names for these versions besides W&B's own ``latest`` (``gen_003``, ``best``);
+            an alias moves to the newest version that is given it.
     """
     if isinstance(logger, ArtifactLogger):
         for name, (kind, paths) in artifacts.items():
-            logger.log_artifact(name, kind, paths)
+            logger.log_artifact(name, kind, paths, aliases)
+
+
+def log_table(logger: Logger | None, name: str, columns: Sequence[str],
+              rows: Sequence[Sequence[Any]], step: int) -> None:
+    """``rows`` under ``columns`` to the backends of ``logger`` that show tables (W&B: a table;
+    the console: a line per row); the others (JSONL, TensorBoard) keep none.
+
+    Args:
+        logger: the run's logger; ``None`` or one without table backends does nothing.
+        name: the table's name (``m3hf/feedback/phase_001``).
+        columns: the column names.
+        rows: one sequence of values (text or numbers) per row, in column order.
+        step: the step it belongs to.
+
+    Raises:
+        InvalidDataError: when a row does not have one value per column.
+    """
+    for index, row in enumerate(rows):
+        if len(row) != len(columns):
+            raise InvalidDataError(f"table {name!r}: row {index} has {len(row)} values for "
+                                   f"{len(columns)} columns {list(columns)}")
+    if isinstance(logger, TableLogger):
+        logger.log_table(name, columns, rows, step)
 
 
 def scalar_metrics(metrics: Mapping[str, Any]) -> dict[str, float | int]:
@@ -159,10 +194,17 @@ class MultiLogger:
         for logger in self.loggers:
             logger.log_video(name, path, step, fps)
 
-    def log_artifact(self, name: str, kind: str, paths: Sequence[PathLike]) -> None:
+    def log_artifact(self, name: str, kind: str, paths: Sequence[PathLike],
+                     aliases: Sequence[str] = ()) -> None:
         for logger in self.loggers:
             if isinstance(logger, ArtifactLogger):
-                logger.log_artifact(name, kind, paths)
+                logger.log_artifact(name, kind, paths, aliases)
+
+    def log_table(self, name: str, columns: Sequence[str], rows: Sequence[Sequence[Any]],
+                  step: int) -> None:
+        for logger in self.loggers:
+            if isinstance(logger, TableLogger):
+                logger.log_table(name, columns, rows, step)
 
     def close(self) -> None:
         """Close every backend even if one fails, so no file is left unflushed; then re-raise."""

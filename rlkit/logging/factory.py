@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,25 +28,31 @@ def make_logger(
     *,
     group: str | None = None,
     job_type: str | None = None,
+    name: str | None = None,
     progress: bool = False,
     console: Console | None = None,
 ) -> MultiLogger:
     """One logger over ``backends`` writing under ``run_dir``; ``config`` goes to all of them.
 
-    ``group``/``job_type`` label the W&B run. ``progress`` adds a ``ProgressLogger`` (found with
-    ``progress_of``) drawing on ``console``, the console backend's too, so the lines and the bars
-    share one screen.
+    ``metrics.jsonl`` (and ``config.json``) is always written, whichever backends are named: it is
+    the run's durable record, which a resume rewinds and a sweep reads. The W&B run is named and
+    grouped as ``wandb_labels`` says: by default its name is the run directory's
+    (``m3hf-20261203-101500``, a sweep's ``p000-s1``) and its group the one given, else
+    ``$WANDB_RUN_GROUP``, else the command (``job_type``). ``progress`` adds a ``ProgressLogger``
+    (found with ``progress_of``) drawing on ``console``, the console backend's too, so the lines
+    and the bars share one screen.
 
     Args:
         run_dir: the run's folder (created); every backend writes under it.
         backends: names from ``"jsonl"``, ``"console"``, ``"tensorboard"``, ``"wandb"``; repeats
-            are ignored.
+            are ignored, and ``"jsonl"`` is added first when it is not named.
         project: the W&B project.
         config: the resolved config, logged by every backend.
         wandb_mode: ``"online"``, ``"offline"`` or ``"disabled"``; ``None`` reads ``$WANDB_MODE``
             (see ``resolve_wandb_mode``).
         group: the W&B run group.
-        job_type: the W&B job type.
+        job_type: the W&B job type: the command that runs.
+        name: the W&B run name.
         progress: add progress bars.
         console: the rich console to draw on; a new one when ``None``.
 
@@ -63,16 +70,17 @@ def make_logger(
     console = console or Console()
     loggers: list[Logger] = []
     try:
-        for name in dict.fromkeys(backends):
-            if name == "jsonl":
+        for backend in dict.fromkeys(("jsonl", *backends)):
+            if backend == "jsonl":
                 loggers.append(JsonlLogger(run_dir))
-            elif name == "console":
+            elif backend == "console":
                 loggers.append(ConsoleLogger(console, run_dir))
-            elif name == "tensorboard":
+            elif backend == "tensorboard":
                 loggers.append(TensorBoardLogger(run_dir))
             else:  # wandb is given the config at init so the run page shows it from the start
+                run_name, run_group = wandb_labels(run_dir, group, job_type, name)
                 loggers.append(WandbLogger(run_dir, project=project, config=config, mode=wandb_mode,
-                                           group=group, job_type=job_type))
+                                           name=run_name, group=run_group, job_type=job_type))
     except BaseException:
         with contextlib.suppress(Exception):  # the first error is the one to see
             MultiLogger(loggers, run_dir / "media").close()
@@ -85,3 +93,21 @@ def make_logger(
             if not isinstance(backend, WandbLogger):
                 backend.log_config(config)
     return logger
+
+
+def wandb_labels(run_dir: PathLike, group: str | None, command: str | None, name: str | None = None,
+                 environ: Mapping[str, str] = os.environ) -> tuple[str, str | None]:
+    """The W&B run's name and group: ``name``, else the run directory's name; ``group``, else
+    ``$WANDB_RUN_GROUP`` (a sweep sets it to its own name), else the command.
+
+    Args:
+        run_dir: the run's folder.
+        group: the group asked for (``--group``).
+        command: the command that runs (``m3hf``), the W&B job type.
+        name: the name asked for.
+        environ: the environment to read ``WANDB_RUN_GROUP`` from.
+
+    Returns:
+        ``(name, group)``; the group is ``None`` when none of the three is set.
+    """
+    return name or Path(run_dir).resolve().name, group or environ.get("WANDB_RUN_GROUP") or command

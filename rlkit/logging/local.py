@@ -6,7 +6,9 @@ import io
 import json
 import math
 import os
+import re
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -154,9 +156,47 @@ class JsonlLogger:
             handle.write(json.dumps(record) + "\n")
 
 
+# a multi-agent row's per-agent metrics, "agent_2/train/value_loss" or "rollout/shaped_return/agent_2"
+_PER_AGENT = re.compile(r"agent_\d+/(?P<tail>.+)|(?P<head>.+)/agent_\d+")
+# what the console shows of them: the mean over the agents, as "agents/train/value_loss"
+AGENT_MEANS = ("train/entropy_loss", "train/value_loss", "train/approx_kl", "train/explained_variance")
+
+
+def console_view(metrics: Mapping[str, float | int], means: Sequence[str] = AGENT_MEANS
+                 ) -> dict[str, float | int]:
+    """What the console shows of a logged row: per-agent metrics (``agent_<i>/<name>`` or
+    ``<name>/agent_<i>``) give way to the mean over the agents of each ``name`` in ``means``,
+    shown as ``agents/<name>`` where the first of them was; every other metric as it is. The
+    other backends keep every per-agent metric.
+
+    Args:
+        metrics: the row's metrics, plain numbers.
+        means: the per-agent names whose mean is shown.
+
+    Returns:
+        The metrics to print, in order.
+    """
+    shown: dict[str, float | int] = {}
+    pooled: dict[str, list[float]] = {}
+    for key, value in metrics.items():
+        match = _PER_AGENT.fullmatch(key)
+        if match is None:
+            shown[key] = value
+            continue
+        name = match["tail"] or match["head"]
+        if name in means:
+            pooled.setdefault(name, [])
+            shown.setdefault(f"agents/{name}", 0.0)  # its place; the mean is filled in below
+            pooled[name].append(float(value))
+    for name, values in pooled.items():
+        shown[f"agents/{name}"] = float(np.mean(values))
+    return shown
+
+
 class ConsoleLogger:
-    """One compact line per ``log`` call, for a person watching the run; the config as a one-line
-    summary (the run directory's config files hold all of it)."""
+    """One compact line per ``log`` call, for a person watching the run (a multi-agent row's
+    per-agent metrics summarised by ``console_view``); the config as a one-line summary (the run
+    directory's config files hold all of it); a table as a line per row."""
 
     # the fields a person checks first, named in the summary when the config has them
     KEY_FIELDS = ("env.id", "env.layout", "agent.algo", "agent.total_timesteps", "trajectories",
@@ -168,10 +208,21 @@ class ConsoleLogger:
 
     def log(self, metrics: dict[str, float], step: int) -> None:
         line = Text(f"step {step:>8}", style="bold")
-        for key, value in scalar_metrics(metrics).items():
+        for key, value in console_view(scalar_metrics(metrics)).items():
             line.append(f"  {key}=", style="dim")
             line.append(f"{value:.4g}" if isinstance(value, float) else str(value))
         self.console.print(line, soft_wrap=True)  # one line per call, even in a log file
+
+    def log_table(self, name: str, columns: Sequence[str], rows: Sequence[Sequence[Any]],
+                  step: int) -> None:
+        """``step       64  m3hf/feedback/phase_001  parser=llm  specs=agent 0: holding(...)``."""
+        for row in rows:
+            line = Text(f"step {step:>8}  ", style="bold")
+            line.append(name)
+            for column, value in zip(columns, row, strict=True):
+                line.append(f"  {column}=", style="dim")
+                line.append(f"{value:.4g}" if isinstance(value, float) else str(value))
+            self.console.print(line, soft_wrap=True, highlight=False)
 
     def log_config(self, config: dict[str, Any]) -> None:
         """``rlkit pref-rl  env.id=Hopper-v5  seed=0  (full config: runs/x/config.yaml)``."""

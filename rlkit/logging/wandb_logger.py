@@ -104,9 +104,17 @@ class WandbLogger:
         path = video_file(path_or_frames, self.run_dir / "media", name, step, fps)
         self.run.log({name: self._wandb.Video(str(path)), STEP_KEY: int(step)})
 
-    def log_artifact(self, name: str, kind: str, paths: Sequence[PathLike]) -> None:
-        """``paths`` (files, or folders kept with their name) as one artifact of type ``kind``; a
-        name is made of letters, digits, ``-``, ``_`` and ``.`` (others become ``_``)."""
+    def log_table(self, name: str, columns: Sequence[str], rows: Sequence[Sequence[Any]],
+                  step: int) -> None:
+        """A ``wandb.Table`` under ``name`` (its file: ``files/media/table/``)."""
+        table = self._wandb.Table(columns=list(columns), data=[list(row) for row in rows])
+        self.run.log({name: table, STEP_KEY: int(step)})
+
+    def log_artifact(self, name: str, kind: str, paths: Sequence[PathLike],
+                     aliases: Sequence[str] = ()) -> None:
+        """``paths`` (files, or folders kept with their name) as one artifact of type ``kind``, a
+        new version of it when the name was logged before, tagged with ``aliases``; a name is
+        made of letters, digits, ``-``, ``_`` and ``.`` (others become ``_``)."""
         artifact = self._wandb.Artifact(re.sub(r"[^A-Za-z0-9_.-]", "_", name), type=kind)
         for path in map(Path, paths):
             if path.is_dir():
@@ -115,7 +123,7 @@ class WandbLogger:
                 artifact.add_file(str(path))
             else:
                 raise InvalidDataError(f"artifact {name!r}: {str(path)!r} does not exist")
-        self.run.log_artifact(artifact)
+        self.run.log_artifact(artifact, aliases=["latest", *aliases])
 
     def close(self) -> None:
         self.run.finish()

@@ -8,7 +8,12 @@ return improved between the last two generations), and resumes training with the
 ``PoolShaper`` on the env reward. "Performance" (which decides "improved" and "best") is the mean
 ORIGINAL return over the generation's training episodes (``performance=train``) or over the
 evaluation games (``eval``); every generation is also evaluated on ``eval_games`` fresh games, and
-the best generation's policies are kept in ``checkpoints/best``.
+the best generation (``best_generation``) has its policies kept in ``checkpoints/best``.
+
+With a logger, each phase's texts, the specs parsed from them and who parsed them (``rule``,
+``llm``, ``fallback``: the LLM failed) are a table ``m3hf/feedback/phase_NNN`` (W&B; a line per
+text on the console), and each generation's checkpoint is a version of the W&B artifact
+``checkpoint-<run directory's name>``, tagged ``gen_NNN`` (and ``best``).
 
 The run directory is the run's memory. A phase's artefacts (checkpoint, pools, feedback, video)
 are written first and ``state.json`` last, atomically, so a run killed at any point restarts at
@@ -31,7 +36,7 @@ from envs.overcooked.parallel import OvercookedParallelEnv
 from envs.overcooked.vector import OvercookedVecEnv
 from envs.overcooked.video import record_episode
 from rlkit.errors import ConfigError, FileFormatError, InvalidDataError
-from rlkit.logging import Logger
+from rlkit.logging import Logger, log_artifacts, log_table
 from rlkit.logging.local import rewind_metrics
 from rlkit.m3hf.parser_llm import LLMParser, make_parser
 from rlkit.m3hf.parser_rule import RuleParser
@@ -60,6 +65,43 @@ STATE_FILE = "state.json"
 _STATE_FIELDS: dict[str, type | tuple[type, ...]] = {
     "config": dict, "completed": int, "history": list, "best": (dict, type(None)),
 }
+# config.performance -> the field of a generation's row that "best" and "improved" compare
+MEASURES = {"train": "train_original_return", "eval": "original_return"}
+MEASURE_TEXT = {
+    "train_original_return": "the mean original return of the generation's training episodes",
+    "original_return": "the mean original return of the generation's evaluation games",
+}
+FEEDBACK_COLUMNS = ("text", "quality", "parser", "decision", "specs")
+
+
+def best_generation(history: list[dict[str, Any]], performance: str) -> dict[str, Any]:
+    """The best generation of a run: the one whose ``performance`` measure is highest, that
+    measure being the mean ORIGINAL (environment) return, never the shaped one, of
+    ``train``: the generation's training episodes (``train_original_return``), or ``eval``: its
+    ``eval_games`` evaluation games (``original_return``). Ties go to the earliest generation;
+    one without a value (NaN: no training episode ended in it) is never best while another has
+    one. ``checkpoints/best`` holds its policies, and ``rollback=best`` starts from them.
+
+    Args:
+        history: the generations' rows, in order (``generations.jsonl``), at least one.
+        performance: ``config.performance``, ``"train"`` or ``"eval"``.
+
+    Returns:
+        ``{"generation", "measure" (the row field compared), "performance" (its value)}``.
+    """
+    measure = MEASURES[performance]
+    values = np.array([row[measure] for row in history], dtype=np.float64)
+    index = int(np.argmax(np.where(np.isnan(values), -np.inf, values)))
+    return {"generation": history[index]["generation"], "measure": measure,
+            "performance": float(values[index])}
+
+
+def best_line(best: dict[str, Any]) -> str:
+    """The best generation said in words: ``best: generation 1 by train_original_return (the mean
+    original return of the generation's training episodes) = -2.00``."""
+    measure = best["measure"]
+    return (f"best: generation {best['generation']} by {measure} ({MEASURE_TEXT[measure]}) "
+            f"= {best['performance']:.2f}")
 
 
 def make_source(config: M3HFConfig, phase: int) -> FeedbackSource | None:
@@ -137,6 +179,7 @@ class M3HFRun:
         else:
             trainer = load_checkpoint(self._checkpoint(state["completed"]), self.rows, self.logger)
             pools = _load_pools(self._pools(state["completed"]))
+            state["best"] = best_generation(state["history"], self.config.performance)
             # the killed generation's rows are logged again as it is trained again
             dropped = rewind_metrics(self.run_dir, after_step=state["history"][-1]["env_steps"])
             log.info("resuming %s after generation %d (%d metric rows after it dropped)",
@@ -144,7 +187,7 @@ class M3HFRun:
         for phase in range(state["completed"] + 1, self.config.phases + 1):
             trainer = self._rolled_back(trainer, state)
             feedback = self._ask(trainer, phase, state)
-            specs = self._parse(feedback, phase)
+            specs = self._parse(feedback, phase, trainer.num_timesteps)
             returns = [row["performance"] for row in state["history"]]
             improved = None if len(returns) < 2 else bool(returns[-1] > returns[-2])
             pools = pools.update(specs, improved)
@@ -157,8 +200,8 @@ class M3HFRun:
         best = state["best"]
         if self.config.rollback == "last" or best["generation"] == state["completed"]:
             return trainer
-        log.info("generation %d starts from generation %d's policy (the best so far)",
-                 state["completed"] + 1, best["generation"])
+        log.info("generation %d starts from generation %d's policy (the best so far by %s)",
+                 state["completed"] + 1, best["generation"], MEASURES[self.config.performance])
         rolled = load_checkpoint(self.run_dir / "checkpoints" / "best", self.rows, self.logger)
         rolled.num_timesteps = state["history"][-1]["env_steps"]
         return rolled
@@ -199,12 +242,14 @@ class M3HFRun:
         }
         save_checkpoint(trainer, self._checkpoint(generation))
         pools.save(self._pools(generation))
-        best = state["best"]
-        if best is None or row["performance"] > best["performance"]:
-            save_checkpoint(trainer, self.run_dir / "checkpoints" / "best")
-            state["best"] = {"generation": generation, "performance": row["performance"],
-                             "original_return": row["original_return"]}
         state["history"].append(row)
+        state["best"] = best_generation(state["history"], self.config.performance)
+        is_best = state["best"]["generation"] == generation
+        if is_best:
+            save_checkpoint(trainer, self.run_dir / "checkpoints" / "best")
+        log_artifacts(self.logger, {f"checkpoint-{self.run_dir.resolve().name}":
+                                    ("model", [self._checkpoint(generation)])},
+                      aliases=[f"gen_{generation:03d}", *(["best"] if is_best else [])])
         state["completed"] = generation
         with atomic_open(self.run_dir / "generations.jsonl", "w") as handle:
             handle.writelines(json.dumps(r) + "\n" for r in state["history"])
@@ -248,10 +293,10 @@ class M3HFRun:
             log.warning("phase %d: no feedback came; training goes on with the pools as they were", phase)
         return feedback
 
-    def _parse(self, feedback: list[Feedback], phase: int) -> list[RewardSpec]:
+    def _parse(self, feedback: list[Feedback], phase: int, step: int) -> list[RewardSpec]:
         """Every text through the parser; what each became (and, for the LLM parser, every attempt
-        and whether it fell back) is written to ``feedback/``."""
-        records, specs = [], []
+        and whether it fell back) is written to ``feedback/`` and logged as the phase's table."""
+        records, specs, rows = [], [], []
         recorded = getattr(self.parser, "parse_recorded", None)
         for item in feedback:
             record: dict[str, Any] = {"text": item.text, "quality": item.quality}
@@ -267,8 +312,11 @@ class M3HFRun:
                 parsed = self.parser.parse(item.text, self.scene)
             specs += parsed
             records.append(record | {"specs": [spec.model_dump(mode="json") for spec in parsed]})
+            rows.append([item.text, item.quality, record.get("parser", _parser_name(self.parser)),
+                         record.get("reason") or "-", "; ".join(spec.summary() for spec in parsed) or "-"])
             log.info("phase %d feedback %r (%s) -> %d spec(s)", phase, item.text, item.quality, len(parsed))
         atomic_write_json(self.run_dir / "feedback" / f"phase_{phase:03d}.json", records)
+        log_table(self.logger, f"m3hf/feedback/phase_{phase:03d}", FEEDBACK_COLUMNS, rows, step)
         return specs
 
     def _load_state(self) -> dict[str, Any] | None:
@@ -314,6 +362,11 @@ def _load_pools(path: Path) -> TeamPools:
         return TeamPools.load(path)
     except (OSError, UnicodeDecodeError, RecursionError) as error:  # e.g. a run written before checksums
         raise FileFormatError(f"{path}: not a readable pools file ({error})") from None
+
+
+def _parser_name(parser: FeedbackParser) -> str:
+    """``RuleParser`` -> ``rule``; a parser of another kind by its class name."""
+    return "rule" if isinstance(parser, RuleParser) else type(parser).__name__
 
 
 def _play(env: OvercookedParallelEnv, policy: Any) -> None:
