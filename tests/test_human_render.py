@@ -1,6 +1,7 @@
 """People see behaviour: simulator states recorded with each step, the queried segments rendered
 from them by a background worker, and the label API showing the plot until the video is written."""
 
+import json
 import os
 import threading
 from pathlib import Path
@@ -9,6 +10,7 @@ import gymnasium as gym
 import imageio.v2 as imageio
 import numpy as np
 import pytest
+from PIL import Image
 from stable_baselines3.common.env_util import make_vec_env
 
 from rlkit.data import SegmentPairs, Trajectory, TrajectoryRecorder, TrajectoryStore, collect_trajectories
@@ -17,7 +19,7 @@ from rlkit.errors import InvalidDataError, WrongTypeError
 from rlkit.human import HumanTeacher, HumanTeacherConfig, LabelStore
 from rlkit.human.app import create_app
 from rlkit.human.media import plot_name, shown_media
-from rlkit.human.render import MujocoRenderer, RenderQueue
+from rlkit.human.render import MujocoRenderer, ObservationRenderer, RenderQueue
 from rlkit.human.settings import ServeConfig
 from tests.test_human_app import client_for, login
 
@@ -177,13 +179,109 @@ def test_the_label_api_shows_plots_while_the_worker_renders_then_the_videos(tmp_
     assert (tmp_path / "media" / "seg-0-0-6.webm").stat().st_mtime_ns == written
 
 
-def test_pref_rl_renders_videos_for_mujoco_envs_and_plots_for_others():
+class Dot(gym.Env):
+    """A custom env: a dot at ``state`` on a line, drawn by rgb_array rendering when asked."""
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 10}
+
+    def __init__(self, render_mode: str | None = None, draws: bool = True) -> None:
+        self.observation_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+        self.action_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+        self.render_mode = render_mode
+        self.state = 0.0
+        if not draws:  # an env that cannot say which state an observation is: plots
+            self.metadata = {"render_modes": [], "render_fps": 10}
+
+    def state_from_observation(self, obs: np.ndarray) -> float:
+        return float(obs[0])
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.state = 0.0
+        return np.array([self.state], np.float32), {}
+
+    def step(self, action):
+        self.state = float(np.clip(self.state + 0.5 * action[0], -1, 1))
+        return np.array([self.state], np.float32), 0.0, False, False, {}
+
+    def render(self) -> np.ndarray:
+        frame = np.zeros((20, 40, 3), np.uint8)
+        frame[:, int(round((self.state + 1) * 19.5))] = 255
+        return frame
+
+
+gym.register("test_render/Dot-v0", entry_point=Dot)
+
+
+def pendulum_v1_steps(n_steps: int = 12) -> tuple[TrajectoryStore, np.ndarray]:
+    """Pendulum-v1 under random torques, one trajectory, and the frame it drew after each step."""
+    pytest.importorskip("pygame", reason="classic control draws with pygame (the human extra's)")
+    env = gym.make("Pendulum-v1", render_mode="rgb_array")
+    obs, _ = env.reset(seed=0)
+    env.action_space.seed(0)
+    observations, acts, frames = [obs], [], []
+    for _ in range(n_steps):
+        act = env.action_space.sample()
+        obs, *_ = env.step(act)
+        observations.append(obs)
+        acts.append(act)
+        frames.append(env.render())
+    env.close()
+    store = TrajectoryStore()
+    store.append(Trajectory(np.array(observations), np.array(acts), np.zeros(n_steps, np.float32)))
+    return store, np.array(frames)
+
+
+def test_a_pendulum_segment_is_drawn_from_its_observations_as_the_env_drew_it():
+    store, drawn = pendulum_v1_steps()
+    renderer = ObservationRenderer("Pendulum-v1", height=100)
+    rows = renderer.inputs(store, np.array([0, 3, 6]))
+    np.testing.assert_allclose(rows[:, 3], store[0].acts[3:9, 0])  # the torque, drawn as an arrow
+    frames = renderer(rows)
+    renderer.close()
+    assert frames.shape == (6, 100, 100, 3) and frames.dtype == np.uint8
+    def scaled(frame: np.ndarray) -> np.ndarray:
+        return np.asarray(Image.fromarray(frame).resize((100, 100), Image.Resampling.BILINEAR), dtype=int)
+
+    for step, frame in enumerate(frames, start=3):  # the env's own frame after that step, scaled
+        assert np.abs(frame - scaled(drawn[step])).mean() < 0.5
+        other = scaled(drawn[step - 3])
+        assert np.abs(frame - other).mean() > 2  # a different step looks different
+    assert renderer.observation_names == ("cos θ", "sin θ", "angular velocity θ̇")
+
+
+def test_pref_rl_renders_mujoco_and_drawable_envs_as_video_and_plots_the_others():
     from rlkit.factories.configs import EnvConfig
     from rlkit.runners.prefrl import segment_renderer
 
     renderer = segment_renderer(EnvConfig(id="InvertedPendulum-v5", n_envs=1))
     assert isinstance(renderer, MujocoRenderer) and renderer.env_id == "InvertedPendulum-v5"
-    assert segment_renderer(EnvConfig(id="Pendulum-v1", n_envs=1)) is None
+    pytest.importorskip("pygame", reason="classic control draws with pygame (the human extra's)")
+    pendulum = segment_renderer(EnvConfig(id="Pendulum-v1", n_envs=1))
+    assert isinstance(pendulum, ObservationRenderer) and pendulum.env_id == "Pendulum-v1"
+    dot = segment_renderer(EnvConfig(id="test_render/Dot-v0", n_envs=1))
+    assert isinstance(dot, ObservationRenderer) and dot.observation_names is None
+    frames = dot(np.array([[-1.0, 0.0], [1.0, 0.0]]))  # a custom env's own state_from_observation
+    assert frames.shape == (2, 128, 256, 3)
+    assert frames[0, :, :10].max() == 255 and frames[1, :, :10].max() == 0
+    assert segment_renderer(EnvConfig(id="test_render/Dot-v0", n_envs=1, kwargs={"draws": False})) is None
+    with pytest.raises(InvalidDataError, match="Dot-v0 cannot be drawn from its observations"):
+        ObservationRenderer("test_render/Dot-v0", draws=False)
+
+
+def test_people_see_a_pendulum_pair_as_video_and_its_stand_in_plot_names_its_lines(tmp_path):
+    store, _ = pendulum_v1_steps(20)
+    pairs = SegmentPairs(store, np.array([[0, 0, 8]]), np.array([[0, 10, 8]]))
+    teacher = HumanTeacher(LabelStore(tmp_path), HumanTeacherConfig(wait=False, fps=5),
+                           media_dir=tmp_path / "media", renderer=ObservationRenderer("Pendulum-v1"))
+    teacher.label(pairs)
+    assert teacher.renders.wait(60) and not teacher.renders.failed
+    frames = imageio.mimread(tmp_path / "media" / "seg-0-0-8.webm")
+    assert len(frames) == 8 and frames[0].shape == (128, 128, 3) and frames[0].std() > 5
+    legend = json.loads((tmp_path / "media" / "seg-0-10-8.plot.json").read_text())
+    assert legend["names"] == ["cos θ", "sin θ", "angular velocity θ̇"] and legend["steps"] == 8
+    assert legend["colours"][0] == "#1f77b4" and legend["low"][0] <= legend["high"][0]
+    teacher.renders.close()
 
 
 def test_pref_rl_with_people_on_a_mujoco_env_records_states_and_renders_the_queried_segments(tmp_path):

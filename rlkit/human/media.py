@@ -6,9 +6,12 @@ What a segment looks like, best first:
   ``rlkit.data.sim_state.RecordStates``) is rendered as the env sees it, by a background worker
   (``rlkit.human.render.RenderQueue``, ~42 ms a 64x64 frame here), into ``segment_name``;
 - image observations are the video (``segment_name``, written at once);
+- a segment of an env drawn from its observations (classic control such as Pendulum) is rendered
+  by the same worker from the segment's observations (``rlkit.human.render.ObservationRenderer``);
 - anything else is a plot of the segment's observations — every dimension a coloured line on the
-  store-wide range, revealed step by step behind a cursor — in ``plot_name``. The plot is also
-  what the page shows while a segment's video is still rendering (``shown_media``).
+  store-wide range, revealed step by step behind a cursor — in ``plot_name``, with a JSON beside
+  it (``legend_name``) that names each line and its range for the page's legend and axes. The plot
+  is also what the page shows while a segment's video is still rendering (``shown_media``).
 """
 
 from __future__ import annotations
@@ -17,14 +20,15 @@ import os
 import re
 import subprocess
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import imageio_ffmpeg
 import numpy as np
 
-from rlkit.data.segments import SegmentPairs, gather, segment_states
+from rlkit.data.segments import SegmentPairs, gather
 from rlkit.data.store import TrajectoryStore
 from rlkit.errors import StateError
+from rlkit.persistence.atomic import atomic_write_json
 
 if TYPE_CHECKING:
     from rlkit.human.render import RenderQueue
@@ -48,6 +52,22 @@ def segment_name(segment: np.ndarray) -> str:
 def plot_name(segment: np.ndarray) -> str:
     """The plot of the segment's observations (the fallback, and the picture while it renders)."""
     return segment_name(segment).removesuffix(".webm") + _PLOT_SUFFIX
+
+
+def legend_name(plot: str) -> str:
+    """The JSON beside a plot that names its lines and their ranges (the page draws the legend)."""
+    return plot.removesuffix(".webm") + ".json"
+
+
+def plot_legend(low: np.ndarray, high: np.ndarray, length: int,
+                names: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """What the page shows beside a plot: each line's name (``obs[i]`` unless the env names its
+    dimensions), colour and the range its height spans (the store's), and the steps on the x axis."""
+    dims = len(low)
+    labels = list(names) if names is not None and len(names) == dims else [f"obs[{i}]" for i in range(dims)]
+    colours = ["#" + bytes(_PALETTE[i % len(_PALETTE)]).hex() for i in range(dims)]
+    return {"names": labels, "colours": colours, "low": [float(x) for x in low],
+            "high": [float(x) for x in high], "steps": int(length)}
 
 
 def failed_mark(video: Path) -> Path:
@@ -137,8 +157,11 @@ def render_pairs(
         path = media / (segment_name(segment) if image else plot_name(segment))
         if not path.exists():
             write_webm(np.asarray(obs if image else plot_frames(obs, low, high), dtype=np.uint8), path, fps)
+        if not image and not (media / legend_name(path.name)).exists():
+            dims = None if renders is None else renders.renderer.observation_names
+            atomic_write_json(media / legend_name(path.name), plot_legend(low, high, len(obs), dims))
         names[tuple(segment)] = path.name
-        found = None if image or renders is None else segment_states(pairs.store, segment)
+        found = None if image or renders is None else renders.renderer.inputs(pairs.store, segment)
         if renders is not None and found is not None:
             video = media / segment_name(segment)
             if not video.exists():

@@ -15,7 +15,7 @@ from rlkit.errors import InvalidDataError
 from rlkit.factories.configs import EnvConfig, PrefRLConfig, PrefRLTeacherSettings
 from rlkit.feedback import OrdinalScale
 from rlkit.human.dashboard import with_dashboard
-from rlkit.human.render import MujocoRenderer
+from rlkit.human.render import MujocoRenderer, ObservationRenderer, StateRenderer, renders_from_observation
 from rlkit.human.store import LabelStore
 from rlkit.human.teacher import HumanTeacher
 from rlkit.logging import Logger, Track, attach_to_sb3, progress_of
@@ -49,30 +49,36 @@ def build_preference_rl(config: PrefRLConfig, logger: Logger | None = None,
     return loop
 
 
-def segment_renderer(env: EnvConfig) -> MujocoRenderer | None:
+def segment_renderer(env: EnvConfig) -> StateRenderer | None:
     """What renders the segments people label as real video: a ``MujocoRenderer`` for a MuJoCo
-    env (the loop then records its simulator states), None for others (they are shown as plots).
+    env (the loop then records its simulator states), an ``ObservationRenderer`` for an env drawn
+    from its observations (classic control such as Pendulum, or a custom env with
+    ``state_from_observation``), None for others (they are shown as plots).
 
     Args:
         env: the env section of the command's config.
 
     Returns:
-        The renderer, or None when the env has no MuJoCo state to render from.
+        The renderer, or None when the env cannot be rendered from what the loop keeps.
     """
     import gymnasium
 
     probe = gymnasium.make(env.id, **env.kwargs)
     try:
-        return MujocoRenderer(env.id, **env.kwargs) if has_mujoco_state(probe) else None
+        if has_mujoco_state(probe):
+            return MujocoRenderer(env.id, **env.kwargs)
+        if renders_from_observation(probe):
+            return ObservationRenderer(env.id, **env.kwargs)
+        return None
     finally:
         probe.close()
 
 
 def make_human_teacher(settings: PrefRLTeacherSettings, run_dir: str | Path | None,
-                       resuming: bool = False, renderer: MujocoRenderer | None = None
+                       resuming: bool = False, renderer: StateRenderer | None = None
                        ) -> HumanTeacher:
     """People at ``rlkit serve --run-dir run_dir``: queries in its label store, videos in its
-    media/ (rendered from simulator states by ``renderer`` when given, else plots)."""
+    media/ (rendered by ``renderer`` when given, else plots)."""
     if run_dir is None:
         raise InvalidDataError("teacher.kind=human needs a run directory: the one `rlkit serve --run-dir` "
                                "serves to annotators")
