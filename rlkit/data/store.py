@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from rlkit.data.frames import frames_of_stacks, stacked_view
+from rlkit.data.store_dtypes import check_dtypes, writable
 from rlkit.data.trajectory import Trajectory
 from rlkit.errors import ConfigError, FileFormatError, InvalidDataError
 from rlkit.persistence import tag
@@ -278,19 +279,18 @@ class TrajectoryStore:
             The store.
 
         Raises:
-            FileFormatError: when an array is missing, of the wrong kind or does not match the lengths.
+            FileFormatError: when an array is missing, of a dtype ``rlkit.data.store_dtypes`` does not
+                list, or does not match the lengths.
             InvalidDataError: when float arrays hold NaN or inf.
         """
         name, k = _observation_layout(arrays, origin)
         missing = {name, "acts", "rews", "lengths", "terminal"} - set(arrays)
         if missing:
             raise FileFormatError(f"{origin}: missing arrays {sorted(missing)}")
-        try:
-            lengths = np.asarray(arrays["lengths"], dtype=np.int64)
-            rews = np.asarray(arrays["rews"], dtype=np.float32)
-            terminal = np.asarray(arrays["terminal"], dtype=bool)
-        except (TypeError, ValueError) as error:
-            raise FileFormatError(f"{origin}: lengths, rews or terminal are not numbers ({error})") from None
+        check_dtypes(arrays, origin)
+        lengths = np.asarray(arrays["lengths"], dtype=np.int64)  # dtypes checked: nothing is lost
+        rews = np.asarray(arrays["rews"], dtype=np.float32)
+        terminal = np.asarray(arrays["terminal"], dtype=bool)
         if lengths.ndim != 1 or rews.ndim != 1 or terminal.ndim != 1 or np.ndim(arrays[name]) < (
                 1 if k == 1 else 2) or np.ndim(arrays["acts"]) < 1:
             raise FileFormatError(f"{origin}: lengths, rews and terminal must be 1-D, acts an array, "
@@ -310,8 +310,6 @@ class TrajectoryStore:
         store._acts = np.asarray(arrays["acts"])
         store._rews = rews
         for label, values in ((name, frames), ("acts", store._acts), ("rews", rews)):
-            if values.dtype.kind not in "biuf":
-                raise FileFormatError(f"{origin}: {label} holds {values.dtype}, not numbers")
             if np.issubdtype(values.dtype, np.floating) and not np.isfinite(values).all():
                 raise InvalidDataError(f"{origin}: {label} holds NaN or inf")
         store._set_frames(frames if k == 1 else np.ascontiguousarray(frames))
@@ -342,7 +340,7 @@ class TrajectoryStore:
         """
         path = Path(path).with_suffix(".npz")
         version = 1 if self.frame_stack == 1 else None  # only stacked frames need the newer format
-        save_npz(path, {"_header": npz_header(_KIND, version), **self.arrays(start, stop)})
+        save_npz(path, {"_header": npz_header(_KIND, version), **writable(self.arrays(start, stop), path)})
         return path
 
     @classmethod
@@ -361,6 +359,8 @@ class TrajectoryStore:
         """
         paths = list(paths)
         parts = [_read(path) for path in paths]
+        for part, path in zip(parts, paths, strict=True):  # each, before joining could cast them
+            check_dtypes(part, path)
         if not parts:
             raise InvalidDataError("no trajectory files to load")
         origin = " + ".join(str(path) for path in paths)

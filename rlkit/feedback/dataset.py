@@ -11,6 +11,7 @@ import numpy as np
 
 from rlkit.data.segments import SegmentPairs
 from rlkit.data.store import TrajectoryStore
+from rlkit.data.store_dtypes import writable
 from rlkit.errors import FileFormatError, InvalidDataError, InvalidLabelError
 from rlkit.feedback.scale import OrdinalScale
 from rlkit.persistence import read_header, tag, write_header
@@ -179,7 +180,7 @@ class PreferenceDataset:
     def save(self, path: str | os.PathLike[str]) -> tuple[Path, Path]:
         """Write ``<path>.npz`` (arrays, with the trajectories) and ``<path>.json`` (description)."""
         npz_path, json_path = _paths(path)
-        arrays = {f"traj__{key}": value for key, value in self.store.arrays().items()}
+        arrays = {f"traj__{key}": value for key, value in writable(self.store.arrays(), npz_path).items()}
         arrays |= {
             "left": self._left, "right": self._right, "labels": self.labels,
             "source": self._source, "annotator": self._annotator,

@@ -3,6 +3,8 @@
 - ``atomic``: atomic file writes and atomic folder writes (``atomic_dir``: stage beside, replace whole)
 - ``formats``: the table of every artefact kind (``FORMATS``: tag, version, checks) and the one way
   to write and read their headers (tag + version + SHA-256 of the payload files)
+- ``reading``: the one way an artefact is opened to be read: a regular file (never a pipe or a
+  device) within the size limit of its kind (``MAX_BYTES``)
 - ``arrays``: ``.npz`` files without pickle; ``rng``: RNG state as data; ``replay``: SB3 replay buffers
 - ``agents``: SB3 agents without unpickling (imported from its module: it loads SB3)
 """

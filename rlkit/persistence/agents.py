@@ -6,12 +6,13 @@ holds. ``save_agent`` writes the zip plus ``<name>.json`` with those fields as p
 ``load_agent`` hands them to SB3 as ``custom_objects``, so SB3 unpickles nothing (its tensors
 are read with ``weights_only``). A zip holding any other pickled field is refused. The zip stays
 a normal SB3 file: ``PPO.load`` still opens it. The ``.json`` (format ``rlkit.sb3-agent``) holds
-the zip's SHA-256 and its own, so a damaged file is refused by name (files from before the
-checksums are read as before: the zip's CRC-32s still guard them).
+the zip's SHA-256 and its own, so a damaged file is refused by name, and so is one without them.
+The zip is read once, from a regular file within ``MAX_BYTES["zip"]``, and SB3 loads those bytes.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import zipfile
@@ -25,6 +26,7 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from rlkit.errors import FileFormatError, InvalidDataError
 from rlkit.persistence.formats import read_header, tag, verify_checksums, write_header
+from rlkit.persistence.reading import read_regular
 
 KIND = "rlkit.sb3-agent"
 FORMAT = tag(KIND)
@@ -88,14 +90,15 @@ def load_agent(
                 and freq[1] in ("step", "episode")):
             raise FileFormatError(f"{json_path}: train_freq is {freq!r}, expected [n, 'step' or 'episode']")
         given["train_freq"] = tuple(freq)
-    pickled = _pickled_fields(zip_path)
+    raw = _read_zip(zip_path)
+    pickled = _pickled_fields(raw, zip_path)
     unknown = sorted(pickled - set(given))
     if unknown:
         raise FileFormatError(f"{zip_path}: holds pickled {unknown}; rlkit loads no pickled code")
     verify_checksums(json_path, plain)  # after the pickle check, which names what SB3's own save adds
     extra: dict[str, Any] = {"buffer_size": 1} if env is None and "train_freq" in plain else {}
     try:
-        return algo.load(zip_path, env=env, device=device,
+        return algo.load(io.BytesIO(raw), env=env, device=device,
                          custom_objects={key: given[key] for key in pickled}, **extra)
     except Exception as error:  # zipfile, torch and SB3 each raise their own kinds
         raise FileFormatError(f"{zip_path}: cannot be loaded ({error})") from None
@@ -131,9 +134,18 @@ def _constant(schedule: Any, name: str) -> float:
     return first
 
 
-def _pickled_fields(zip_path: Path) -> set[str]:
+def _read_zip(zip_path: Path) -> bytes:
     try:
-        with zipfile.ZipFile(zip_path) as archive:
+        return read_regular(zip_path, "zip")
+    except FileNotFoundError:
+        raise FileFormatError(f"{zip_path}: no such file") from None
+    except OSError as error:
+        raise FileFormatError(f"{zip_path}: cannot be read ({error})") from None
+
+
+def _pickled_fields(raw: bytes, zip_path: Path) -> set[str]:
+    try:
+        with zipfile.ZipFile(io.BytesIO(raw)) as archive:
             data = json.loads(archive.read("data"))
     except (OSError, KeyError, ValueError, zipfile.BadZipFile) as error:
         raise FileFormatError(f"{zip_path}: not an SB3 agent file ({error})") from None

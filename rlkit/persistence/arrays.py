@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import io
 import os
-from pathlib import Path
 
 import numpy as np
 
 from rlkit.errors import FileFormatError
 from rlkit.persistence.atomic import atomic_write_bytes
+from rlkit.persistence.reading import read_regular
 
 
 def save_npz(path: str | os.PathLike[str], arrays: dict[str, np.ndarray], compressed: bool = False) -> None:
@@ -20,9 +20,10 @@ def save_npz(path: str | os.PathLike[str], arrays: dict[str, np.ndarray], compre
 
 
 def load_npz(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
-    """Read every array of an ``.npz`` without pickle, turning any damage into a FileFormatError."""
+    """Read every array of an ``.npz`` without pickle (from a regular file within
+    ``MAX_BYTES["npz"]``), turning any damage into a FileFormatError."""
     try:
-        raw = Path(path).read_bytes()
+        raw = read_regular(path, "npz")
         if not raw.startswith((b"PK\x03\x04", b"PK\x05\x06")):  # numpy would talk of pickles
             kind = "JSON or text" if raw.lstrip()[:1] in (b"{", b"[") else "not a zip archive"
             raise FileFormatError(f"{path}: not an .npz file ({kind}; an .npz is a zip archive of "

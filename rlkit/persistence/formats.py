@@ -5,10 +5,12 @@ A header is a JSON object naming its format (``"format": "<kind>/<version>"``), 
 own fields (``"header_sha256"``: a flipped digit in the header is caught too) and, for the kinds
 whose payload has no check of its own (torch files), the SHA-256 of each payload file it covers
 (``"sha256": {"relative/path": hex}``), written last so its presence marks a complete artefact.
-Files written before the digest (an older version, or a v1 kind's file from an older rlkit) are
-read as before.
-Reading checks, in order: readable JSON, an object, the kind, a version this rlkit reads (a newer
-one is refused by name), the fields' types, and the checksums. Every defect is a
+A header of a kind's current version without its digest (or, for a ``checksummed`` kind, without
+its payload checksums) is refused: stripping the digest must not make an edit pass. Files of an
+older version (``Format.older``), written before the digest, are read as before.
+Reading checks, in order: a regular file within its size limit (``rlkit.persistence.reading``),
+readable JSON, an object, the kind, a version this rlkit reads (a newer one is refused by name), the
+checksum fields present, the fields' types, and the checksums. Every defect is a
 ``FileFormatError`` naming the file and what is wrong, never a raw traceback.
 """
 
@@ -24,6 +26,7 @@ from typing import Any
 
 from rlkit.errors import FileFormatError
 from rlkit.persistence.atomic import _json_default, atomic_write_json
+from rlkit.persistence.reading import read_regular, sha256_regular
 
 CHECKSUMS = "sha256"  # the header field that maps covered files to their SHA-256
 SELF_CHECKSUM = "header_sha256"  # the SHA-256 of the header's other fields (canonical JSON)
@@ -34,7 +37,8 @@ class Format:
     """One kind of artefact: its tag, where its header lives, what it covers and how it is checked.
 
     ``older`` are earlier versions still read (their files carry no checksums; they are read as
-    before). ``checksummed``: the current version's header must list its payload's SHA-256."""
+    before). Every current version's header must carry its own digest; ``checksummed``: it must
+    also list its payload's SHA-256."""
 
     kind: str
     version: int
@@ -150,11 +154,8 @@ def check_tag(found: Any, kind: str, where: str | os.PathLike[str]) -> int:
 
 
 def sha256_file(path: str | os.PathLike[str]) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    """The hex SHA-256 of a regular file (``rlkit.persistence.reading``: a pipe or device is refused)."""
+    return sha256_regular(path)
 
 
 def weights_sha256(module: Any) -> str:
@@ -226,7 +227,9 @@ def read_json(path: str | os.PathLike[str]) -> Any:
         FileFormatError: when the file is missing, unreadable or not JSON.
     """
     try:
-        return json.loads(Path(path).read_bytes())
+        return json.loads(read_regular(path, "json"))
+    except FileFormatError:  # not a regular file, or over its size limit: already named
+        raise
     except FileNotFoundError:
         raise FileFormatError(f"{path}: not readable: no such file") from None
     except (OSError, ValueError, RecursionError) as error:  # ValueError covers Unicode and JSON errors
@@ -249,7 +252,9 @@ def read_json_lines(path: str | os.PathLike[str], torn_tail: bool = False) -> li
         FileFormatError: as above.
     """
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        lines = read_regular(path, "jsonl").decode("utf-8").splitlines()
+    except FileFormatError:
+        raise
     except FileNotFoundError:
         raise FileFormatError(f"{path}: not readable: no such file") from None
     except (OSError, ValueError) as error:
@@ -289,12 +294,14 @@ def read_header(path: str | os.PathLike[str], kind: str,
     if not isinstance(header, dict):
         raise FileFormatError(f"{path}: a JSON {type(header).__name__}, expected an object of format "
                               f"{tag(kind)!r}")
-    version = check_tag(header.get("format"), kind, path)
-    if FORMATS[kind].checksummed and version == FORMATS[kind].version:
-        for name in (CHECKSUMS, SELF_CHECKSUM):
+    spec = FORMATS[kind]
+    if check_tag(header.get("format"), kind, path) == spec.version:
+        for name in (CHECKSUMS, SELF_CHECKSUM) if spec.checksummed else (SELF_CHECKSUM,):
             if name not in header:
-                raise FileFormatError(f"{path}: missing field {name!r} (checksums)")
-        _check_digest(path, header)
+                raise FileFormatError(f"{path}: missing field {name!r} (checksums): a {spec.tag} file "
+                                      "carries its checksums")
+        if spec.checksummed:
+            _check_digest(path, header)
     for name, types in (fields or {}).items():
         if name not in header:
             raise FileFormatError(f"{path}: missing field {name!r}")

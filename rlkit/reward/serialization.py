@@ -16,6 +16,7 @@ from gymnasium import spaces
 from rlkit.errors import FileFormatError, IncompatibleModelError, InvalidDataError
 from rlkit.persistence import atomic_write_bytes, read_header, tag, write_header
 from rlkit.persistence.formats import verify_checksums
+from rlkit.persistence.reading import read_regular
 from rlkit.reward.ensemble import RewardEnsemble
 from rlkit.reward.nets import (
     RewardNet,
@@ -152,7 +153,7 @@ def _action_kind(n_actions: int | None) -> str:
 
 def _read_bytes(path: Path) -> bytes:
     try:
-        return path.read_bytes()
+        return read_regular(path, "safetensors")
     except FileNotFoundError:
         raise FileFormatError(f"{path}: no such file") from None
     except OSError as error:
