@@ -4,6 +4,9 @@ Feedback text (typed by a person, written by an LLM) is turned into data, never 
 ``RewardSpec`` names one template of the closed catalogue in ``TEMPLATE_PARAMS``, the agents it
 concerns (indices, or ``"all"``) and the template's parameters, each with bounds that pydantic
 enforces with a message naming the field (``params.radius``, ``agents``...). Nothing is evaluated.
+Numbers are read strictly, wherever a spec comes from (the LLM's answer, the web page's JSON, a
+saved pool): an agent index or an integer parameter is a JSON integer, never ``true``, ``"2"`` or
+``1.0``; a real parameter is a JSON number, never a boolean or a string.
 
 ``Scene`` is the environment describing itself to templates and parsers: agents (names, colours),
 entities by name in the order of the env's ``features()`` arrays, action names, grid size. Names in
@@ -38,10 +41,12 @@ SimpleTemplate = Literal[
 TemplateName = Literal[SimpleTemplate, "composite"]
 Status = Literal["chopped", "on_plate", "held", "has_food"]
 Value = Annotated[float, Field(ge=-10.0, le=10.0, description="reward per step while it holds")]
+#: An agent's index: an integer (a bool, a string or a float is refused, not converted).
+AgentIndex = Annotated[int, Field(ge=0, le=7, strict=True)]
 
 
 class _Params(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)  # numbers as numbers
     READS: ClassVar[tuple[str, ...]] = ()  # the features() arrays the template reads
 
     def reads(self) -> frozenset[str]:
@@ -145,7 +150,7 @@ class CompositePart(BaseModel):
 
     template: SimpleTemplate
     params: Any = Field(None, validate_default=True)
-    weight: float = Field(1.0, ge=0.0, le=10.0)
+    weight: float = Field(1.0, ge=0.0, le=10.0, strict=True)
 
     @field_validator("params", mode="before")
     @classmethod
@@ -156,7 +161,7 @@ class CompositePart(BaseModel):
 class CompositeParams(_Params):
     """sum_k weight_k * part_k: several simple terms as one function in the pool."""
 
-    parts: tuple[CompositePart, ...] = Field(min_length=2, max_length=4)
+    parts: tuple[CompositePart, ...] = Field(min_length=2, max_length=4, strict=False)  # a JSON list
 
     def names(self) -> dict[str, tuple[str, str]]:
         return {
@@ -212,7 +217,7 @@ class RewardSpec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     template: TemplateName
-    agents: Literal["all"] | tuple[Annotated[int, Field(ge=0, le=7)], ...] = Field(
+    agents: Literal["all"] | tuple[AgentIndex, ...] = Field(
         description="agent indices the feedback concerns, or 'all' for the team"
     )
     params: TemplateParams = Field(None, validate_default=True)
