@@ -46,6 +46,7 @@ from rlkit.factories.configs import AgentConfig, PrefRLConfig
 from rlkit.feedback import OrdinalScale, PreferenceDataset, SimulatedTeacher, TeacherConfig
 from rlkit.feedback.answers import AnnotatedTeacher, Answers
 from rlkit.logging import Logger
+from rlkit.logging.segments import log_segment_pair
 from rlkit.prefrl import resume as prefrl_resume
 from rlkit.prefrl.query import make_selector
 from rlkit.prefrl.unsupervised import StateEntropyReward, reset_critic
@@ -256,6 +257,10 @@ class PreferenceRL:
         if self.logger is not None:
             self.logger.log({f"prefrl/{k}": float(v) for k, v in vars(record).items()},
                             step=record.timestep)
+            if len(chosen) and self.run_dir is not None:  # the round's first pair, to look at
+                left, right = chosen.subset(np.arange(1)).gather()
+                log_segment_pair(self.logger, "prefrl/query", left.obs[0], right.obs[0], record.timestep,
+                                 self.run_dir / "media", label=float(labels[0]))
         return record
 
     def _append_by_person(self, pairs: SegmentPairs, answers: Answers, meta: dict[str, Any]) -> None:
