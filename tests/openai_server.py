@@ -10,14 +10,23 @@ A hostile server is scripted the same way: ``reply(text)`` carries any answer te
 ``NaN``, lone surrogates, megabytes), ``raw(body)`` any HTTP body in place of the chat completion
 (a broken or deeply nested envelope, bytes that are not UTF-8); ``hostile_replies(rng, n)`` draws
 a seeded mix of both with some valid answers among them.
+
+Hostile HTTP is scripted too, each a ``Reply`` that writes its own bytes to the socket:
+``trickle(interval_s)`` sends a valid completion one byte at a time (headers too, or only the
+body), ``chunked(n_bytes)`` a chunked body of ``n_bytes`` (``None``: one that never ends),
+``gzipped(content, pad_bytes)`` a completion gzipped, padded to any decoded size from a small body
+(a gzip bomb), ``redirect(code, location)`` a redirect. ``server.bytes_sent`` counts what the
+hostile replies managed to write before the client hung up.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 import time
-from collections.abc import Sequence
+import zlib
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -34,6 +43,7 @@ class Reply:
     status: int = 200
     delay_s: float = 0.0
     body: bytes | None = None  # sent as it is, in place of a chat completion
+    send: Callable[[Any], None] | None = None  # writes the whole HTTP response itself (``Handler``)
 
 
 def raw(body: bytes | str, code: int = 200) -> Reply:
@@ -62,6 +72,8 @@ class ScriptedChatServer:
             raise ValueError("script must hold at least one reply")
         self.script = list(script)
         self.requests: list[dict[str, Any]] = []
+        self.bytes_sent = 0  # by ``Reply.send`` writers, up to the client hanging up
+        self.hits: list[tuple[str, str]] = []  # (method, path) of every request, on any route
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._httpd.daemon_threads = True
@@ -95,7 +107,12 @@ class ScriptedChatServer:
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
                 """Quiet: the test output is the log under test."""
 
+            def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+                server.hits.append(("GET", self.path))
+                self._send(404, {"error": {"message": f"no route GET {self.path}"}})
+
             def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+                server.hits.append(("POST", self.path))
                 if self.path.rstrip("/") != "/v1/chat/completions":
                     self._send(404, {"error": {"message": f"no route {self.path}"}})
                     return
@@ -103,6 +120,13 @@ class ScriptedChatServer:
                 answer = server._next(body)
                 if answer.delay_s:
                     time.sleep(answer.delay_s)
+                if answer.send is not None:
+                    try:
+                        answer.send(self)
+                    except (BrokenPipeError, ConnectionResetError):
+                        pass  # the client cut the reply off: what a hostile reply is for
+                    self.close_connection = True
+                    return
                 if answer.body is not None:
                     self._send_bytes(answer.status, answer.body)
                     return
@@ -115,6 +139,13 @@ class ScriptedChatServer:
                     self._send(answer.status, {"error": error})
                     return
                 self._send(200, _completion(body.get("model", "test-model"), answer.content))
+
+            def write(self, data: bytes) -> None:
+                """Write to the client now, counted in ``server.bytes_sent``."""
+                self.wfile.write(data)
+                self.wfile.flush()
+                with server._lock:
+                    server.bytes_sent += len(data)
 
             def _send(self, code: int, payload: dict[str, Any]) -> None:
                 self._send_bytes(code, json.dumps(payload).encode())
@@ -143,6 +174,80 @@ def _completion(model: str, content: str) -> dict[str, Any]:
         ],
         "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
     }
+
+
+# --- hostile HTTP ---------------------------------------------------------------------------------
+
+
+def _head(code: int, headers: dict[str, str]) -> bytes:
+    lines = [f"HTTP/1.1 {code} Scripted", "Content-Type: application/json", "Connection: close"]
+    lines += [f"{key}: {value}" for key, value in headers.items()]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+
+def trickle(interval_s: float, content: str = '{"specs": []}', headers_too: bool = True) -> Reply:
+    """A valid completion sent one byte every ``interval_s`` (the headers at once if not ``headers_too``)."""
+    body = json.dumps(_completion("m", content)).encode()
+    head = _head(200, {"Content-Length": str(len(body))})
+
+    data, start = head + body, 0 if headers_too else len(head)
+
+    def send(handler: Any) -> None:
+        handler.write(data[:start])
+        for k in range(start, len(data)):
+            handler.write(data[k : k + 1])
+            time.sleep(interval_s)
+
+    return Reply(send=send)
+
+
+def chunked(n_bytes: int | None, chunk_bytes: int = 65_536) -> Reply:
+    """A chunked body of ``n_bytes`` spaces (``None``: it never ends), as fast as the client reads."""
+    chunk = b" " * chunk_bytes
+    frame = f"{chunk_bytes:x}\r\n".encode() + chunk + b"\r\n"
+
+    def send(handler: Any) -> None:
+        handler.write(_head(200, {"Transfer-Encoding": "chunked"}))
+        sent = 0
+        while n_bytes is None or sent < n_bytes:
+            handler.write(frame)
+            sent += chunk_bytes
+        handler.write(b"0\r\n\r\n")
+
+    return Reply(send=send)
+
+
+@functools.cache
+def _gzip(content: str, pad_bytes: int) -> bytes:
+    """A completion with ``pad_bytes`` spaces before its last brace, gzipped in 1 MB steps."""
+    text = json.dumps(_completion("m", content)).encode()
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)
+    parts = [packer.compress(text[:-1])]
+    block = b" " * 1_000_000
+    for start in range(0, pad_bytes, len(block)):
+        parts.append(packer.compress(block[: pad_bytes - start]))
+    parts += [packer.compress(text[-1:]), packer.flush()]
+    return b"".join(parts)
+
+
+def gzipped(content: str = '{"specs": []}', pad_bytes: int = 0) -> Reply:
+    """A completion sent with ``Content-Encoding: gzip``; ``pad_bytes`` of whitespace make a gzip
+    bomb (200 MB of it is about 200 kB sent)."""
+    body = _gzip(content, pad_bytes)
+
+    def send(handler: Any) -> None:
+        handler.write(_head(200, {"Content-Encoding": "gzip", "Content-Length": str(len(body))}) + body)
+
+    return Reply(send=send)
+
+
+def redirect(code: int, location: str) -> Reply:
+    """A redirect (302, 307, 308...) to ``location``."""
+
+    def send(handler: Any) -> None:
+        handler.write(_head(code, {"Location": location, "Content-Length": "0"}))
+
+    return Reply(send=send)
 
 
 # --- hostile answers -----------------------------------------------------------------------------

@@ -1,10 +1,15 @@
 """LLMParser against a hostile OpenAI-compatible server: whatever it answers, ``parse`` ends in valid specs.
 
 1,000 seeded parses (``tests.openai_server.hostile_replies``: deep nesting up to 50,000 levels,
-NaN / Infinity / 1e400, lone surrogates in text, keys and raw content, answers up to 3 MB, wrong
-shapes, garbage, and bodies that are not chat completions at all). Each parse must return a list of
-specs that validate again against the scene and encode as UTF-8 JSON, and every refused answer
-must be in the decision record. Before the fix, a tenth of them ended in RecursionError.
+NaN / Infinity / 1e400, lone surrogates in text, keys and raw content, answers up to 3 MB (past
+the response byte cap), wrong shapes, garbage, and bodies that are not chat completions at all).
+Each parse must return a list of specs that validate again against the scene and encode as UTF-8
+JSON, and every refused answer must be in the decision record. Before the fix, a tenth of them
+ended in RecursionError.
+
+Then hostile HTTP (``hostile_http``: trickled replies, endless and oversized chunked bodies, gzip
+bombs, redirects within and off the origin): each parse ends within its deadline, and nothing
+reaches another port.
 """
 
 from __future__ import annotations
@@ -20,7 +25,17 @@ import envs.overcooked as oc
 from rlkit.m3hf import RewardSpec, Scene
 from rlkit.m3hf.parser_llm import MAX_DEPTH, LLMConfig, LLMParser
 from rlkit.m3hf.specs import validate_specs
-from tests.openai_server import ScriptedChatServer, hostile_replies, raw, reply
+from tests.openai_server import (
+    Reply,
+    ScriptedChatServer,
+    chunked,
+    gzipped,
+    hostile_replies,
+    raw,
+    redirect,
+    reply,
+    trickle,
+)
 
 N_PARSES = 1_000
 TEXTS = [
@@ -151,3 +166,45 @@ def test_importing_the_parser_does_not_load_the_openai_sdk() -> None:
     code = "import sys, rlkit.m3hf.parser_llm, rlkit.m3hf.run_config; print('openai' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+VALID = json.dumps({"specs": [{"template": "success", "agents": "all", "params": {}}]})
+
+
+def hostile_http(rng: np.random.Generator, n: int, elsewhere: str) -> list[Reply]:
+    """``n`` seeded hostile HTTP replies, valid answers among them (some gzipped, some redirected)."""
+    makers = [
+        lambda: reply(VALID),
+        lambda: trickle(0.05, VALID, headers_too=bool(rng.integers(2))),
+        lambda: chunked(None),
+        lambda: chunked(int(rng.integers(1_000_001, 3_000_000))),
+        lambda: gzipped(VALID, pad_bytes=int(rng.choice([0, 500_000, 5_000_000]))),
+        lambda: redirect(int(rng.choice([302, 307, 308])), f"{elsewhere}/chat/completions"),
+        lambda: redirect(307, "/v1/chat/completions"),
+        lambda: raw(b" " * 2_000_000),
+    ]
+    return [makers[int(rng.integers(len(makers)))]() for _ in range(n)]
+
+
+@pytest.mark.server
+def test_hostile_http_never_holds_a_parse_past_its_deadline_nor_leaves_the_origin(scene: Scene) -> None:
+    deadline_s, slack_s, n_parses = 0.6, 0.5, 60
+    rng = np.random.default_rng(36)
+    details: list[str] = []
+    slowest = 0.0
+    logging.getLogger("rlkit.m3hf").setLevel(logging.ERROR)
+    try:
+        with ScriptedChatServer([reply(VALID)]) as elsewhere:
+            with ScriptedChatServer(hostile_http(rng, 3 * n_parses, elsewhere.base_url)) as server:
+                parser = parser_for(server, timeout_s=0.3, deadline_s=deadline_s, api_retries=1)
+                for _ in range(n_parses):
+                    start = time.monotonic()
+                    specs = parser.parse("deliver", scene)
+                    slowest = max(slowest, time.monotonic() - start)
+                    assert_valid(specs, scene)
+                    details += [a.detail.split(":")[0] for a in parser.decisions[-1].attempts]
+    finally:
+        logging.getLogger("rlkit.m3hf").setLevel(logging.NOTSET)
+    assert slowest <= deadline_s + slack_s, slowest
+    assert elsewhere.hits == []
+    assert {"DeadlineExceeded", "ResponseTooLarge", "OffOriginRequest", "1 spec(s)"} <= set(details), details

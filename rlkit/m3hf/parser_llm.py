@@ -5,7 +5,12 @@ spec schema and the env's scene. What can go wrong, and what happens:
 
 - API error (timeout, connection, HTTP 429 / 5xx): retried ``api_retries`` times with exponential
   backoff (``backoff_s * backoff_factor ** k``), then the ``fallback`` parser (``RuleParser``);
-- any other HTTP error (400, 401, 404): no retry, fallback;
+- any other HTTP error (400, 401, 404), a redirect off the ``base_url``'s origin (refused before
+  anything is sent there): no retry, fallback;
+- time: each request is cut off ``timeout_s`` after it starts, however slowly the server trickles,
+  and the whole parse (every retry, backoff and repair) ``deadline_s`` after it starts, then
+  fallback; a response body past ``llm_http.MAX_RESPONSE_BYTES``, as sent or as decoded (a gzip
+  bomb), is cut off and not retried, fallback (``rlkit.m3hf.llm_http`` holds the HTTP client);
 - invalid JSON or a schema / bounds / name violation: ``repair_retries`` (default 1) follow-up
   requests carrying the validation error, then fallback;
 - hostile answers are invalid JSON before they reach ``json``: longer than ``MAX_ANSWER_CHARS``,
@@ -42,12 +47,14 @@ from rlkit.m3hf.prompt import ParsedFeedback, build_messages, repair_message, re
 from rlkit.m3hf.specs import FeedbackParser, RewardSpec, Scene
 
 if TYPE_CHECKING:
-    import openai
     from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
     from openai.types.chat.completion_create_params import ResponseFormat
     from openai.types.shared_params.response_format_json_schema import JSONSchema
 
 log = logging.getLogger(__name__)
+
+#: Where the SDK sends requests when neither ``base_url`` nor ``OPENAI_BASE_URL`` says.
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 #: The longest model answer read as JSON; the nesting a ``{"specs": [...]}`` answer may have.
 MAX_ANSWER_CHARS = 64_000
@@ -55,12 +62,14 @@ MAX_DEPTH = 16
 _ECHO_CHARS = 4_000  # of an invalid answer, sent back in the repair request
 
 
-def _retryable() -> tuple[type[openai.APIError], ...]:
-    """The API errors worth another try (timeouts are connection errors); imported on first use,
-    so ``rlkit m3hf --help`` does not load the SDK."""
+def _retryable() -> tuple[type[Exception], ...]:
+    """The errors worth another try (timeouts are connection errors; a request cut off at
+    ``timeout_s``); imported on first use, so ``rlkit m3hf --help`` does not load the SDK."""
     import openai
 
-    return (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError)
+    from rlkit.m3hf.llm_http import DeadlineExceeded
+
+    return (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError, DeadlineExceeded)
 
 
 class LLMConfig(StrictModel):
@@ -75,7 +84,10 @@ class LLMConfig(StrictModel):
     model: str = "gpt-4o-mini"
     base_url: str | None = None
     api_key: SecretStr | None = Field(None, exclude=True, repr=False)
-    timeout_s: float = Field(30.0, gt=0.0)
+    timeout_s: float = Field(30.0, gt=0.0, description="the most one request may take, connect to last byte")
+    deadline_s: float = Field(
+        120.0, gt=0.0, description="the most one parse may take, every retry, backoff and repair included"
+    )
     api_retries: int = Field(2, ge=0, le=10)
     backoff_s: float = Field(1.0, ge=0.0)
     backoff_factor: float = Field(2.0, ge=1.0)
@@ -110,11 +122,13 @@ class ParseDecision:
     specs: list[RewardSpec] = field(default_factory=list)
 
     def to_json(self) -> dict[str, object]:
+        """The record as JSON data that encodes as UTF-8: lone surrogates (a JSON escape such as
+        ``"\\ud800"`` in the text) are replaced by ``?``, as in what was sent to the model."""
         return {
-            "text": self.text,
+            "text": clean_text(self.text),
             "parser": self.parser,
-            "reason": self.reason,
-            "attempts": [{"outcome": a.outcome, "detail": a.detail} for a in self.attempts],
+            "reason": clean_text(self.reason),
+            "attempts": [{"outcome": a.outcome, "detail": clean_text(a.detail)} for a in self.attempts],
             "specs": [spec.model_dump(mode="json") for spec in self.specs],
         }
 
@@ -138,11 +152,15 @@ class LLMParser:
         self._sleep = sleep
         import openai
 
+        from rlkit.m3hf.llm_http import guarded_client
+
+        base_url = self.config.base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
         self._client = openai.OpenAI(
-            base_url=self.config.base_url,
+            base_url=base_url,
             api_key=self.config.resolved_api_key() or "no-key-local-server",
             timeout=self.config.timeout_s,
             max_retries=0,  # retries are ours, so each one is logged and recorded
+            http_client=guarded_client(base_url, self.config.timeout_s),
         )
 
     def parse(self, text: str, scene: Scene) -> list[RewardSpec]:
@@ -152,10 +170,11 @@ class LLMParser:
         """Parse, and return the full record of how (also appended to ``self.decisions``)."""
         decision = ParseDecision(text=text)
         self.decisions.append(decision)
+        deadline = time.monotonic() + self.config.deadline_s
         messages = build_messages(clean_text(text), scene)
         for repair in range(self.config.repair_retries + 1):
             try:
-                content = self._complete(messages, decision)
+                content = self._complete(messages, decision, deadline)
             except _GiveUp as error:
                 return self._fall_back(decision, scene, f"API failed: {error}")
             try:
@@ -175,24 +194,31 @@ class LLMParser:
             return decision
         return self._fall_back(decision, scene, "output still invalid after repair")
 
-    def _complete(self, messages: list[ChatCompletionMessageParam], decision: ParseDecision) -> str:
-        """One model answer, with API errors retried under backoff; ``_GiveUp`` when out of tries."""
-        import openai
-
+    def _complete(
+        self, messages: list[ChatCompletionMessageParam], decision: ParseDecision, deadline: float
+    ) -> str:
+        """One model answer, with API errors retried under backoff; ``_GiveUp`` when out of tries
+        or past the parse's ``deadline`` (``time.monotonic()``)."""
         config = self.config
         for attempt in range(config.api_retries + 1):
+            if time.monotonic() >= deadline:
+                detail = f"DeadlineExceeded: the parse passed its deadline (deadline_s={config.deadline_s:g})"
+                decision.attempts.append(Attempt("api_error", detail))
+                log.warning("LLM parse out of time, giving up: %s", detail)
+                raise _GiveUp(detail)
             try:
-                content = _content(self._create(messages))
+                content = _content(self._create(messages, deadline))
             except Exception as error:  # noqa: BLE001 - whatever the server sends ends in a fallback
                 detail = clean_text(f"{type(error).__name__}: {_short(error)}")
                 decision.attempts.append(Attempt("api_error", detail))
-                retryable = isinstance(error, openai.APIError) and isinstance(error, _retryable())
+                retryable = isinstance(error, _retryable())
                 if not retryable or attempt == config.api_retries:
                     log.warning(
                         "LLM request failed (%s), giving up: %s", "final" if retryable else "fatal", detail
                     )
                     raise _GiveUp(detail) from error
-                delay = config.backoff_s * config.backoff_factor**attempt
+                left = max(deadline - time.monotonic(), 0.0)
+                delay = min(config.backoff_s * config.backoff_factor**attempt, left)
                 log.warning("LLM request failed (try %d), retrying in %.3g s: %s", attempt + 1, delay, detail)
                 self._sleep(delay)
                 continue
@@ -203,13 +229,20 @@ class LLMParser:
             return content
         raise AssertionError("unreachable: the loop returns or raises")
 
-    def _create(self, messages: list[ChatCompletionMessageParam]) -> ChatCompletion:
+    def _create(self, messages: list[ChatCompletionMessageParam], deadline: float) -> ChatCompletion:
+        """One request, cut off at ``timeout_s`` or the parse's ``deadline``, whichever comes first."""
+        from rlkit.m3hf.llm_http import request_deadline
+
         config, response_format = self.config, self._format()
+        own = time.monotonic() + config.timeout_s
+        limit = (f"timeout_s={config.timeout_s:g}" if own <= deadline
+                 else f"deadline_s={config.deadline_s:g} of the parse")
         create = self._client.chat.completions.create
-        if response_format is None:  # the server's default
-            return create(model=config.model, messages=messages, temperature=config.temperature)
-        return create(model=config.model, messages=messages, temperature=config.temperature,
-                      response_format=response_format)
+        with request_deadline(min(own, deadline), limit):
+            if response_format is None:  # the server's default
+                return create(model=config.model, messages=messages, temperature=config.temperature)
+            return create(model=config.model, messages=messages, temperature=config.temperature,
+                          response_format=response_format)
 
     def _format(self) -> ResponseFormat | None:
         if self.config.response_format == "none":
