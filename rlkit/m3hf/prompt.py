@@ -92,7 +92,7 @@ You never write code: answer with one JSON object and nothing else.
 Templates (reward per step for the agent it is given to):
 {catalogue}
 
-Answer: {{"specs": [{{"template": <name>, "agents": [<indices>] or "all", "params": {{...}},
+Answer: {{"specs": [{{"template": <name>, "agents": [<integer indices>] or "all", "params": {{...}},
 "reason": <the words of the feedback it comes from>}}, ...]}}
 - "agents": the agents the feedback is about (by name, colour or number); "all" for the team.
 - Discouraging something: use a negative value or bonus where the template has one.
