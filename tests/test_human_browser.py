@@ -4,6 +4,7 @@ Screenshots go to ``RLKIT_SCREENSHOTS`` when it is set (that is how ``docs/scree
 
 import json
 import os
+import re
 import shutil
 import signal
 import threading
@@ -12,12 +13,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from stable_baselines3.common.env_util import make_vec_env
 
-from rlkit.data import SegmentPairs
-from rlkit.human import LabelStore
+from rlkit.data import SegmentPairs, TrajectoryStore, collect_trajectories
+from rlkit.human import HumanTeacher, HumanTeacherConfig, LabelStore
 from rlkit.human.dashboard import DashboardLogger
 from rlkit.human.m3hf_source import ConfirmedSpecsParser
 from rlkit.human.media import render_pairs
+from rlkit.human.render import ObservationRenderer
 from rlkit.human.server import free_port, start_server_process
 from rlkit.human.settings import ServeConfig
 from rlkit.m3hf import RuleParser
@@ -114,6 +117,11 @@ def test_a_person_labels_20_pairs_by_clicks_and_keys_across_a_server_sigkill(tmp
         page.wait_for_function("() => [...document.querySelectorAll('.media video')]"
                                ".every(v => v.readyState >= 2 && !v.paused && v.loop)")
         assert page.inner_text("button.level >> nth=0") == "1 A much better"
+        page.wait_for_selector("#right-legend li")  # a plot: a legend of its lines and an axis
+        legend = page.locator("#left-legend li").all_inner_texts()
+        assert [item.split()[0] for item in legend] == ["obs[0]", "obs[1]", "obs[2]"]
+        assert re.fullmatch(r"obs\[0\] -?\d\.\d\d … -?\d\.\d\d", legend[0].strip())  # its range
+        assert page.locator("#left-legend .axis span").all_inner_texts() == ["0", "5", "9"]
         screenshot(page, tmp_path, "label_queue.png")
         given = dict(label_by(page, how) for how in ("click:1", "5", "3", "click:skip"))
         undone_pair, _ = label_by(page, "2")
@@ -251,6 +259,64 @@ def test_a_mujoco_pair_shows_its_plots_while_rendering_then_both_videos_play_in_
         server.kill()
         server.join()
         teacher.renders.close()
+
+
+def pendulum_pairs(tmp_path: Path) -> tuple[HumanTeacher, np.ndarray]:
+    """Two Pendulum-v1 pairs of 30 random-torque steps asked of people, drawn as the env draws."""
+    venv = make_vec_env("Pendulum-v1", n_envs=2, seed=0)
+    store = TrajectoryStore()
+    store.extend(collect_trajectories(venv, None, np.random.default_rng(0), n_steps=200, max_length=50))
+    pairs = SegmentPairs(store, np.array([[0, 0, 30], [2, 10, 30]]), np.array([[1, 5, 30], [3, 0, 30]]))
+    teacher = HumanTeacher(LabelStore(tmp_path), HumanTeacherConfig(wait=False, fps=10),
+                           media_dir=tmp_path / "media", renderer=ObservationRenderer("Pendulum-v1"))
+    teacher.label(pairs)
+    assert teacher.renders.wait(120) and not teacher.renders.failed
+    return teacher, teacher.store.add_queries(pairs)
+
+
+TIMES = "() => [...document.querySelectorAll('.media video')].map(v => v.currentTime)"
+
+
+def test_a_pendulum_pair_plays_its_rendered_frames_under_one_play_pause_and_scrub_control(tmp_path, browser):
+    pytest.importorskip("pygame", reason="classic control draws with pygame (the human extra's)")
+    teacher, ids = pendulum_pairs(tmp_path)
+    port = free_port()
+    server = start_server_process(ServeConfig(run_dir=str(tmp_path), port=port))
+    page = browser.new_page(viewport={"width": 1000, "height": 760})
+    errors = watch_errors(page)
+    try:
+        log_in(page, f"http://127.0.0.1:{port}/", "erin")
+        page.wait_for_function(PLAYING)
+        sources = page.eval_on_selector_all(".media video", "vs => vs.map(v => v.src.split('/').pop())")
+        assert sources == ["seg-0-0-30.webm", "seg-1-5-30.webm"] and current_pair(page) == ids[0]
+        for video in page.evaluate(PIXEL_SPREAD):  # the pendulum drawn, not a plot or a blank
+            assert video["width"] == 256 and video["spread"] > 5
+        assert page.locator("#left-legend li").count() == 0  # frames: no plot legend
+        page.wait_for_timeout(1200)
+        screenshot(page, tmp_path, "pendulum_pair.png")
+
+        page.click("#play")  # one button pauses both
+        page.wait_for_function("() => [...document.querySelectorAll('.media video')].every(v => v.paused)")
+        assert page.inner_text("#play") == "p play"
+        page.eval_on_selector("#scrub", "s => { s.value = '750'; s.dispatchEvent(new Event('input')); }")
+        page.wait_for_function("() => [...document.querySelectorAll('.media video')]"
+                               ".every(v => Math.abs(v.currentTime - 0.75 * v.duration) < 0.15)")
+        page.keyboard.press("p")  # and the key plays both again, in step
+        page.wait_for_function(PLAYING)
+        page.wait_for_timeout(800)
+        left, right = page.evaluate(TIMES)
+        assert abs(left - right) < 0.25
+
+        page.click('button.level[data-key="2"]')
+        wait_for_status(page, f"saved pair {ids[0]}")
+        assert current_pair(page) == ids[1]
+        # the button that answered pair 1 does not look chosen for pair 2
+        assert page.evaluate("() => document.activeElement === document.body")
+    finally:
+        server.kill()
+        server.join()
+        teacher.renders.close()
+    assert errors == []
 
 
 def test_the_m3hf_page_previews_a_parse_takes_a_typed_correction_and_commits_it(tmp_path, browser):

@@ -262,7 +262,7 @@ def test_pref_rl_renders_mujoco_and_drawable_envs_as_video_and_plots_the_others(
     dot = segment_renderer(EnvConfig(id="test_render/Dot-v0", n_envs=1))
     assert isinstance(dot, ObservationRenderer) and dot.observation_names is None
     frames = dot(np.array([[-1.0, 0.0], [1.0, 0.0]]))  # a custom env's own state_from_observation
-    assert frames.shape == (2, 128, 256, 3)
+    assert frames.shape == (2, 256, 512, 3)
     assert frames[0, :, :10].max() == 255 and frames[1, :, :10].max() == 0
     assert segment_renderer(EnvConfig(id="test_render/Dot-v0", n_envs=1, kwargs={"draws": False})) is None
     with pytest.raises(InvalidDataError, match="Dot-v0 cannot be drawn from its observations"):
@@ -277,7 +277,7 @@ def test_people_see_a_pendulum_pair_as_video_and_its_stand_in_plot_names_its_lin
     teacher.label(pairs)
     assert teacher.renders.wait(60) and not teacher.renders.failed
     frames = imageio.mimread(tmp_path / "media" / "seg-0-0-8.webm")
-    assert len(frames) == 8 and frames[0].shape == (128, 128, 3) and frames[0].std() > 5
+    assert len(frames) == 8 and frames[0].shape == (256, 256, 3) and frames[0].std() > 5
     legend = json.loads((tmp_path / "media" / "seg-0-10-8.plot.json").read_text())
     assert legend["names"] == ["cos θ", "sin θ", "angular velocity θ̇"] and legend["steps"] == 8
     assert legend["colours"][0] == "#1f77b4" and legend["low"][0] <= legend["high"][0]

@@ -157,7 +157,7 @@ class ObservationRenderer:
     The env is made on the first call, in the worker's thread.
     """
 
-    def __init__(self, env_id: str, height: int = 128, **make_kwargs: Any) -> None:
+    def __init__(self, env_id: str, height: int = 256, **make_kwargs: Any) -> None:
         if height < 2:
             raise InvalidDataError(f"frame height must be at least 2, got {height}")
         self.env_id = env_id

@@ -3,13 +3,79 @@
 const queue = {current: null, busy: false, poll: null, renderPoll: null};
 const statusLine = document.getElementById("status");
 
+const player = {videos: []};
+const playButton = document.getElementById("play");
+const scrub = document.getElementById("scrub");
+const clock = document.getElementById("clock");
+
 function syncVideos(left, right) {
-  // Play both from the start together and pull B back onto A's clock when they drift.
-  if (!left || !right) return;
-  const align = () => { if (Math.abs(right.currentTime - left.currentTime) > 0.1) right.currentTime = left.currentTime; };
-  left.addEventListener("timeupdate", align);
-  left.addEventListener("seeked", align);
-  left.addEventListener("play", () => { align(); right.play().catch(() => {}); });
+  // One clock for both segments: A leads, B follows it; one play/pause and one scrub bar move both.
+  player.videos = [left, right].filter(Boolean);
+  const [lead, follow] = player.videos;
+  if (!lead) { showClock(); return; }
+  if (follow) {
+    const align = () => { if (Math.abs(follow.currentTime - lead.currentTime) > 0.1) follow.currentTime = lead.currentTime; };
+    lead.addEventListener("timeupdate", align);
+    lead.addEventListener("seeked", align);
+    lead.addEventListener("play", () => { align(); follow.play().catch(() => {}); });
+    lead.addEventListener("pause", () => { follow.pause(); align(); });
+  }
+  for (const event of ["timeupdate", "play", "pause", "loadedmetadata", "seeked"]) lead.addEventListener(event, showClock);
+  showClock();
+}
+
+function showClock() {
+  const lead = player.videos[0];
+  const duration = lead && Number.isFinite(lead.duration) ? lead.duration : 0;
+  const time = lead ? lead.currentTime : 0;
+  if (document.activeElement !== scrub) scrub.value = duration ? String(Math.round(1000 * time / duration)) : "0";
+  clock.textContent = `${time.toFixed(1)} / ${duration.toFixed(1)} s`;
+  const paused = !lead || lead.paused;
+  playButton.replaceChildren(Object.assign(document.createElement("kbd"), {textContent: "p"}),
+                             paused ? " play" : " pause");
+  playButton.setAttribute("aria-pressed", paused ? "false" : "true");
+}
+
+function togglePlay() {
+  const lead = player.videos[0];
+  if (!lead) return;
+  if (lead.paused) lead.play().catch(() => {}); else lead.pause();
+}
+
+function seekBoth() {
+  for (const video of player.videos) {
+    if (Number.isFinite(video.duration)) video.currentTime = (Number(scrub.value) / 1000) * video.duration;
+  }
+}
+
+async function showLegend(box, name) {
+  // A plot's JSON names its lines, their colours and ranges: the legend and axes beside it.
+  box.replaceChildren();
+  if (!name || !name.endsWith(".plot.webm")) return;
+  let legend;
+  try {
+    const response = await fetch("/media/" + encodeURI(name.replace(/\.webm$/, ".json")), {credentials: "same-origin"});
+    if (!response.ok) return;
+    legend = await response.json();
+  } catch (error) { return; }
+  const axis = document.createElement("div");
+  axis.className = "axis";
+  for (const tick of [0, Math.round((legend.steps - 1) / 2), legend.steps - 1]) {
+    axis.appendChild(Object.assign(document.createElement("span"), {textContent: String(tick)}));
+  }
+  const axisName = Object.assign(document.createElement("p"), {className: "axis-name",
+    textContent: "step of the segment → (each line spans its own range, bottom to top)"});
+  const lines = document.createElement("ul");
+  lines.className = "legend";
+  legend.names.forEach((label, i) => {
+    const item = document.createElement("li");
+    const swatch = Object.assign(document.createElement("span"), {className: "swatch"});
+    swatch.style.background = legend.colours[i];
+    const range = `${legend.low[i].toPrecision(3)} … ${legend.high[i].toPrecision(3)}`;
+    item.append(swatch, ` ${label} `, Object.assign(document.createElement("span"), {className: "range", textContent: range}));
+    lines.appendChild(item);
+  });
+  box.append(axis, axisName, lines);
 }
 
 function render(data) {
@@ -25,6 +91,8 @@ function render(data) {
     return;
   }
   if (queue.poll) { clearInterval(queue.poll); queue.poll = null; }
+  // The button that answered the last pair keeps no focus: nothing looks chosen on the new one.
+  if (document.activeElement instanceof HTMLButtonElement) document.activeElement.blur();
   showPair(data.query);
 }
 
@@ -33,6 +101,8 @@ function showPair(query) {
   const waiting = query.rendering ? "rendering…" : "(no video)";
   syncVideos(showMedia(document.getElementById("left"), query.left_media, waiting),
              showMedia(document.getElementById("right"), query.right_media, waiting));
+  showLegend(document.getElementById("left-legend"), query.left_media);
+  showLegend(document.getElementById("right-legend"), query.right_media);
   document.getElementById("rendering").classList.toggle("hidden", !query.rendering);
   clearTimeout(queue.renderPoll);
   if (query.rendering) queue.renderPoll = setTimeout(() => pickUpVideos(query.id), 1000);
@@ -93,11 +163,14 @@ document.querySelectorAll("button.level").forEach((button) => {
 });
 document.getElementById("skip").addEventListener("click", () => submit(null));
 document.getElementById("undo").addEventListener("click", undo);
+playButton.addEventListener("click", togglePlay);
+scrub.addEventListener("input", seekBoth);
 document.addEventListener("keydown", (event) => {
   if (event.target.tagName === "INPUT" || event.target.tagName === "TEXTAREA" || event.repeat) return;
   const button = document.querySelector(`button.level[data-key="${event.key}"]`);
   if (button) submit(Number(button.dataset.value));
   else if (event.key === "s") submit(null);
   else if (event.key === "u") undo();
+  else if (event.key === "p") togglePlay();
 });
 next().catch((error) => { statusLine.textContent = "error: " + error.message; });
