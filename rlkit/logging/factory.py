@@ -70,12 +70,12 @@ def make_logger(
     console = console or Console()
     loggers: list[Logger] = []
     try:
-        for backend in dict.fromkeys(("jsonl", *backends)):
-            if backend == "jsonl":
+        for kind in dict.fromkeys(("jsonl", *backends)):
+            if kind == "jsonl":
                 loggers.append(JsonlLogger(run_dir))
-            elif backend == "console":
+            elif kind == "console":
                 loggers.append(ConsoleLogger(console, run_dir))
-            elif backend == "tensorboard":
+            elif kind == "tensorboard":
                 loggers.append(TensorBoardLogger(run_dir))
             else:  # wandb is given the config at init so the run page shows it from the start
                 run_name, run_group = wandb_labels(run_dir, group, job_type, name)
