@@ -1,5 +1,6 @@
 """A damaged label database is refused by name when it is opened, and left exactly as it was:
-truncated, overwritten, or with a page of its b-tree zeroed. Through the command: one line, exit 2."""
+truncated (by half or by its last byte), overwritten, emptied, replaced by a directory, with a page
+of its b-tree zeroed, or deleted beside its write-ahead log. Through the command: one line, exit 2."""
 
 from __future__ import annotations
 
@@ -66,3 +67,41 @@ def test_rlkit_serve_on_a_damaged_store_says_so_in_one_line(labelled: Path) -> N
         f"rlkit serve: error: {path}: not a readable rlkit label store (file is not a database); the "
         "file is left as it is: restore it from a copy, or use a new run directory"
     ]
+
+
+def cut_last_byte(data: bytes) -> bytes:
+    return data[:-1]
+
+
+def test_a_store_cut_off_by_its_last_byte_is_refused(labelled: Path) -> None:
+    """SQLite reads the missing byte as zero and its quick_check passes; the size does not."""
+    path = labelled / "labels.sqlite"
+    path.write_bytes(cut_last_byte(path.read_bytes()))
+    with pytest.raises(FileFormatError, match="not a whole number of 4096-byte pages: the file was cut off"):
+        LabelStore(labelled)
+
+
+def test_an_emptied_store_is_refused_not_started_afresh(labelled: Path) -> None:
+    path = labelled / "labels.sqlite"
+    path.write_bytes(b"")
+    for location in (labelled, path, f"sqlite:///{path}"):
+        with pytest.raises(FileFormatError, match=rf"^{path} is empty \(0 bytes\): this run's label store"):
+            LabelStore(location)
+    assert path.read_bytes() == b""
+
+
+def test_a_directory_in_place_of_the_store_is_refused_and_nothing_made_inside(tmp_path: Path) -> None:
+    path = tmp_path / "labels.sqlite"
+    path.mkdir()
+    for location in (tmp_path, path):
+        with pytest.raises(FileFormatError, match=f"^{path} is a directory, not a label store"):
+            LabelStore(location)
+    assert list(path.iterdir()) == []
+
+
+def test_a_store_deleted_beside_its_write_ahead_log_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "labels.sqlite-wal").write_bytes(b"\x37\x7f\x06\x82" + bytes(28))
+    with pytest.raises(FileFormatError, match="labels.sqlite is missing but its write-ahead log"):
+        LabelStore(tmp_path)
+    assert not (tmp_path / "labels.sqlite").exists()
+

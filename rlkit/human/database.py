@@ -30,7 +30,7 @@ with extra("human"):
     from sqlalchemy import exc as sqlalchemy_exc
 
 from rlkit.errors import FileFormatError, InvalidLabelError, StateError
-from rlkit.human import schema
+from rlkit.human import schema, sqlite_file
 
 DB_NAME = "labels.sqlite"
 BUSY_TIMEOUT_S = 30.0  # how long a SQLite writer waits for another one before giving up
@@ -45,6 +45,8 @@ def database_url(location: str | os.PathLike[str]) -> str:
     if "://" in text:
         return text
     path = Path(text)
+    if path.name == DB_NAME and path.is_dir():  # never a store inside what should be one
+        sqlite_file.check_location(path)
     # a run directory, or a new one (no suffix); asked so that another process creating that
     # directory at this moment cannot turn it into a database file path
     if not path.is_file() and (path.is_dir() or not path.suffix):
@@ -65,8 +67,11 @@ class Database:
             return
         path = make_url(self.url).database or ":memory:"
         try:  # a damaged file is named and left as it is; nothing is written to it
-            if path != ":memory:" and Path(path).is_file():
-                _check_sqlite_file(path)
+            if path != ":memory:":
+                sqlite_file.check_location(Path(path))
+                if not Path(path).exists():
+                    sqlite_file.create_whole(Path(path))
+                sqlite_file.check_file(Path(path))
             self.engine = _make_engine(self.url, synchronous)
             with self._write() as connection:
                 schema.migrate(connection)
@@ -141,18 +146,6 @@ def _make_engine(url: str, synchronous: str) -> Engine:
         connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
 
     return engine
-
-
-def _check_sqlite_file(path: str) -> None:
-    """SQLite's own consistency check of the file's pages and indexes (fast at a label store's
-    size), so a truncated or bit-flipped database is refused when it is opened, not in a request."""
-    connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
-    try:
-        problems = [row[0] for row in connection.execute("PRAGMA quick_check").fetchall()]
-    finally:
-        connection.close()
-    if problems != ["ok"]:
-        raise sqlite3.DatabaseError("; ".join(str(p) for p in problems[:3]))
 
 
 def _switch_to_wal(path: str) -> None:
