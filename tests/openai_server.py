@@ -15,8 +15,8 @@ Hostile HTTP is scripted too, each a ``Reply`` that writes its own bytes to the 
 ``trickle(interval_s)`` sends a valid completion one byte at a time (headers too, or only the
 body), ``chunked(n_bytes)`` a chunked body of ``n_bytes`` (``None``: one that never ends),
 ``gzipped(content, pad_bytes)`` a completion gzipped, padded to any decoded size from a small body
-(a gzip bomb), ``redirect(code, location)`` a redirect. ``server.bytes_sent`` counts what the
-hostile replies managed to write before the client hung up.
+(a gzip bomb), ``redirect(code, location)`` a redirect, ``response(code, headers, body)`` anything
+else. ``server.bytes_sent`` counts what these replies managed to write before the client hung up.
 """
 
 from __future__ import annotations
@@ -230,24 +230,24 @@ def _gzip(content: str, pad_bytes: int) -> bytes:
     return b"".join(parts)
 
 
+def response(code: int, headers: dict[str, str], body: bytes = b"") -> Reply:
+    """An HTTP response with exactly these headers (and its ``Content-Length``) and body."""
+
+    def send(handler: Any) -> None:
+        handler.write(_head(code, headers | {"Content-Length": str(len(body))}) + body)
+
+    return Reply(send=send)
+
+
 def gzipped(content: str = '{"specs": []}', pad_bytes: int = 0) -> Reply:
     """A completion sent with ``Content-Encoding: gzip``; ``pad_bytes`` of whitespace make a gzip
     bomb (200 MB of it is about 200 kB sent)."""
-    body = _gzip(content, pad_bytes)
-
-    def send(handler: Any) -> None:
-        handler.write(_head(200, {"Content-Encoding": "gzip", "Content-Length": str(len(body))}) + body)
-
-    return Reply(send=send)
+    return response(200, {"Content-Encoding": "gzip"}, _gzip(content, pad_bytes))
 
 
 def redirect(code: int, location: str) -> Reply:
     """A redirect (302, 307, 308...) to ``location``."""
-
-    def send(handler: Any) -> None:
-        handler.write(_head(code, {"Location": location, "Content-Length": "0"}))
-
-    return Reply(send=send)
+    return response(code, {"Location": location})
 
 
 # --- hostile answers -----------------------------------------------------------------------------

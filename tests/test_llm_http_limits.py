@@ -17,7 +17,16 @@ import envs.overcooked as oc
 from rlkit.m3hf import RuleParser, Scene
 from rlkit.m3hf.llm_http import MAX_RESPONSE_BYTES
 from rlkit.m3hf.parser_llm import LLMConfig, LLMParser, ParseDecision
-from tests.openai_server import ScriptedChatServer, chunked, gzipped, raw, redirect, reply, trickle
+from tests.openai_server import (
+    ScriptedChatServer,
+    chunked,
+    gzipped,
+    raw,
+    redirect,
+    reply,
+    response,
+    trickle,
+)
 
 TEXT = "Agent 1 should go to the tomato."
 GOOD = {"specs": [{"template": "distance", "agents": [1], "params": {"b": "tomato", "scale": 2.0}}]}
@@ -127,6 +136,24 @@ def test_a_gzipped_answer_within_the_cap_is_decoded_and_used(scene: Scene) -> No
     with ScriptedChatServer([gzipped(json.dumps(GOOD), pad_bytes=MAX_RESPONSE_BYTES // 2)]) as server:
         decision = parser_for(server).parse_recorded(TEXT, scene)
     assert decision.parser == "llm" and [s.params.scale for s in decision.specs] == [2.0]
+
+
+@pytest.mark.server
+@pytest.mark.parametrize(
+    ("encoding", "body", "named"),
+    [
+        ("br", b"\x0b\x02\x80{}\x03", "UnreadableResponse: the response is in Content-Encoding 'br'"),
+        ("gzip, gzip", b"", "UnreadableResponse: the response is in Content-Encoding 'gzip, gzip'"),
+        ("gzip", b"not gzip at all", "UnreadableResponse: the compressed response does not decode"),
+    ],
+)
+def test_a_body_in_an_encoding_not_decoded_here_is_refused(
+    scene: Scene, encoding: str, body: bytes, named: str
+) -> None:
+    with ScriptedChatServer([response(200, {"Content-Encoding": encoding}, body)]) as server:
+        decision = parser_for(server).parse_recorded(TEXT, scene)
+    assert fell_back_with(decision, scene, named)
+    assert len(server.requests) == 1
 
 
 @pytest.mark.server
