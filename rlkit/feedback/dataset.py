@@ -208,12 +208,7 @@ class PreferenceDataset:
         if not all(isinstance(name, str) for name in
                    [*header["sources"], *header["annotators"], *header["meta_columns"]]):
             raise FileFormatError(f"{json_path}: sources, annotators and meta_columns must be text")
-        if npz_path.exists() and sha256_file(npz_path) != header["npz_sha256"]:
-            raise FileFormatError(
-                f"{npz_path} does not match {json_path.name} (checksum differs): the file was "
-                "damaged, replaced, or its save was interrupted"
-            )
-        arrays = load_npz(npz_path)
+        arrays = load_npz(npz_path, header["npz_sha256"], json_path.name)
         traj = {k.removeprefix("traj__"): v for k, v in arrays.items() if k.startswith("traj__")}
         store = TrajectoryStore.from_arrays(traj, origin=str(npz_path))
         scale_info = header["scale"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 
@@ -19,11 +20,28 @@ def save_npz(path: str | os.PathLike[str], arrays: dict[str, np.ndarray], compre
     atomic_write_bytes(path, lambda handle: write(handle, **arrays))  # type: ignore[arg-type]
 
 
-def load_npz(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
-    """Read every array of an ``.npz`` without pickle (from a regular file within
-    ``MAX_BYTES["npz"]``), turning any damage into a FileFormatError."""
+def load_npz(path: str | os.PathLike[str], sha256: str | None = None,
+             listed_in: str = "its header") -> dict[str, np.ndarray]:
+    """Every array of an ``.npz``, read without pickle from a regular file within
+    ``MAX_BYTES["npz"]``; any damage is a FileFormatError naming the file.
+
+    Args:
+        path: the ``.npz`` file.
+        sha256: the hex SHA-256 its bytes must have (checked on the very bytes loaded).
+        listed_in: where that digest is kept, for the message.
+
+    Returns:
+        The arrays by name.
+
+    Raises:
+        FileFormatError: when the file is missing, not a regular file, too large, not an ``.npz``,
+            damaged, or its digest is not ``sha256``.
+    """
     try:
         raw = read_regular(path, "npz")
+        if sha256 is not None and hashlib.sha256(raw).hexdigest() != sha256:
+            raise FileFormatError(f"{path} does not match {listed_in} (checksum differs): the file was "
+                                  "damaged, replaced, or its save was interrupted")
         if not raw.startswith((b"PK\x03\x04", b"PK\x05\x06")):  # numpy would talk of pickles
             kind = "JSON or text" if raw.lstrip()[:1] in (b"{", b"[") else "not a zip archive"
             raise FileFormatError(f"{path}: not an .npz file ({kind}; an .npz is a zip archive of "
