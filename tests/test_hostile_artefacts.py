@@ -146,6 +146,17 @@ def test_a_pipe_as_a_covered_payload_or_a_json_lines_log_is_refused(tmp_path):
     assert isinstance(error, FileFormatError) and f"{log}: a named pipe" in str(error), error
 
 
+@pytest.mark.parametrize("replace", [named_pipe, dev_zero])
+def test_rlkit_label_refuses_a_pipe_or_dev_zero_as_its_trajectories(tmp_path, capsys, replace):
+    path = tmp_path / "trajectories.npz"
+    replace(path)
+    argv = ["label", f"trajectories={path}", "--logger", "jsonl", "--run-dir", str(tmp_path / "run")]
+    codes: list[int] = []
+    assert outcome(lambda: codes.append(main(argv)), path) is None and codes == [2]
+    error = capsys.readouterr().err
+    assert f"{path}: " in error and "not a regular file" in error and "Traceback" not in error, error
+
+
 # ------------------------------------------------------------------ a header without its checksum
 
 def edited_without_checksum(path: Path, edit: Callable[[dict], None]) -> None:
