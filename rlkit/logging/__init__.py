@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         progress_of,
     )
     from rlkit.logging.sb3 import Sb3LogBridge, attach_to_sb3
+    from rlkit.logging.segments import log_segment_pair
     from rlkit.logging.wandb_logger import WandbLogger, resolve_wandb_mode
 
 __all__ = [
@@ -57,6 +58,7 @@ __all__ = [
     "attach_to_sb3",
     "console_view",
     "log_artifacts",
+    "log_segment_pair",
     "log_table",
     "make_logger",
     "metrics_size",
@@ -77,5 +79,6 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "rlkit.logging.progress": ["ProgressDisplay", "ProgressLogger", "ProgressTask", "Track",
                                "progress_of"],
     "rlkit.logging.sb3": ["Sb3LogBridge", "attach_to_sb3"],
+    "rlkit.logging.segments": ["log_segment_pair"],
     "rlkit.logging.wandb_logger": ["WandbLogger", "resolve_wandb_mode"],
 })
