@@ -7,15 +7,16 @@ its heavy stacks (torch, SB3, ...) only inside its runner.
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import os
 import sys
 from collections.abc import Callable, Sequence
+from importlib.metadata import version
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from rlkit.errors import RlkitError
+from rlkit.runners.commands import COMMANDS, CommandParser, add_command, command_schema
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -25,87 +26,19 @@ if TYPE_CHECKING:
     from rlkit.human.settings import ServeConfig
     from rlkit.m3hf.run_config import M3HFConfig
 
-# command -> (its config schema as "module:Class", imported on use; one-line summary)
-COMMANDS: dict[str, tuple[str, str]] = {
-    "demo": ("rlkit.factories.configs:DemoConfig",
-             "collect, label (5-level teacher), train a reward, train an agent"),
-    "collect": ("rlkit.factories.configs:CollectConfig", "roll out policies and save their trajectories"),
-    "label": ("rlkit.factories.configs:LabelConfig", "label random segment pairs with a simulated teacher"),
-    "train-reward": ("rlkit.factories.configs:TrainRewardConfig",
-                     "fit a reward model to a preference dataset"),
-    "eval-reward": ("rlkit.factories.configs:EvalRewardConfig", "measure a saved reward model on a dataset"),
-    "pref-rl": ("rlkit.factories.configs:PrefRLConfig",
-                "online preference-based RL with queries during training"),
-    "demos": ("rlkit.apec.config:DemosConfig",
-              "train a demonstrator and save suboptimal demos at a return fraction"),
-    "apec": ("rlkit.apec.config:ApecConfig",
-             "APEC end to end: demos, AIL, checkpoint pairs, reward models, policies"),
-    "serve": ("rlkit.human.settings:ServeConfig",
-              "serve the labelling web app (label queue, M3HF feedback, dashboard)"),
-    "m3hf": ("rlkit.m3hf.run_config:M3HFConfig",
-             "M3HF: IPPO on Overcooked reshaped by free-text feedback each phase (resumable)"),
-}
-
-
-def command_schema(command: str) -> type[BaseModel]:
-    """The config class of ``command`` (importing its module)."""
-    module, _, name = COMMANDS[command][0].partition(":")
-    return getattr(importlib.import_module(module), name)
-
-
-class _CommandParser(argparse.ArgumentParser):
-    """A subcommand's parser: its config's fields join the description when help is shown."""
-
-    def __init__(self, *args: Any, command: str | None = None, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._command = command
-
-    def format_help(self) -> str:
-        if self._command is not None:
-            from rlkit.runners.help import fields_help
-
-            self.description = f"{self.description}\n\n{fields_help(command_schema(self._command))}"
-            self._command = None
-        return super().format_help()
-
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="rlkit", description="Reward learning from feedback of any granularity."
     )
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_CommandParser)
-    for name, (_, summary) in COMMANDS.items():
-        command = sub.add_parser(
-            name, help=summary, description=f"{summary}.", command=name,
-            formatter_class=argparse.RawDescriptionHelpFormatter,
-        )
-        command.add_argument("overrides", nargs="*", metavar="key=value",
-                             help="config overrides, dotted for nested fields (trainer.lr=3e-4)")
-        command.add_argument("--config", type=Path, help="a YAML file of this command's config")
-        command.add_argument("--run-dir", help="where outputs go (default: runs/<command>-<time>)")
-        if name != "serve":
-            command.add_argument("--overwrite", action="store_true",
-                                 help="run into a --run-dir that holds an earlier run, deleting its "
-                                      "contents first (without it that is refused, unless this "
-                                      "command resumes the run there: pref-rl, m3hf, apec, demos)")
-        command.add_argument("--logger", default="jsonl,console,wandb",
-                             help="comma-separated backends: jsonl, console, wandb, tensorboard")
-        command.add_argument("--group", default=os.environ.get("WANDB_RUN_GROUP"),
-                             help="the W&B group of this run (a sweep sets it to the sweep's name; "
-                                  "default $WANDB_RUN_GROUP); its job type is the command")
-        command.add_argument("--torch-threads", type=int, default=1,
-                             help="torch CPU threads (default 1: small nets run fastest on one, "
-                                  "and more threads thrash when other processes share the cores)")
-        command.add_argument("--print-config", action="store_true",
-                             help="print the resolved config as YAML and exit")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version('rlkit')}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=CommandParser)
+    for name in COMMANDS:
+        command = add_command(sub, name)
         if name == "apec":  # its checkpoint and held-out rollouts may run as Ray tasks
             from rlkit.scale.command import add_task_arguments  # argparse only; no ray
 
             add_task_arguments(command)
-        if name == "label":
-            command.add_argument("--human", action="store_true",
-                                 help="label the pairs yourself in this terminal (rich prompts, same "
-                                      "store and keys as `rlkit serve`)")
     from rlkit.scale.command import add_parser as add_sweep_parser  # argparse only; no ray
 
     add_sweep_parser(sub)  # rlkit sweep COMMAND ...: runs of the commands above (rlkit.scale)
@@ -121,21 +54,31 @@ def main(argv: Sequence[str] | None = None) -> int:
             from rlkit.scale.command import run as run_sweep
 
             return run_sweep(args, command_schema)
+        if args.command == "demo":  # before torch computes: the same numbers on other CPUs
+            from rlkit.devices import pin_cpu_kernels
+
+            pin_cpu_kernels()
         schema = command_schema(args.command)
         import torch
 
+        from envs.mujoco_log import route_mujoco_warnings
         from rlkit.config import load_config
         from rlkit.runners.checks import check_before_run
+        from rlkit.runners.session import refused_runs_leave_nothing
 
-        torch.set_num_threads(max(1, args.torch_threads))
+        route_mujoco_warnings()  # no MUJOCO_LOG.TXT in the working directory, no deprecation noise
+        torch.set_num_threads(args.torch_threads)
         config = load_config(schema, args.config, args.overrides)
         check_before_run(args.command, config)  # before a run directory exists; --print-config too
+        if args.command == "serve":
+            _check_database_url(cast("ServeConfig", config))
         if args.print_config:
             import yaml
 
             print(yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False), end="")
             return 0
-        return RUNNERS[args.command](config, args)
+        with refused_runs_leave_nothing():
+            return RUNNERS[args.command](config, args)
     except RlkitError as error:
         print(f"rlkit {args.command}: error: {error}", file=sys.stderr)
         return 2
@@ -315,6 +258,27 @@ def _run_serve(config: ServeConfig, args: argparse.Namespace) -> int:
         config = config.model_copy(update={"run_dir": args.run_dir})
     serve(config)
     return 0
+
+
+def _check_database_url(config: ServeConfig) -> None:
+    """``serve``'s ``database=``, when a URL (a path is a SQLite file), names a kind of database
+    SQLAlchemy knows here; refused by name before the web app opens anything."""
+    url = config.database
+    if url is None or "://" not in url:
+        return
+    from rlkit.errors import ConfigError
+    from rlkit.extras import extra
+
+    with extra("human", "the label store's database"):
+        from sqlalchemy import exc, make_url
+    try:
+        make_url(url).get_dialect()
+    except exc.NoSuchModuleError:  # an ArgumentError too
+        raise ConfigError(f"database={url}: no database of the kind {url.partition('://')[0]!r} "
+                          "(sqlite:///path/labels.sqlite, postgresql://user@host/name)") from None
+    except (exc.ArgumentError, ValueError):  # ValueError: a port that is no number
+        raise ConfigError(f"database={url}: not a database URL (sqlite:///path/labels.sqlite, "
+                          "postgresql://user@host/name)") from None
 
 
 def configs_error(command: str, field: str, what: str) -> RlkitError:

@@ -9,13 +9,14 @@ from pathlib import Path
 from typing import Any, ClassVar, Self, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError, model_serializer
+from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator, model_serializer
 from pydantic_core import to_jsonable_python
 
 from rlkit.errors import ConfigError
 from rlkit.persistence import atomic_open
 
-__all__ = ["ConfigError", "StrictModel", "apply_overrides", "load_config", "parse_override", "save_config"]
+__all__ = ["ConfigError", "StrictModel", "apply_overrides", "load_config", "load_yaml", "parse_override",
+           "save_config"]
 
 Config = TypeVar("Config", bound=BaseModel)
 
@@ -28,7 +29,9 @@ class StrictModel(BaseModel):
     """Base of every config: unknown keys are errors (a typo must not silently do nothing), values
     are frozen, and a bad value built in code raises ``invalid_error`` (an ``rlkit.errors`` type,
     a ``ValueError``) naming the class, the field and the value. Loaded from YAML (``load_config``)
-    the same problems are a ``ConfigError`` naming the field's path in the file."""
+    the same problems are a ``ConfigError`` naming the field's path in the file. Every seed field
+    (``seed``, ``*_seed``) holding an integer holds one in [0, 2**32): what numpy's seeding and
+    SB3's (``np.random.seed``) take."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     invalid_error: ClassVar[type[ValueError]] = ConfigError
@@ -44,6 +47,15 @@ class StrictModel(BaseModel):
             raise self.invalid_error(describe_errors(type(self).__name__, error)) from None
         finally:
             _VALIDATING.reset(token)
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _seed_in_range(cls, value: Any, info: ValidationInfo) -> Any:
+        name = info.field_name or ""
+        if (name == "seed" or name.endswith("_seed")) and type(value) is int and not 0 <= value < 2**32:
+            raise ConfigError(f"a seed must be an integer in [0, 2**32) (numpy and SB3 seed with "
+                              f"it), got {value}")
+        return value
 
     @classmethod
     def model_validate(cls, obj: Any, **kwargs: Any) -> Self:
@@ -128,13 +140,57 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     if not raw.strip():
         return path, None
     try:
-        return path, yaml.safe_load(raw)
+        return path, load_yaml(raw)
+    except DuplicateKeyError as error:
+        raise ConfigError(f"override {text!r}: {error}") from None
     except yaml.YAMLError as error:
         problem = getattr(error, "problem", None) or type(error).__name__
         hint = key.strip() + '="' + f"'{raw}'" + '"'  # the shell keeps the inner quotes
         raise ConfigError(
             f"override {text!r}: the value is not valid YAML ({problem}); as a string: {hint}"
         ) from None
+
+
+class DuplicateKeyError(yaml.YAMLError):
+    """A YAML mapping that writes one key twice (YAML itself keeps the last and says nothing)."""
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that refuses a key written twice in one mapping."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        lines: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *base` merges, it is no key
+                continue
+            key = self.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 1
+            try:
+                first = lines.get(key)
+            except TypeError:  # an unhashable key: SafeLoader's own error names it
+                continue
+            if first is not None:
+                where = f"on line {line}" if first == line else f"on lines {first} and {line}"
+                raise DuplicateKeyError(f"key {key!r} is written twice ({where}); YAML would keep "
+                                        "the last one without a word")
+            lines[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
+def load_yaml(text: str) -> Any:
+    """``text`` as YAML (safe: plain data only), refusing a mapping that writes a key twice.
+
+    Args:
+        text: a YAML document.
+
+    Returns:
+        The data it holds.
+
+    Raises:
+        DuplicateKeyError: when a mapping writes one key twice (naming the key and both lines).
+        yaml.YAMLError: when ``text`` is not valid YAML.
+    """
+    return yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader: plain data, never objects
 
 
 def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
@@ -182,9 +238,16 @@ def load_config(
     data: dict[str, Any] = {}
     if path is not None:
         try:
-            loaded = yaml.safe_load(Path(path).read_text())
+            loaded = load_yaml(Path(path).read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise ConfigError(f"config file {path} does not exist") from None
+        except OSError as error:
+            raise ConfigError(f"config file {path}: cannot read it ({error.strerror or error})") from None
+        except UnicodeDecodeError as error:
+            raise ConfigError(f"config file {path} is not UTF-8 text (byte {error.start} is "
+                              f"{error.object[error.start]:#04x}): a YAML config is text") from None
+        except DuplicateKeyError as error:
+            raise ConfigError(f"config file {path}: {error}") from None
         except yaml.YAMLError as error:
             raise ConfigError(f"config file {path} is not valid YAML: {error}") from None
         if loaded is not None and not isinstance(loaded, dict):

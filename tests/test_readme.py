@@ -1,5 +1,6 @@
 """The README's Python example runs as it stands (every name it uses imported), learns what it
-claims, and prints the same numbers on every run."""
+claims, builds the env it describes (paying the learned reward), and prints the same numbers on
+every run."""
 
 import ast
 import os
@@ -16,8 +17,22 @@ def readme_snippet() -> str:
     return re.search(r"```python\n(.*?)```", text, re.S).group(1)
 
 
+# Run after the snippet: its last line, ``env = RewardVecEnvWrapper(venv, TorchRewardFn(net))``, is
+# "an SB3 VecEnv paying the learned reward": each step pays the net's reward of that transition
+# and keeps the true one in ``info``. Prints nothing, so the snippet's last line stays its own.
+PAYS_THE_LEARNED_REWARD = """
+obs = env.reset()
+acts = np.stack([env.action_space.sample() for _ in range(env.num_envs)])
+next_obs, paid, dones, infos = env.step(acts)
+expected = TorchRewardFn(net)(obs, acts, next_obs, dones)
+assert np.allclose(paid, expected, atol=1e-6), (paid, expected)
+assert all(np.isfinite(info["original_reward"]) for info in infos)
+assert not np.allclose(paid, [info["original_reward"] for info in infos])
+"""
+
+
 def test_readme_example_learns_pendulum_reward_and_prints_the_same_numbers_every_run(tmp_path):
-    code = readme_snippet()
+    code = readme_snippet() + PAYS_THE_LEARNED_REWARD
     # Two fresh interpreters, as two users would run it: nothing carries over between them (a
     # net left unseeded draws its initial weights from torch's own seed, different per process).
     env = os.environ | {"WANDB_MODE": "offline", "PYTHONHASHSEED": "random"}
@@ -32,11 +47,6 @@ def test_readme_example_learns_pendulum_reward_and_prints_the_same_numbers_every
     result = ast.literal_eval(outputs[0])
     assert result["accuracy"] > 0.9
     assert result["step_pearson"] > 0.8
-
-
-def test_readme_example_builds_the_wrapped_env_it_describes():
-    # the run above executes this line, so its names must be imported by the snippet itself
-    assert "RewardVecEnvWrapper(venv, TorchRewardFn(net))" in readme_snippet()
 
 
 def test_readme_says_what_make_test_installs_and_how_to_build_the_docs():

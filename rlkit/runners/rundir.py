@@ -20,6 +20,7 @@ from pydantic import BaseModel
 
 from rlkit.config import save_config
 from rlkit.errors import ConfigError
+from rlkit.logging.local import METRICS_FILE
 
 CONFIG_FILE = "config.yaml"
 Resumes = Callable[[Path], bool]
@@ -55,9 +56,76 @@ def make_run_dir(command: str, run_dir: str | None, config: BaseModel, *, overwr
                 empty_run_dir(path)
             elif resumes is None or not resumes(path):
                 raise ConfigError(_used_message(command, path, resumes is not None))
-    path.mkdir(parents=True, exist_ok=True)
-    save_config(config, path / CONFIG_FILE)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        save_config(config, path / CONFIG_FILE)
+    except OSError as error:
+        raise ConfigError(f"--run-dir {path}: {_why_not_writable(path, error)}") from None
     return path
+
+
+def _why_not_writable(path: Path, error: OSError) -> str:
+    """``error`` (from creating ``path`` or writing its config) in words naming the culprit: a
+    file where a folder of the path should be, or what the system said."""
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                return f"{parent} is a file, not a directory"
+            break
+    return f"cannot create it or write its {CONFIG_FILE} ({error.strerror or error})"
+
+
+class RunDirTrace:
+    """What a command adds to its run directory, so that a run refused for its input leaves
+    nothing behind: taken before the directory is made (``RunDirTrace(path, overwrite)``) and
+    after the run's logger opened (``opened``). While the run has written nothing since
+    (``unchanged``: no output, no metrics row, no resume point; a resumable run that made progress
+    keeps it), ``remove`` takes away what the command added, never a directory or file that was
+    there before (the contents ``--overwrite`` deletes on purpose excepted)."""
+
+    def __init__(self, path: Path, overwrite: bool = False) -> None:
+        self.path = path
+        self.existed = path.is_dir()
+        held_run = overwrite and (path / CONFIG_FILE).is_file()  # emptied by make_run_dir
+        self.before = frozenset() if held_run or not self.existed else _entries(path)
+        self.new_parents = [parent for parent in path.parents if not parent.exists()]
+        self.after_open: dict[str, int] = {}
+
+    def opened(self) -> None:
+        """Note the entries the command's opening wrote (config, metrics, logger folders)."""
+        self.after_open = {name: _size(self.path / name) for name in _entries(self.path)}
+
+    def unchanged(self) -> bool:
+        """Whether the run wrote nothing since ``opened`` (no new entry, no metrics row)."""
+        now = {name: _size(self.path / name) for name in _entries(self.path)}
+        return set(now) == set(self.after_open) and \
+            now.get(METRICS_FILE) == self.after_open.get(METRICS_FILE)
+
+    def remove(self) -> None:
+        """Remove what the command added: its entries, then the directory and the parents it
+        created, each only while empty (another run may have started beside it)."""
+        for name in sorted(_entries(self.path) - self.before):
+            child = self.path / name
+            if child.is_dir() and not child.is_symlink():
+                shutil.rmtree(child)
+            else:
+                child.unlink()
+        if not self.existed:
+            for folder in (self.path, *self.new_parents):
+                try:
+                    folder.rmdir()
+                except OSError:
+                    break
+
+
+
+def _entries(path: Path) -> frozenset[str]:
+    return frozenset(child.name for child in path.iterdir()) if path.is_dir() else frozenset()
+
+
+def _size(path: Path) -> int:
+    """A file's size (a folder's: -1; a folder's contents are not compared)."""
+    return -1 if path.is_dir() else path.stat().st_size
 
 
 def empty_run_dir(path: Path) -> None:
