@@ -116,12 +116,16 @@ def test_tensorboard_logger_writes_scalars_images_and_config(tmp_path: Path) -> 
     logger.log({"loss": 0.5}, step=2)
     logger.log_image("plot", image_path, step=2)
     logger.log_config({"seed": 3})
+    log_table(logger, "feedback", ("text", "specs"), [["a | b", "agent 0: success()"]], step=2)
     logger.close()
     events = EventAccumulator(str(tmp_path / "tensorboard"))
     events.Reload()
     assert [(e.step, e.value) for e in events.Scalars("loss")] == [(1, 1.5), (2, 0.5)]
     assert events.Images("plot")[0].width == 5
     assert "config/text_summary" in events.Tags()["tensors"]
+    (table,) = events.Tensors("feedback/text_summary")
+    assert (table.step, table.tensor_proto.string_val[0].decode()) == (
+        2, "| text | specs |\n| --- | --- |\n| a \\| b | agent 0: success() |")
 
 
 @pytest.mark.parametrize("given", ["frames", "mp4"])
@@ -214,13 +218,16 @@ def test_console_shows_the_mean_over_agents_of_a_few_per_agent_metrics() -> None
         "step       64  time/env_steps=64  agents/train/value_loss=2  rollout/shaped_return=-1.5")
 
 
-def test_tables_reach_the_backends_that_show_them_and_rows_must_fit_the_columns() -> None:
+def test_tables_reach_the_backends_that_show_them_and_rows_must_fit_the_columns(tmp_path: Path) -> None:
     out = io.StringIO()
     multi = MultiLogger([Collect(), ConsoleLogger(Console(file=out, width=40))], "unused")
     log_table(multi, "feedback/phase_001", ("text", "parser"), [["Be faster!", "llm"], ["Hi", "rule"]], 7)
     assert out.getvalue().splitlines() == ["step        7  feedback/phase_001  text=Be faster!  parser=llm",
                                            "step        7  feedback/phase_001  text=Hi  parser=rule"]
     log_table(Collect(), "t", ("a",), [[1]], 0)  # a backend without tables keeps none
+    with open(tmp_path / "console.txt", "w", encoding="utf-8") as strict:  # as a terminal's stdout
+        ConsoleLogger(Console(file=strict, width=40)).log_table("t", ("text",), [["a \ud800 b"]], 1)
+    assert (tmp_path / "console.txt").read_text().strip() == "step        1  t  text=a ? b"
     with pytest.raises(InvalidDataError, match=r"row 0 has 1 values for 2 columns"):
         log_table(multi, "t", ("a", "b"), [[1]], 0)
 

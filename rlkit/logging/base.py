@@ -44,7 +44,8 @@ class ArtifactLogger(Protocol):
 
 @runtime_checkable
 class TableLogger(Protocol):
-    """A backend that shows rows of text and numbers as a table (W&B) or as lines (the console)."""
+    """A backend that shows rows of text and numbers as a table (W&B, TensorBoard's text panel) or
+    as lines (the console)."""
 
     def log_table(self, name: str, columns: Sequence[str], rows: Sequence[Sequence[Any]],
                   step: int) -> None: ...
@@ -69,7 +70,7 @@ def log_artifacts(logger: Logger | None, artifacts: Mapping[str, tuple[str, Sequ
 def log_table(logger: Logger | None, name: str, columns: Sequence[str],
               rows: Sequence[Sequence[Any]], step: int) -> None:
     """``rows`` under ``columns`` to the backends of ``logger`` that show tables (W&B: a table;
-    the console: a line per row); the others (JSONL, TensorBoard) keep none.
+    TensorBoard: a markdown table; the console: a line per row); JSONL keeps none.
 
     Args:
         logger: the run's logger; ``None`` or one without table backends does nothing.

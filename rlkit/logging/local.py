@@ -215,13 +215,15 @@ class ConsoleLogger:
 
     def log_table(self, name: str, columns: Sequence[str], rows: Sequence[Sequence[Any]],
                   step: int) -> None:
-        """``step       64  m3hf/feedback/phase_001  parser=llm  specs=agent 0: holding(...)``."""
+        """``step       64  m3hf/feedback/phase_001  parser=llm  specs=agent 0: holding(...)``; text
+        that is not valid Unicode (a lone surrogate from a JSON escape) is shown with ``?``."""
         for row in rows:
             line = Text(f"step {step:>8}  ", style="bold")
             line.append(name)
             for column, value in zip(columns, row, strict=True):
                 line.append(f"  {column}=", style="dim")
-                line.append(f"{value:.4g}" if isinstance(value, float) else str(value))
+                shown = f"{value:.4g}" if isinstance(value, float) else str(value)
+                line.append(shown.encode("utf-8", "replace").decode("utf-8"))
             self.console.print(line, soft_wrap=True, highlight=False)
 
     def log_config(self, config: dict[str, Any]) -> None:
@@ -257,7 +259,7 @@ class ConsoleLogger:
 
 
 class TensorBoardLogger:
-    """Scalars, images, videos and the config (as text) in ``run_dir/tensorboard``.
+    """Scalars, images, videos, tables and the config (as text) in ``run_dir/tensorboard``.
 
     A video is an animated GIF in TensorBoard's image panel, which is what ``add_video`` writes;
     it is encoded here because ``add_video`` needs moviepy's 1.x editor, not a dependency.
@@ -279,6 +281,15 @@ class TensorBoardLogger:
     def log_config(self, config: dict[str, Any]) -> None:
         text = json.dumps(config, indent=2, sort_keys=True, default=str)
         self.writer.add_text("config", f"```\n{text}\n```")
+
+    def log_table(self, name: str, columns: Sequence[str], rows: Sequence[Sequence[Any]],
+                  step: int) -> None:
+        """A markdown table in TensorBoard's text panel."""
+        def cells(values: Sequence[Any]) -> str:
+            return "| " + " | ".join(str(v).replace("|", "\\|").replace("\n", " ") for v in values) + " |"
+
+        lines = [cells(columns), "|" + " --- |" * len(columns), *map(cells, rows)]
+        self.writer.add_text(name, "\n".join(lines), global_step=step)
 
     def log_image(self, name: str, path: PathLike, step: int) -> None:
         from PIL import Image
