@@ -6,7 +6,7 @@ import pytest
 
 from rlkit.human import LabelStore
 from rlkit.human.app import create_app
-from rlkit.human.dashboard import DashboardLogger, dashboard_stats, krippendorff_alpha
+from rlkit.human.dashboard import DashboardLogger, chart, dashboard_stats, krippendorff_alpha
 from rlkit.human.store import LabelRecord
 from rlkit.logging import Logger
 from tests.test_human_app import client_for
@@ -69,3 +69,29 @@ def test_the_logger_puts_training_curves_on_the_page(store):
     assert data["scale_names"][0] == "B much better"
     assert data["krippendorff_alpha"] == pytest.approx(krippendorff_alpha(store.live_labels()))
     assert "Krippendorff's alpha" in html
+
+
+def test_a_chart_has_ticks_on_both_axes_and_counters_are_no_curves(store):
+    drawn = chart([(0, 0.5), (50, 0.8), (100, 0.9)])
+    assert [label for _, label in drawn.x_ticks] == ["0", "50", "100"]
+    assert [label for _, label in drawn.y_ticks] == ["0.5", "0.7", "0.9"]
+    assert drawn.y_ticks[0][0] == drawn.bottom and drawn.y_ticks[-1][0] == drawn.top  # lowest at the bottom
+    assert drawn.points.split()[0] == f"{drawn.left:.1f},{drawn.bottom:.1f}"
+    logger = DashboardLogger(store)
+    for generation in range(3):
+        logger.log({"m3hf/generation": generation, "m3hf/env_steps": 1000 * generation,
+                    "m3hf/original_return": -4.5 + generation}, 1000 * generation)
+    assert set(store.metric_series()) == {"m3hf/original_return"}
+    html = re.sub(r">\s+<", "><", client_for(create_app(store)).get("/dashboard").text)
+    assert "<text x=" in html and ">2,000</text>" in html and ">-2.5</text>" in html
+    assert [label for _, label in chart([(0, -1210), (30_000, -420)]).x_ticks] == ["0", "15k", "30k"]
+    assert [label for _, label in chart([(0, -1210), (30_000, -420)]).y_ticks] == ["-1,210", "-815", "-420"]
+    assert "x: env steps · y: m3hf/original_return" in html
+
+
+def test_an_m3hf_run_shows_no_table_of_pair_labels(tmp_path):
+    store = LabelStore(tmp_path)  # M3HF asks for feedback texts, never for pairs
+    DashboardLogger(store).log({"m3hf/original_return": -2.0}, 100)
+    html = client_for(create_app(store)).get("/dashboard").text
+    assert 'id="annotators"' not in html and 'id="agreement"' not in html
+    assert 'id="no-pairs"' in html and "<polyline" in html

@@ -1,5 +1,6 @@
 """The M3HF page's API and the web feedback source: preview, correct, confirm, hand to the loop."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -90,3 +91,30 @@ def test_the_page_says_when_no_phase_is_open(tmp_path):
     headers = login(client, "ann")
     assert 'id="no-phase"' in client.get("/m3hf").text
     assert client.post("/api/m3hf/preview", json={"text": "hi"}, headers=headers).status_code == 404
+
+
+def css_colour(css: str, selector: str) -> tuple[int, int, int]:
+    rule = re.search(re.escape(selector) + r" \{ background: rgb\((\d+), (\d+), (\d+)\)", css)
+    assert rule is not None, selector
+    return tuple(int(x) for x in rule.groups())
+
+
+def test_the_m3hf_page_has_a_legend_of_the_kitchen_in_the_video_s_own_colours(tmp_path):
+    from envs.overcooked import render
+
+    open_phase(tmp_path)
+    client = client_for(create_app(LabelStore(tmp_path), ServeConfig(run_dir=str(tmp_path))))
+    login(client, "ann")
+    html = client.get("/m3hf").text
+    legend = re.search(r'<ul id="kitchen-legend".*?</ul>', html, re.S).group(0)
+    marks = re.findall(r'class="mark ([\w-]+)"', legend)
+    assert marks == ["tomato", "lettuce", "onion", "cut", "plate", "knife", "delivery", "counter", "floor",
+                     "agent-green", "agent-rose"]
+    assert "one chop (3 to finish it)" in legend
+    css = client.get("/static/style.css").text
+    foods = [css_colour(css, f".mark.{food}") for food in ("tomato", "lettuce", "onion")]
+    assert foods == [tuple(c) for c in render._FOOD_COLOURS]
+    for name, colour in render.AGENT_COLOURS.items():
+        assert css_colour(css, f".mark.agent-{name}") == colour
+    assert css_colour(css, ".mark.delivery") == render._DELIVERY
+    assert css_colour(css, ".mark.counter") == render._COUNTER

@@ -91,22 +91,61 @@ def dashboard_stats(store: LabelStore) -> DashboardStats:
                           store.metric_series(), scale)
 
 
-def polyline(points: list[tuple[int, float]], width: int = 320, height: int = 120) -> str:
-    """SVG polyline coordinates for a series, scaled into the box (drawn by the page, no JS)."""
-    if not points:
-        return ""
+# Bookkeeping a trainer logs beside its numbers (the x axis already counts env steps): not curves.
+COUNTERS = ("generation", "env_steps", "timesteps", "train_episodes")
+
+
+@dataclass(frozen=True)
+class Chart:
+    """One series drawn as an SVG line with axes: the page only places what is computed here."""
+
+    points: str  # the polyline's "x,y x,y ..."
+    x_ticks: list[tuple[float, str]]  # (x, label): env steps
+    y_ticks: list[tuple[float, str]]  # (y, label): the metric's values
+    left: float  # the plot area inside the box, for the axis lines
+    bottom: float
+    right: float
+    top: float
+
+
+def _ticks(low: float, high: float, n: int = 3) -> np.ndarray:
+    return np.linspace(low, high, n) if high > low else np.array([low])
+
+
+def _short(value: float) -> str:
+    """A tick label of at most ~6 characters: 0.675, -1,210, 30k, 1.5M."""
+    for above, size, suffix in ((1e6, 1e6, "M"), (1e4, 1e3, "k")):
+        if abs(value) >= above:
+            return f"{value / size:.3g}{suffix}"
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
+
+
+def chart(points: list[tuple[int, float]], width: int = 320, height: int = 150) -> Chart:
+    """A series scaled into a ``width`` x ``height`` box with room for tick labels: three ticks on
+    each axis (first, middle and last step; lowest, middle and highest value)."""
+    left, right, top, bottom = 48.0, width - 16.0, 8.0, height - 22.0
     steps = np.array([p[0] for p in points], dtype=float)
     values = np.array([p[1] for p in points], dtype=float)
-    x = (steps - steps.min()) / max(np.ptp(steps), 1e-12) * (width - 10) + 5
-    y = height - 5 - (values - values.min()) / max(np.ptp(values), 1e-12) * (height - 10)
-    return " ".join(f"{a:.1f},{b:.1f}" for a, b in zip(x, y, strict=True))
+
+    def x_of(step: np.ndarray) -> np.ndarray:
+        return left + (step - steps.min()) / max(np.ptp(steps), 1e-12) * (right - left)
+
+    def y_of(value: np.ndarray) -> np.ndarray:
+        return bottom - (value - values.min()) / max(np.ptp(values), 1e-12) * (bottom - top)
+
+    x, y = x_of(steps), y_of(values)
+    x_ticks = [(float(x_of(t)), _short(t)) for t in _ticks(steps.min(), steps.max())]
+    y_ticks = [(float(y_of(v)), _short(v)) for v in _ticks(values.min(), values.max())]
+    return Chart(" ".join(f"{a:.1f},{b:.1f}" for a, b in zip(x, y, strict=True)), x_ticks, y_ticks,
+                 left, bottom, right, top)
 
 
 class DashboardLogger:
     """A ``Logger`` that puts a trainer's numbers on the dashboard (use it inside a ``MultiLogger``).
 
     Only metrics under ``prefixes`` are kept: the reward model's accuracy and the training curve,
-    not every loss of every minibatch. Configs, images and videos go to the other backends.
+    not every loss of every minibatch, nor counters (``COUNTERS``, e.g. ``m3hf/generation``).
+    Configs, images and videos go to the other backends.
     """
 
     def __init__(self, store: LabelStore, prefixes: tuple[str, ...] = DASHBOARD_PREFIXES) -> None:
@@ -114,7 +153,8 @@ class DashboardLogger:
 
     def log(self, metrics: dict[str, float], step: int) -> None:
         kept = {key: value for key, value in scalar_metrics(metrics).items()
-                if key.startswith(self.prefixes) and np.isfinite(value)}  # NaN: no point to draw
+                if key.startswith(self.prefixes) and np.isfinite(value)  # NaN: no point to draw
+                and key.rpartition("/")[2] not in COUNTERS}
         self.store.log_metrics(kept, step)
 
     def log_config(self, config: dict[str, Any]) -> None:

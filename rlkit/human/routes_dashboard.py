@@ -12,7 +12,7 @@ with extra("human"):
 
 from pydantic import BaseModel
 
-from rlkit.human.dashboard import dashboard_stats, polyline
+from rlkit.human.dashboard import chart, dashboard_stats
 from rlkit.human.deps import ERROR_RESPONSES, page
 
 router = APIRouter(responses=ERROR_RESPONSES)
@@ -48,5 +48,7 @@ def dashboard_data(request: Request) -> DashboardOut:
 @router.get("/dashboard", response_class=HTMLResponse, include_in_schema=False)
 def dashboard_page(request: Request) -> HTMLResponse:
     stats = dashboard_stats(request.app.state.store)
-    charts = {name: (polyline(points), points[-1]) for name, points in stats.series.items()}
-    return page(request, "dashboard.html", stats=stats, charts=charts)
+    charts = {name: (chart(points), points[-1]) for name, points in stats.series.items() if points}
+    # pairs to label exist only where a trainer asked people about them (not in an M3HF run)
+    pairs = request.app.state.store.n_queries() > 0
+    return page(request, "dashboard.html", stats=stats, charts=charts, pairs=pairs)
