@@ -40,12 +40,13 @@ from rlkit.persistence.rng import (
 KINDS = {
     "rlkit.sb3-agent", "rlkit.reward_model", "rlkit.trajectories", "rlkit.preferences", "rlkit.replay",
     "rlkit.ail_checkpoint", "rlkit.prefrl.resume", "rlkit.marl.checkpoint", "rlkit.m3hf.run",
-    "rlkit.m3hf.pools", "rlkit.human.labels", "rlkit.sb3-resume",
+    "rlkit.m3hf.pools", "rlkit.human.labels", "rlkit.sb3-resume", "rlkit.apec-inputs",
 }
 
 
 def test_the_registry_lists_every_kind_and_each_writer_uses_its_tag():
     from rlkit.ail import checkpoints
+    from rlkit.apec import inputs
     from rlkit.data import store
     from rlkit.factories import resumable
     from rlkit.feedback import dataset
@@ -59,7 +60,7 @@ def test_the_registry_lists_every_kind_and_each_writer_uses_its_tag():
     assert set(FORMATS) == KINDS
     written = {agents.FORMAT, serialization.FORMAT, store._FORMAT, dataset._FORMAT, tag(replay.KIND),
                checkpoints.FORMAT, resume.FORMAT, checkpoint.FORMAT, loop.STATE_FORMAT, weights.FORMAT,
-               f"rlkit.human.labels/{schema.CURRENT_VERSION}", resumable.FORMAT}
+               f"rlkit.human.labels/{schema.CURRENT_VERSION}", resumable.FORMAT, tag(inputs.KIND)}
     assert written == {spec.tag for spec in FORMATS.values()}
     for spec in FORMATS.values():
         assert spec.tag == f"{spec.kind}/{spec.version}" and spec.header and spec.check and spec.writer

@@ -71,6 +71,8 @@ FORMATS: dict[str, Format] = {f.kind: f for f in (
            "npz_sha256 in the .json; zip CRC-32", "rlkit.feedback.dataset"),
     Format("rlkit.replay", 1, "_header array inside replay.npz", "an SB3 replay buffer's filled rows",
            "zip CRC-32 per array; shapes checked against the buffer", "rlkit.persistence.replay"),
+    Format("rlkit.apec-inputs", 1, "inputs.json", "demos.npz, demos.json, demonstrator/step_*.safetensors",
+           "sha256 of every payload file in inputs.json", "rlkit.apec.inputs", checksummed=True),
     Format("rlkit.ail_checkpoint", 2, "round_NNNNNN/meta.json",
            "generator.zip/.json, reward/, shaping/, trainer_state.pt",
            "sha256 of every payload file in meta.json", "rlkit.ail.checkpoints", older=(1,),
