@@ -232,6 +232,7 @@ def test_a_mujoco_pair_shows_its_plots_while_rendering_then_both_videos_play_in_
     gate = threading.Event()
     teacher, _, ids = mujoco_pairs(tmp_path, gate)  # rendering waits for the gate
     page = browser.new_page(viewport={"width": 1000, "height": 700})
+    errors = watch_errors(page)
     try:
         log_in(page, f"http://127.0.0.1:{port}/", "carol")
         page.wait_for_function("() => document.body.dataset.queryId")
@@ -259,6 +260,7 @@ def test_a_mujoco_pair_shows_its_plots_while_rendering_then_both_videos_play_in_
         server.kill()
         server.join()
         teacher.renders.close()
+    assert errors == []
 
 
 def pendulum_pairs(tmp_path: Path) -> tuple[HumanTeacher, np.ndarray]:
@@ -324,6 +326,7 @@ def test_the_m3hf_page_previews_a_parse_takes_a_typed_correction_and_commits_it(
     port = free_port()
     server = start_server_process(ServeConfig(run_dir=str(tmp_path), port=port))
     page = browser.new_page(viewport={"width": 1000, "height": 900})
+    errors = watch_errors(page)
     first, second = "#specs .spec >> nth=0", "#specs .spec >> nth=1"
     try:
         log_in(page, f"http://127.0.0.1:{port}/m3hf", "bob")
@@ -388,6 +391,7 @@ def test_the_m3hf_page_previews_a_parse_takes_a_typed_correction_and_commits_it(
     finally:
         server.kill()
         server.join()
+    assert errors == []
     assert [f.text for f in source.feedback(request)] == [M3HF_TEXT]
     [spec] = ConfirmedSpecsParser(source, RuleParser()).parse(M3HF_TEXT, request.scene)
     assert (spec.template, spec.agents) == ("holding", (0,))
