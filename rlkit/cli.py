@@ -220,34 +220,40 @@ def _run_eval_reward(config: configs.EvalRewardConfig, args: argparse.Namespace)
 
 
 def _run_pref_rl(config: configs.PrefRLConfig, args: argparse.Namespace) -> int:
+    from rlkit.factories.budget import announce, check_prefrl
     from rlkit.factories.builders import true_return
     from rlkit.persistence import atomic_write_json
     from rlkit.persistence.agents import save_agent
+    from rlkit.prefrl.loop import train_on_true_reward
     from rlkit.reward import save_reward_model
     from rlkit.runners.prefrl import build_preference_rl
     from rlkit.runners.session import log_outputs
 
+    announce(check_prefrl(config), "pref-rl")  # a budget that trains little (none: refused on load)
     run_dir, logger = _session("pref-rl", config, args)
     try:
-        loop = build_preference_rl(config, logger, run_dir)  # teacher.kind=human: its label store
-        if loop.resume_point is not None:
-            print(f"rlkit pref-rl: resuming {run_dir} at step {loop.resume_point.timestep} (the start of "
-                  "its last query round)", file=sys.stderr)
-        result = loop.learn()
+        outputs: dict[str, tuple[str, list[Path]]] = {}
+        if config.reward == "env":  # the baseline: the same agent and budget on the env's reward
+            result = train_on_true_reward(config, logger)
+        else:
+            loop = build_preference_rl(config, logger, run_dir)  # teacher.kind=human: its label store
+            if loop.resume_point is not None:
+                print(f"rlkit pref-rl: resuming {run_dir} at step {loop.resume_point.timestep} (the start "
+                      "of its last query round)", file=sys.stderr)
+            result = loop.learn()
+            save_reward_model(loop.model, run_dir / "reward_model")
+            outputs = {"reward_model": ("model", [run_dir / "reward_model"]),
+                       "preferences": ("dataset", list(result.dataset.save(run_dir / "preferences")))}
         mean, std = true_return(result.agent, config.env, config.agent.eval_episodes)
         save_agent(result.agent, run_dir / "agent")
-        save_reward_model(loop.model, run_dir / "reward_model")
-        saved = result.dataset.save(run_dir / "preferences")
-        summary = {"true_return": {"mean": mean, "std": std}, "labels": len(result.dataset),
-                   "rounds": [vars(r) for r in result.rounds]}
+        summary = result.summary((mean, std))
         atomic_write_json(run_dir / "summary.json", summary)
         logger.log({"eval/true_return": mean}, step=result.agent.num_timesteps)  # after the last round
-        log_outputs(logger, run_dir, reward_model=("model", [run_dir / "reward_model"]),
-                    preferences=("dataset", list(saved)))
+        log_outputs(logger, run_dir, **outputs)
     finally:
         logger.close()
-    print(json.dumps({"true_return": summary["true_return"], "labels": summary["labels"],
-                      "run_dir": str(run_dir)}))
+    print(json.dumps({key: summary[key] for key in ("reward", "true_return", "labels", "agent_updates",
+                                                    "refits", "reward_model")} | {"run_dir": str(run_dir)}))
     return 0
 
 

@@ -248,6 +248,13 @@ class PrefRLTeacherSettings(TeacherConfig):
 
 
 class PrefRLConfig(StrictModel):
+    """``rlkit pref-rl``: an agent trained on a reward learned from preferences asked during its
+    training (``reward=learned``), or, as the baseline that tells what learning the reward costs,
+    the same agent with the same budget of env steps on the env's own reward (``reward=env``:
+    no queries, labels or reward model; ``rlkit sweep pref-rl --grid reward=learned,env`` runs
+    both). A budget that would never update the agent, or never refit the reward after its first
+    fit, is refused when the config is loaded (``rlkit.factories.budget``)."""
+
     env: EnvConfig = EnvConfig()
     agent: AgentConfig = AgentConfig()
     query: QueryConfig = QueryConfig()
@@ -255,11 +262,25 @@ class PrefRLConfig(StrictModel):
     model: RewardModelConfig = RewardModelConfig(ensemble_size=3)
     trainer: TrainerConfig = TrainerConfig(max_epochs=30, refit="steps", refit_epochs=10)
     seed: int = 0
+    reward: Literal["learned", "env"] = Field(
+        "learned", description="what the agent trains on: learned (from the queries) or env (the "
+        "env's own, true reward; the same agent and budget: the baseline)")
 
     @model_validator(mode="before")
     @classmethod
     def _agent_settings(cls, data: Any) -> Any:
         return resolve_agent_settings(data, cls)
+
+    @model_validator(mode="after")
+    def _budget_trains(self) -> PrefRLConfig:
+        """A budget that gives no agent update or no refit is refused here, before any env step
+        (its warnings, for budgets that give few, are ``check_prefrl``'s to say at the run)."""
+        from rlkit.factories.budget import check_prefrl
+
+        # (random steps that take the whole budget are the loop's to refuse, naming them)
+        if self.reward == "env" or self.query.every_steps < self.agent.total_timesteps:
+            check_prefrl(self)
+        return self
 
     @model_validator(mode="after")
     def _selector_fits_the_model(self) -> PrefRLConfig:

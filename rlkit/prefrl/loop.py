@@ -33,8 +33,9 @@ from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from rlkit.data import TrajectoryRecorder, TrajectoryStore, collect_trajectories, sample_pairs
 from rlkit.data.segments import SegmentPairs
 from rlkit.errors import ConfigError, InvalidDataError
-from rlkit.factories.agent import EpisodeLog, EpisodeLogCallback
+from rlkit.factories.agent import EpisodeLog, EpisodeLogCallback, StopAtBudget, train_on_env_reward
 from rlkit.factories.algorithms import ALGORITHMS
+from rlkit.factories.budget import agent_updates
 from rlkit.factories.builders import (
     build_reward_model,
     make_agent,
@@ -73,6 +74,7 @@ class QueryRound:
     val_accuracy: float
     fresh_accuracy: float
     return_pearson: float
+    refit: bool = True  # False: no labels came (all skipped or unanswered), the model stayed
 
 
 @dataclass
@@ -81,6 +83,34 @@ class PrefRLResult:
     dataset: PreferenceDataset
     rounds: list[QueryRound] = field(default_factory=list)
     episodes: EpisodeLog = field(default_factory=EpisodeLog)
+    reward: str = "learned"  # what the agent trained on: learned, or env (the env's own, true reward)
+
+    def summary(self, true_return: tuple[float, float]) -> dict[str, Any]:
+        """What ``rlkit pref-rl`` reports (its ``summary.json``), the same fields for either reward.
+
+        Args:
+            true_return: the mean and std of the trained agent's evaluation episodes.
+
+        Returns:
+            ``reward``, ``true_return`` (mean, std), ``labels``, ``agent_updates`` (SB3's
+            ``_n_updates``: PPO epochs over rollouts, off-policy gradient steps), ``env_steps``,
+            ``refits`` (rounds whose labels refit the reward model), ``reward_model`` (the last
+            round's ``fresh_accuracy``: the model before that refit on the pairs just labelled,
+            and the last refit's ``val_accuracy``; None with the env's reward) and ``rounds``.
+        """
+        accuracy = None
+        if self.rounds:
+            fitted = [r.val_accuracy for r in self.rounds if r.refit and np.isfinite(r.val_accuracy)]
+            accuracy = {"fresh_accuracy": _finite(self.rounds[-1].fresh_accuracy),
+                        "val_accuracy": fitted[-1] if fitted else None}
+        return {"reward": self.reward, "true_return": {"mean": true_return[0], "std": true_return[1]},
+                "labels": len(self.dataset), "agent_updates": agent_updates(self.agent),
+                "env_steps": int(self.agent.num_timesteps), "refits": sum(r.refit for r in self.rounds),
+                "reward_model": accuracy, "rounds": [vars(r) for r in self.rounds]}
+
+
+def _finite(value: float) -> float | None:
+    return float(value) if np.isfinite(value) else None
 
 
 class PreferenceRL:
@@ -252,10 +282,11 @@ class PreferenceRL:
         record = QueryRound(
             timestep=self.agent.num_timesteps, n_labels=len(self.dataset), val_accuracy=val_accuracy,
             fresh_accuracy=fresh["accuracy"], return_pearson=fresh["return_pearson"],
+            refit=bool(np.isfinite(labels).any()),
         )
         self.result.rounds.append(record)
         if self.logger is not None:
-            self.logger.log({f"prefrl/{k}": float(v) for k, v in vars(record).items()},
+            self.logger.log({f"prefrl/{k}": float(v) for k, v in vars(record).items() if k != "refit"},
                             step=record.timestep)
             if len(chosen) and self.run_dir is not None:  # the round's first pair, to look at
                 left, right = chosen.subset(np.arange(1)).gather()
@@ -294,7 +325,7 @@ class PreferenceRL:
         asker.last = self.agent.num_timesteps
         remaining = self.config.agent.total_timesteps - self.agent.num_timesteps
         if remaining > 0:
-            budget = _StopAtBudget(self.config.agent.total_timesteps)
+            budget = StopAtBudget(self.config.agent.total_timesteps)
             callbacks = [EpisodeLogCallback(self.result.episodes, self.logger), asker, budget]
             if self.relabeller is not None:
                 callbacks.append(self.relabeller)
@@ -327,6 +358,24 @@ class PreferenceRL:
         return limit is None or len(self.dataset) < limit
 
 
+def train_on_true_reward(config: PrefRLConfig, logger: Logger | None = None) -> PrefRLResult:
+    """``reward=env``: the agent ``PreferenceRL`` would train (same settings, seed and envs) for
+    the same budget of env steps, all of them its own, on the env's own reward
+    (``train_on_env_reward``); no queries, labels or reward model. The baseline that tells what
+    learning the reward costs.
+
+    Args:
+        config: the command's config (its ``query``, ``teacher``, ``model`` and ``trainer`` unused).
+        logger: where the episode returns and SB3's metrics go, when given.
+
+    Returns:
+        The result: the agent, an empty dataset, no rounds, its episodes' returns.
+    """
+    agent, episodes = train_on_env_reward(config.env, config.agent, config.seed, logger)
+    dataset = PreferenceDataset(TrajectoryStore(), OrdinalScale.get(config.teacher.scale))
+    return PrefRLResult(agent, dataset, episodes=episodes, reward="env")
+
+
 class _QueryCallback(BaseCallback):
     def __init__(self, loop: PreferenceRL) -> None:
         super().__init__()
@@ -339,18 +388,3 @@ class _QueryCallback(BaseCallback):
             if self.loop.wants_query():
                 self.loop.query_and_refit(self.loop.config.query.pairs_per_round)
         return True
-
-
-
-class _StopAtBudget(BaseCallback):
-    """Ends training at exactly ``budget`` env steps. PPO collects whole rollouts, so without it a
-    budget that is not a whole number of them (or a run resumed mid-rollout, whose rollouts start
-    at its resume point) ran on to the next rollout's end, with more query rounds and labels; the
-    rollout the budget ends inside is collected (and recorded) but not trained on."""
-
-    def __init__(self, budget: int) -> None:
-        super().__init__()
-        self.budget = budget
-
-    def _on_step(self) -> bool:
-        return self.num_timesteps < self.budget
