@@ -90,7 +90,11 @@ def check_aggregate_against_trials(sweep_dir: Path) -> None:
                 half = stats.t.ppf(0.975, len(values) - 1) * sd / math.sqrt(len(values))
                 assert math.isclose(got["sd"], sd, rel_tol=1e-9, abs_tol=1e-12)
                 assert math.isclose(got["half_width"], half, rel_tol=1e-9, abs_tol=1e-12)
-                assert math.isclose(got["low"], values.mean() - half, rel_tol=1e-9, abs_tol=1e-12)
+                floor, ceiling = bounds_of(key) or (None, None)  # an accuracy's within [0, 1]
+                low = max(values.mean() - half, -math.inf if floor is None else floor)
+                high = min(values.mean() + half, math.inf if ceiling is None else ceiling)
+                assert math.isclose(got["low"], low, rel_tol=1e-9, abs_tol=1e-12)
+                assert math.isclose(got["high"], high, rel_tol=1e-9, abs_tol=1e-12)
     assert (sweep_dir / "results.md").read_text().startswith("# Sweep of `rlkit train-reward`")
     assert (sweep_dir / "results.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -147,7 +151,7 @@ def trial_processes(sweep_dir: Path) -> list[int]:
 import pytest  # noqa: E402
 
 from rlkit.errors import ConfigError, InvalidDataError  # noqa: E402
-from rlkit.scale.aggregate import interval  # noqa: E402
+from rlkit.scale.aggregate import bounds_of, interval  # noqa: E402
 from rlkit.scale.sweep import parse_grid, parse_resources  # noqa: E402
 from rlkit.scale.units import Backend, Unit, run_units, stages  # noqa: E402
 

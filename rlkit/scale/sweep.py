@@ -2,7 +2,8 @@
 
 The sweep directory holds ``sweep.json`` (what was asked), ``trials/<id>/`` (each trial an
 ordinary run directory of the command), ``units/<id>.json`` (each trial's status) and, at the
-end, ``results.md``, ``results.json`` and ``results.png`` (see ``rlkit.scale.aggregate``).
+end, ``results.md``, ``results.json`` and ``results.png`` (see ``rlkit.scale.aggregate``; the
+table and plot show the spec's ``metrics``, or the command's default ones).
 W&B runs share one group (the sweep's name) and take the command as their job type.
 """
 
@@ -101,6 +102,7 @@ class SweepSpec:
     seed_key: str = "seed"
     logger: str = "jsonl,wandb"
     extra: dict[str, Any] = field(default_factory=dict)
+    metrics: tuple[str, ...] = ()  # what the table and plot show (names or patterns); () = default
 
     def __post_init__(self) -> None:
         if self.seeds < 1:
@@ -116,6 +118,8 @@ class SweepSpec:
         return points
 
     def to_json(self) -> dict[str, Any]:
+        """What ``sweep.json`` holds, compared on ``--resume``; not ``metrics``, which change no
+        trial (a sweep resumed with others shows those)."""
         return {"command": self.command, "grid": self.grid, "seeds": self.seeds,
                 "overrides": list(self.overrides), "config": self.config,
                 "seed_key": self.seed_key, "logger": self.logger}
