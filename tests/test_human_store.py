@@ -100,20 +100,26 @@ def test_a_shown_pair_is_held_for_its_annotator_until_answered_or_expired(locati
 
 def test_an_older_database_is_migrated_when_opened_and_a_newer_one_refused(location):
     old = LabelStore(location)
+    old.add_queries(make_pairs(make_trajectories(), 3))
+    old.submit(1, "ann", 1.0)
     with old.engine.begin() as c:  # make it a version-1 database
         c.execute(text("DROP TABLE leases"))
         c.execute(text("ALTER TABLE phases DROP COLUMN closed_at"))
+        c.execute(text("ALTER TABLE labels DROP COLUMN checksum"))
+        c.execute(text("ALTER TABLE queries DROP COLUMN checksum"))
         c.execute(delete(schema_version).where(schema_version.c.version > 1))
     old.close()
     store = LabelStore(location)
-    store.add_queries(make_pairs(make_trajectories(), 2))
-    assert store.next_query("ann", lease_s=60).id == 1 and store.next_query("bob").id == 2  # v2
+    assert store.next_query("ann", lease_s=60).id == 2 and store.next_query("bob").id == 3  # v2
     store.add_phase(1)
     store.take_phase_feedback(1)
     assert store.latest_phase()["closed"]  # v3
+    store.close()
+    store = LabelStore(location)  # v4: the rows written before got their checksums, and pass
+    assert [(r.query_id, r.value) for r in store.live_labels()] == [(1, 1.0)]
     with store.engine.begin() as c:
         versions = c.execute(text("SELECT version FROM schema_version ORDER BY version")).scalars()
-        assert versions.all() == [1, 2, 3] == list(range(1, CURRENT_VERSION + 1))
+        assert versions.all() == [1, 2, 3, 4] == list(range(1, CURRENT_VERSION + 1))
         c.execute(text("INSERT INTO schema_version VALUES (:v, 0)"), {"v": CURRENT_VERSION + 1})
     store.close()
     with pytest.raises(FileFormatError, match="newer than this rlkit"):

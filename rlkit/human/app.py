@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 from rlkit.extras import extra
 
 with extra("human"):
-    from fastapi import FastAPI, HTTPException
+    from fastapi import FastAPI, HTTPException, Request
     from fastapi.exceptions import RequestValidationError
-    from fastapi.responses import FileResponse
+    from fastapi.responses import FileResponse, JSONResponse
     from fastapi.staticfiles import StaticFiles
 
 from rlkit.feedback.scale import OrdinalScale
@@ -24,7 +24,7 @@ from rlkit.human.annotators import annotator_tokens
 from rlkit.human.deps import PACKAGE_DIR, validation_problem
 from rlkit.human.security import Signer
 from rlkit.human.settings import ServeConfig
-from rlkit.human.store import LabelStore
+from rlkit.human.store import DamagedStoreError, LabelStore
 from rlkit.m3hf.parser_rule import RuleParser
 
 if TYPE_CHECKING:
@@ -57,6 +57,7 @@ def create_app(
     app.state.media_dir = Path(media_dir) if media_dir else _default_media_dir(config)
     app.state.parser = parser if parser is not None else RuleParser()
     app.add_exception_handler(RequestValidationError, validation_problem)
+    app.add_exception_handler(DamagedStoreError, _damaged_store)
     app.include_router(routes_label.router)
     app.include_router(routes_m3hf.router)
     app.include_router(routes_dashboard.router)
@@ -75,6 +76,11 @@ def create_app(
     hosts = security.allowed_hosts(config.host, config.token, config.allowed_hosts)
     app.add_middleware(security.GuardMiddleware, token=config.token, hosts=hosts)
     return app
+
+
+def _damaged_store(request: Request, error: Exception) -> JSONResponse:
+    """503 naming what is damaged in a store edited or damaged under the running server."""
+    return JSONResponse({"detail": f"the label store is damaged: {error}"}, status_code=503)
 
 
 def _default_media_dir(config: ServeConfig) -> Path:

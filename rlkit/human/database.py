@@ -38,6 +38,11 @@ BUSY_TIMEOUT_S = 30.0  # how long a SQLite writer waits for another one before g
 _POSTGRES_WRITE_LOCK = "SELECT pg_advisory_xact_lock(7215091)"
 
 
+class DamagedStoreError(FileFormatError):
+    """A label store whose contents are not what rlkit writes (a row, a setting, a table or an
+    index damaged or edited); nothing is written to it."""
+
+
 def database_url(location: str | os.PathLike[str]) -> str:
     """A SQLAlchemy URL as is; a run directory (existing, or a new path without a suffix) or a
     database file path as a SQLite URL."""
@@ -60,6 +65,10 @@ class Database:
 
     def __init__(self, location: str | os.PathLike[str], *, synchronous: str = "NORMAL") -> None:
         self.url = database_url(location)
+        parsed = make_url(self.url)
+        # how errors name the store: its file, or its URL without a password
+        self.where = (parsed.database or ":memory:") if self.url.startswith("sqlite") else \
+            parsed.render_as_string(hide_password=True)
         if not self.url.startswith("sqlite"):
             self.engine = _make_engine(self.url, synchronous)
             with self._write() as connection:
@@ -105,7 +114,12 @@ class Database:
     def setting(self, key: str, default: Any = None) -> Any:
         with self.engine.connect() as c:
             row = c.execute(select(schema.settings.c.value).where(schema.settings.c.key == key)).first()
-        return default if row is None else json.loads(row[0])
+        if row is None:
+            return default
+        try:
+            return json.loads(row[0])
+        except (json.JSONDecodeError, TypeError):
+            raise DamagedStoreError(f"settings row {key!r}: value {str(row[0])[:80]!r} is not JSON") from None
 
 
 def inserted_id(result: CursorResult[Any]) -> int:

@@ -15,12 +15,9 @@ with extra("human"):
     from sqlalchemy import Select, insert, select, update
 
 from rlkit.errors import InvalidLabelError, RlkitError
-from rlkit.human import schema
+from rlkit.human import rows, schema
 from rlkit.human.database import Database, inserted_id
-
-MAX_ANNOTATOR_CHARS = 64
-# Ids travel in cookies, file names and logs: letters, digits and a few separators only.
-ANNOTATOR_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$"
+from rlkit.human.rows import ANNOTATOR_PATTERN, MAX_ANNOTATOR_CHARS
 
 
 class UnknownQueryError(RlkitError, LookupError):
@@ -59,8 +56,7 @@ class RunRecords(Database):
             row = c.execute(select(schema.phases).order_by(schema.phases.c.phase.desc()).limit(1)).first()
         if row is None:
             return None
-        return {"phase": row.phase, "video": row.video, "context": json.loads(row.context),
-                "closed": row.closed_at is not None}
+        return phase_record(row)
 
     def add_feedback(self, phase: int, annotator: str, text: str, specs: list[dict[str, Any]]) -> int:
         """Commit a person's confirmed feedback: the text and the reward specs they approved."""
@@ -81,7 +77,7 @@ class RunRecords(Database):
     def phase_feedback(self, phase: int) -> list[dict[str, Any]]:
         """All feedback confirmed for a phase so far, oldest first (reading changes nothing)."""
         with self.engine.connect() as c:
-            return [_feedback(row) for row in c.execute(_feedback_of(phase))]
+            return [feedback_record(row) for row in c.execute(_feedback_of(phase))]
 
     def take_phase_feedback(self, phase: int) -> list[dict[str, Any]]:
         """Close the phase and return all its feedback, in one transaction: what a person confirms
@@ -99,25 +95,26 @@ class RunRecords(Database):
                       .values(closed_at=now))
             c.execute(update(feedback).where(feedback.c.phase == phase, feedback.c.consumed_at.is_(None))
                       .values(consumed_at=now))
-            return [_feedback(row) for row in c.execute(_feedback_of(phase))]
+            return [feedback_record(row) for row in c.execute(_feedback_of(phase))]
 
     # -- metrics ----------------------------------------------------------------------------
     def log_metrics(self, metrics: Mapping[str, float], step: int) -> None:
         """Training numbers for the dashboard (reward held-out accuracy, agent return), one commit."""
         now = time.time()
-        rows = [{"name": name, "step": int(step), "value": float(value), "created_at": now}
-                for name, value in metrics.items()]
-        if rows:
+        points = [{"name": name, "step": int(step), "value": float(value), "created_at": now}
+                  for name, value in metrics.items()]
+        if points:
             with self._write() as c:
-                c.execute(insert(schema.metrics), rows)
+                c.execute(insert(schema.metrics), points)
 
     def metric_series(self) -> dict[str, list[tuple[int, float]]]:
         with self.engine.connect() as c:
-            rows = c.execute(select(schema.metrics).order_by(schema.metrics.c.name,
-                                                             schema.metrics.c.step)).all()
+            found = c.execute(select(schema.metrics).order_by(schema.metrics.c.name,
+                                                              schema.metrics.c.step)).all()
         series: dict[str, list[tuple[int, float]]] = {}
-        for row in rows:
-            series.setdefault(row.name, []).append((row.step, row.value))
+        for row in found:
+            name, step, value = metric_point(row)
+            series.setdefault(name, []).append((step, value))
         return series
 
 
@@ -126,6 +123,30 @@ def _feedback_of(phase: int) -> Select[Any]:
     return select(table).where(table.c.phase == phase).order_by(table.c.id)
 
 
-def _feedback(row: Any) -> dict[str, Any]:
-    return {"id": row.id, "annotator": row.annotator, "text": row.text, "specs": json.loads(row.specs),
-            "created_at": row.created_at}
+def phase_record(row: Any) -> dict[str, Any]:
+    """A ``phases`` row as the M3HF page reads it, each value checked."""
+    where = ("phases", row.id)
+    rows.moment(row.closed_at, *where, "closed_at", optional=True)
+    return {"phase": rows.whole(row.phase, *where, "phase"), "video": rows.text(row.video, *where, "video"),
+            "context": rows.json_value(row.context, *where, "context", dict),
+            "closed": row.closed_at is not None}
+
+
+def feedback_record(row: Any) -> dict[str, Any]:
+    """A ``feedback`` row, each value checked."""
+    where = ("feedback", row.id)
+    rows.whole(row.phase, *where, "phase")
+    rows.moment(row.consumed_at, *where, "consumed_at", optional=True)
+    return {"id": row.id, "annotator": rows.annotator(row.annotator, *where),
+            "text": rows.text(row.text, *where, "text"),
+            "specs": rows.json_value(row.specs, *where, "specs", list),
+            "created_at": rows.moment(row.created_at, *where, "created_at")}
+
+
+def metric_point(row: Any) -> tuple[str, int, float]:
+    """A ``metrics`` row as (name, step, value), each checked (a value may be NaN)."""
+    where = ("metrics", row.id)
+    value = row.value
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise rows.damaged(*where, f"value {value!r} is not a number")
+    return rows.text(row.name, *where, "name"), rows.whole(row.step, *where, "step"), float(value)

@@ -25,14 +25,17 @@ with extra("human"):
         Table,
         Text,
         UniqueConstraint,
+        bindparam,
         func,
         insert,
         inspect,
         select,
         text,
+        update,
     )
 
 from rlkit.errors import FileFormatError
+from rlkit.human.checksum import LABEL_COLUMNS, QUERY_COLUMNS, row_checksum
 
 metadata = MetaData()
 
@@ -56,6 +59,7 @@ queries = Table(
     Column("left_media", String(255), nullable=False, default=""),
     Column("right_media", String(255), nullable=False, default=""),
     Column("created_at", Float, nullable=False),
+    Column("checksum", String(16), nullable=False),  # version 4: of QUERY_COLUMNS (rlkit.human.checksum)
     UniqueConstraint("left_traj", "left_start", "right_traj", "right_start", "length", name="uq_pair"),
 )
 
@@ -68,6 +72,7 @@ labels = Table(
     Column("interface", String(16), nullable=False),
     Column("created_at", Float, nullable=False),
     Column("retracted_at", Float, nullable=True),  # set by undo; the row is kept for the audit trail
+    Column("checksum", String(16), nullable=False),  # version 4: of LABEL_COLUMNS, renewed by undo
     Index("ix_labels_annotator", "annotator", "created_at"),
 )
 # One live label per (pair, annotator): a second submit is refused, never an overwrite.
@@ -141,7 +146,23 @@ def _add_phase_closing_v3(connection: Connection) -> None:
     connection.execute(text(f"ALTER TABLE phases ADD COLUMN {column.name} {kind}"))
 
 
-MIGRATIONS: tuple[Callable[[Connection], None], ...] = (_create_v1, _add_leases_v2, _add_phase_closing_v3)
+def _add_row_checksums_v4(connection: Connection) -> None:
+    # Rows written before checksums get theirs from what they hold now.
+    for table, columns in ((queries, QUERY_COLUMNS), (labels, LABEL_COLUMNS)):
+        if "checksum" not in {found["name"] for found in inspect(connection).get_columns(table.name)}:
+            connection.execute(text(f"ALTER TABLE {table.name} ADD COLUMN checksum VARCHAR(16) "
+                                    "NOT NULL DEFAULT ''"))
+        rows = connection.execute(select(table).where(table.c.checksum == "")).all()
+        if rows:
+            connection.execute(update(table).where(table.c.id == bindparam("row_id"))
+                               .values(checksum=bindparam("sum")),
+                               [{"row_id": row.id, "sum": row_checksum(row._mapping, columns)}
+                                for row in rows])
+
+
+MIGRATIONS: tuple[Callable[[Connection], None], ...] = (
+    _create_v1, _add_leases_v2, _add_phase_closing_v3, _add_row_checksums_v4,
+)
 CURRENT_VERSION = len(MIGRATIONS)
 
 

@@ -3,13 +3,15 @@
 SQLite in WAL mode is the default (``labels.sqlite`` in the run directory); any SQLAlchemy URL
 (``postgresql://...``) works too. Each submit is its own committed transaction, so a server or a
 trainer killed at any moment loses nothing that was acknowledged, and both resume from the rows.
-Layers: ``database`` (engine, migrations, settings) < ``records`` (M3HF feedback, metrics) < here
-(pairs and labels).
+Layers: ``database`` (engine, migrations, settings) < ``rows`` (what a value read must be) <
+``records`` (M3HF feedback, metrics) < ``store_check`` (the check on open) < here (pairs and labels).
+Every label and query row carries a checksum (``checksum``), verified when the store opens.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -27,7 +29,8 @@ from rlkit.data.store import TrajectoryStore
 from rlkit.errors import InvalidLabelError, RlkitError
 from rlkit.feedback.dataset import PreferenceDataset
 from rlkit.feedback.scale import OrdinalScale
-from rlkit.human.database import DB_NAME, inserted_id
+from rlkit.human.checksum import LABEL_COLUMNS, QUERY_COLUMNS, row_checksum
+from rlkit.human.database import DB_NAME, DamagedStoreError, inserted_id
 from rlkit.human.records import (
     ANNOTATOR_PATTERN,
     MAX_ANNOTATOR_CHARS,
@@ -35,11 +38,13 @@ from rlkit.human.records import (
     UnknownQueryError,
     check_annotator,
 )
+from rlkit.human.rows import check_label_row, check_query_row, parse_scale
 from rlkit.human.schema import labels, leases, queries, settings
+from rlkit.human.store_check import check_store
 
 __all__ = [
-    "ANNOTATOR_PATTERN", "DB_NAME", "MAX_ANNOTATOR_CHARS", "LabelConflictError", "LabelRecord", "LabelStore",
-    "Progress", "Query", "UnknownQueryError", "check_annotator",
+    "ANNOTATOR_PATTERN", "DB_NAME", "MAX_ANNOTATOR_CHARS", "DamagedStoreError", "LabelConflictError",
+    "LabelRecord", "LabelStore", "Progress", "Query", "UnknownQueryError", "check_annotator",
 ]
 
 class LabelConflictError(RlkitError):
@@ -81,7 +86,23 @@ class Progress:
 
 
 class LabelStore(RunRecords):
-    """Queries (segment pairs), per-annotator labels, M3HF feedback and metrics of one run."""
+    """Queries (segment pairs), per-annotator labels, M3HF feedback and metrics of one run.
+
+    Opening checks every table, index, setting and row (``rlkit.human.store_check``): a damaged or
+    edited store is refused by name (``DamagedStoreError``) and left as it is.
+    """
+
+    def __init__(self, location: str | os.PathLike[str], *, synchronous: str = "NORMAL") -> None:
+        super().__init__(location, synchronous=synchronous)
+        try:
+            with self.engine.connect() as c:
+                check_store(c)
+        except DamagedStoreError as error:
+            self.close()
+            raise DamagedStoreError(
+                f"{self.where}: damaged label store: {error}; it is left as it is: restore it from a "
+                "copy, or use a new run directory"
+            ) from None
 
     @property
     def scale(self) -> OrdinalScale:
@@ -134,11 +155,12 @@ class LabelStore(RunRecords):
                            queries.c.length == left[2])
                 found = c.execute(select(queries.c.id).where(key)).scalar()
                 if found is None:
+                    values = {"batch": batch, "left_traj": left[0], "left_start": left[1],
+                              "right_traj": right[0], "right_start": right[1], "length": left[2],
+                              "redundancy": int(redundancy), "left_media": left_media[i],
+                              "right_media": right_media[i], "created_at": now}
                     found = inserted_id(c.execute(insert(queries).values(
-                        batch=batch, left_traj=left[0], left_start=left[1], right_traj=right[0],
-                        right_start=right[1], length=left[2], redundancy=redundancy,
-                        left_media=left_media[i], right_media=right_media[i], created_at=now,
-                    )))
+                        **values, checksum=row_checksum(values, QUERY_COLUMNS))))
                 ids[i] = found
         return ids
 
@@ -196,10 +218,10 @@ class LabelStore(RunRecords):
                 if found.rowcount == 0:
                     raise UnknownQueryError(f"no query with id {query_id}")
                 c.execute(_DROP_LEASE, {"qid": query_id, "annotator": annotator})
-                label_id = inserted_id(c.execute(_INSERT_LABEL, {
-                    "query_id": query_id, "annotator": annotator,
-                    "value": label, "interface": interface, "created_at": now,
-                }))
+                values = {"query_id": query_id, "annotator": annotator, "value": label,
+                          "interface": interface, "created_at": now, "retracted_at": None}
+                label_id = inserted_id(c.execute(
+                    _INSERT_LABEL, values | {"checksum": row_checksum(values, LABEL_COLUMNS)}))
         except IntegrityError:
             raise LabelConflictError(
                 f"annotator {annotator!r} already labelled query {query_id}; undo it to change it"
@@ -215,11 +237,14 @@ class LabelStore(RunRecords):
                             .order_by(labels.c.id.desc()).limit(1)).first()
             if row is None:
                 return None
-            c.execute(update(labels).where(labels.c.id == row.id).values(retracted_at=time.time()))
+            _label(row, None)
+            retracted = dict(row._mapping) | {"retracted_at": time.time()}
+            c.execute(update(labels).where(labels.c.id == row.id).values(
+                retracted_at=retracted["retracted_at"], checksum=row_checksum(retracted, LABEL_COLUMNS)))
             if row.value is not None:
                 c.execute(update(queries).where(queries.c.id == row.query_id)
                           .values(n_given=queries.c.n_given - 1))
-        return _label(row)
+        return _label(row, None)
 
     def live_labels(self, query_ids: np.ndarray | None = None) -> list[LabelRecord]:
         """Every live (not undone) label, oldest first; optionally only of some queries."""
@@ -227,21 +252,22 @@ class LabelStore(RunRecords):
         if query_ids is not None:
             statement = statement.where(labels.c.query_id.in_([int(q) for q in query_ids]))
         with self.engine.connect() as c:
-            return [_label(row) for row in c.execute(statement)]
+            scale = _stored_scale(c)
+            return [_label(row, scale) for row in c.execute(statement)]
 
     def export(self, trajectories: TrajectoryStore, source_prefix: str = "human") -> PreferenceDataset:
         """Every live label as a ``PreferenceDataset`` (skips as NaN) with annotator, time, query id."""
         dataset = PreferenceDataset(trajectories, self.scale)
+        records = self.live_labels()
         with self.engine.connect() as c:
-            rows = c.execute(select(labels, queries).join(queries, labels.c.query_id == queries.c.id)
-                             .where(labels.c.retracted_at.is_(None)).order_by(labels.c.id)).all()
-        by_origin: dict[tuple[str, str], list[Any]] = {}
-        for row in rows:
-            by_origin.setdefault((row.interface, row.annotator), []).append(row)
+            pairs = {row.id: _query(row) for row in c.execute(select(queries))}
+        by_origin: dict[tuple[str, str], list[LabelRecord]] = {}
+        for record in records:
+            by_origin.setdefault((record.interface, record.annotator), []).append(record)
         for (interface, annotator), group in by_origin.items():
-            left = np.array([(r.left_traj, r.left_start, r.length) for r in group], dtype=np.int64)
-            right = np.array([(r.right_traj, r.right_start, r.length) for r in group], dtype=np.int64)
-            values = np.array([np.nan if r.value is None else r.value for r in group], dtype=np.float32)
+            left = np.array([pairs[r.query_id].left for r in group], dtype=np.int64)
+            right = np.array([pairs[r.query_id].right for r in group], dtype=np.int64)
+            values = np.array([r.value for r in group], dtype=np.float32)
             dataset.append(
                 SegmentPairs(trajectories, left, right), values,
                 source=f"{source_prefix}/{interface}", annotator=annotator,
@@ -277,20 +303,18 @@ _INSERT_LABEL = insert(labels)
 
 
 def _stored_scale(connection: Connection) -> OrdinalScale:
-    text = connection.execute(select(settings.c.value).where(settings.c.key == "scale")).scalar()
-    if text is None:
-        return OrdinalScale.get("five")
-    spec = json.loads(text)
-    return OrdinalScale(spec["name"], tuple(spec["levels"]), tuple(spec["names"]))
+    return parse_scale(connection.execute(select(settings.c.value).where(settings.c.key == "scale")).scalar())
 
 
 def _query(row: Any) -> Query:
+    check_query_row(row)
     return Query(id=row.id, left=(row.left_traj, row.left_start, row.length),
                  right=(row.right_traj, row.right_start, row.length), left_media=row.left_media,
                  right_media=row.right_media, redundancy=row.redundancy)
 
 
-def _label(row: Any) -> LabelRecord:
+def _label(row: Any, scale: OrdinalScale | None) -> LabelRecord:
+    check_label_row(row, scale)
     return LabelRecord(id=row.id, query_id=row.query_id, annotator=row.annotator,
                        value=np.nan if row.value is None else float(row.value),
                        interface=row.interface, created_at=row.created_at)
