@@ -9,10 +9,13 @@
   editing it; the store never lets one annotator change another's labels. Signatures are
   itsdangerous's (HMAC-SHA256, constant-time checks), not hand-rolled.
 - Media is served only from the run's media folder (see ``safe_media_path``).
-- Without a token, the ``Host`` header must name this server (127.0.0.1, localhost, [::1], the
-  bound host or ``allowed_hosts``): a page on another origin whose name an attacker re-pointed
-  at 127.0.0.1 (DNS rebinding) is refused, since the browser sends that origin's name.
-- Every response the app sends, its own errors (401, 400, 413) included, carries the security
+- Wrong access tokens are limited per client address (``FailedLoginLimiter``: 10 at once, then
+  one each 6 s; then 429 with ``Retry-After``, the token not even compared).
+- Without a token, the ``Host`` header must be exactly ``host`` or ``host:port`` and name this
+  server (127.0.0.1, localhost, [::1], the bound host or ``allowed_hosts``): a page on another
+  origin whose name an attacker re-pointed at 127.0.0.1 (DNS rebinding) is refused, since the
+  browser sends that origin's name.
+- Every response the app sends, its own errors (401, 400, 413, 429) included, carries the security
   headers below.
 """
 
@@ -21,7 +24,10 @@ from __future__ import annotations
 import hashlib
 import hmac
 import ipaddress
+import math
+import re
 import secrets
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -57,14 +63,35 @@ class UnsafeBindError(RlkitError):
 
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
+LOGIN_BURST = 10  # wrong access tokens a client may send at once ...
+LOGIN_REFILL_S = 6.0  # ... and then one more each this many seconds
+MAX_TRACKED_CLIENTS = 10_000  # clients whose wrong tokens are remembered (refilled ones go first)
 
 
-def host_name(header: str) -> str:
-    """The name in a ``Host`` header, port and IPv6 brackets dropped, lower case."""
-    header = header.strip().lower()
-    if header.startswith("["):
-        return header[1:].partition("]")[0]
-    return header.rpartition(":")[0] if header.count(":") == 1 else header
+# A Host header is a name or IPv4 address, or an IPv6 address in brackets, then at most ":port".
+_HOST_HEADER = re.compile(r"(?:\[(?P<ipv6>[0-9a-f:.]+)\]|(?P<name>[a-z0-9._-]+))(?::(?P<port>[0-9]{1,5}))?")
+
+
+def host_name(header: str) -> str | None:
+    """The name in a ``Host`` header (port and IPv6 brackets dropped, lower case, an IPv6 address
+    in its short form), or None for a header that is not exactly ``host`` or ``host:port``."""
+    match = _HOST_HEADER.fullmatch(header.lower())
+    if match is None or (match["port"] is not None and int(match["port"]) > 65535):
+        return None
+    if match["ipv6"] is None:
+        return match["name"]
+    try:
+        return str(ipaddress.IPv6Address(match["ipv6"]))
+    except ValueError:
+        return None
+
+
+def _configured_name(name: str) -> str:
+    """A bind address or ``allowed_hosts`` entry as ``host_name`` gives it (``::1`` may come bare)."""
+    try:
+        return str(ipaddress.ip_address(name))
+    except ValueError:
+        return host_name(name) or name.lower()
 
 
 def allowed_hosts(host: str, token: str | None, extra_names: tuple[str, ...] = ()) -> frozenset[str] | None:
@@ -73,7 +100,37 @@ def allowed_hosts(host: str, token: str | None, extra_names: tuple[str, ...] = (
     server cannot know."""
     if token:
         return None
-    return frozenset({*LOOPBACK_NAMES, host_name(host), *(host_name(name) for name in extra_names)})
+    return frozenset({*LOOPBACK_NAMES, _configured_name(host), *map(_configured_name, extra_names)})
+
+
+class FailedLoginLimiter:
+    """A token bucket of wrong access tokens per client address: ``burst`` wrong tokens at once,
+    then one more each ``refill_s``. A client whose bucket is empty is answered 429 without its
+    token being compared, so guessing on gains nothing; other clients are untouched."""
+
+    def __init__(self, burst: int = LOGIN_BURST, refill_s: float = LOGIN_REFILL_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.burst, self.refill_s, self.clock = burst, refill_s, clock
+        self._buckets: dict[str, tuple[float, float]] = {}  # client -> (tokens left, when counted)
+
+    def retry_after(self, client: str) -> int | None:
+        """Seconds until ``client`` may try a token again, or None if it may now."""
+        left = self._left(client)
+        return None if left >= 1 else math.ceil((1 - left) * self.refill_s)
+
+    def failed(self, client: str) -> None:
+        """Count a wrong token from ``client``."""
+        if len(self._buckets) >= MAX_TRACKED_CLIENTS:
+            self._forget_refilled()
+        self._buckets[client] = (self._left(client) - 1, self.clock())
+
+    def _left(self, client: str) -> float:
+        left, counted = self._buckets.get(client, (self.burst, self.clock()))
+        return min(self.burst, left + (self.clock() - counted) / self.refill_s)
+
+    def _forget_refilled(self) -> None:
+        for client in [c for c in self._buckets if self._left(c) >= self.burst]:
+            del self._buckets[client]
 
 
 def check_bind(host: str, token: str | None) -> None:
@@ -164,10 +221,12 @@ class GuardMiddleware:
     Plain ASGI (not ``BaseHTTPMiddleware``): it adds no task hop to each request.
     """
 
-    def __init__(self, app: ASGIApp, token: str | None, hosts: frozenset[str] | None = None) -> None:
+    def __init__(self, app: ASGIApp, token: str | None, hosts: frozenset[str] | None = None,
+                 limiter: FailedLoginLimiter | None = None) -> None:
         self.app = app
         self.token = token
         self.hosts = hosts
+        self.limiter = limiter or FailedLoginLimiter()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -188,13 +247,24 @@ class GuardMiddleware:
                 await JSONResponse({"detail": detail}, status_code=400)(scope, receive, send_secured)
                 return
         if self.token is not None:
-            if token_matches(self.token, request.query_params.get("token")):
+            client = request.client.host if request.client else ""
+            in_query = request.query_params.get("token")
+            presented = request.headers.get(TOKEN_HEADER) or request.cookies.get(TOKEN_COOKIE)
+            wait = self.limiter.retry_after(client)
+            if wait is not None and (in_query is not None or presented is not None):
+                detail = f"too many wrong access tokens from {client}; try again in {wait} s"
+                throttled = JSONResponse({"detail": detail}, status_code=429,
+                                         headers={"Retry-After": str(wait)})
+                await throttled(scope, receive, send_secured)
+                return
+            if token_matches(self.token, in_query):
                 redirect = RedirectResponse(request.url.remove_query_params("token"), status_code=303)
                 redirect.set_cookie(TOKEN_COOKIE, self.token, httponly=True, samesite="strict")
                 await redirect(scope, receive, send_secured)
                 return
-            presented = request.headers.get(TOKEN_HEADER) or request.cookies.get(TOKEN_COOKIE)
             if not token_matches(self.token, presented):
+                if in_query is not None or presented is not None:  # a guess, not a first visit
+                    self.limiter.failed(client)
                 unauthorised = JSONResponse({"detail": "access token required"}, status_code=401)
                 await unauthorised(scope, receive, send_secured)
                 return
