@@ -206,11 +206,27 @@ class Dot(gym.Env):
 
     def render(self) -> np.ndarray:
         frame = np.zeros((20, 40, 3), np.uint8)
-        frame[:, int(round((self.state + 1) * 19.5))] = 255
+        frame[:, int(round((float(np.ravel(self.state)[0]) + 1) * 19.5))] = 255
         return frame
 
 
+class PlainDot(Dot):
+    """No state_from_observation: its ``state`` is its observation, which a probe checks."""
+
+    state_from_observation = None
+
+
+class HiddenDot(PlainDot):
+    """Observes twice its state: nothing says how to draw an observation, so it is plotted."""
+
+    def step(self, action):
+        obs, *rest = super().step(action)
+        return obs * 2, *rest
+
+
 gym.register("test_render/Dot-v0", entry_point=Dot)
+gym.register("test_render/PlainDot-v0", entry_point=PlainDot)
+gym.register("test_render/HiddenDot-v0", entry_point=HiddenDot)
 
 
 def pendulum_v1_steps(n_steps: int = 12) -> tuple[TrajectoryStore, np.ndarray]:
@@ -265,6 +281,10 @@ def test_pref_rl_renders_mujoco_and_drawable_envs_as_video_and_plots_the_others(
     assert frames.shape == (2, 256, 512, 3)
     assert frames[0, :, :10].max() == 255 and frames[1, :, :10].max() == 0
     assert segment_renderer(EnvConfig(id="test_render/Dot-v0", n_envs=1, kwargs={"draws": False})) is None
+    plain = segment_renderer(EnvConfig(id="test_render/PlainDot-v0", n_envs=1))
+    assert isinstance(plain, ObservationRenderer)
+    np.testing.assert_array_equal(plain(np.array([[-1.0, 0.0], [1.0, 0.0]])), frames)  # drawn alike
+    assert segment_renderer(EnvConfig(id="test_render/HiddenDot-v0", n_envs=1)) is None
     with pytest.raises(InvalidDataError, match="Dot-v0 cannot be drawn from its observations"):
         ObservationRenderer("test_render/Dot-v0", draws=False)
 

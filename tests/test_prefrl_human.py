@@ -103,6 +103,8 @@ def test_the_reward_model_trains_on_every_label_people_give_through_the_store(tm
     now = torch.nn.utils.parameters_to_vector(loop.model.parameters())
     assert not torch.allclose(now, initial_parameters(loop))
     query = store.query(int(query_ids[0]))
+    assert loop.teacher.renders.wait(60) and not loop.teacher.renders.failed  # Pendulum's frames
+    assert query.left_media.endswith(".webm") and ".plot." not in query.left_media
     assert (tmp_path / "media" / query.left_media).stat().st_size > 0
     assert store.scale.levels == FIVE
     # the dashboard of `rlkit serve` draws the reward model's accuracy round by round
@@ -150,12 +152,14 @@ def test_a_trainer_killed_after_people_answered_resumes_with_their_labels(tmp_pa
     config = human_config(**{"teacher.human.timeout_s": "5"})
     killed = KilledInRound(kill_at=2)  # the trainer dies after round 2's answers came in
     monkeypatch.setattr(prefrl_loop, "evaluate_reward", killed)
+    killed_loop = build_preference_rl(config, run_dir=tmp_path)
     try:
         with pytest.raises(KeyboardInterrupt):
-            build_preference_rl(config, run_dir=tmp_path).learn()
+            killed_loop.learn()
     finally:
         stop.set()
         person.join()
+        killed_loop.teacher.renders.close()  # its render worker dies with it
     assert not errors, errors
 
     # nobody is at the page any more: the resumed round must find alice's answers in the store
@@ -167,3 +171,4 @@ def test_a_trainer_killed_after_people_answered_resumes_with_their_labels(tmp_pa
     np.testing.assert_array_equal(again.rounds[0][1], killed.rounds[1][1])  # with alice's labels
     assert len(result.dataset) == 3 + 2 and LabelStore(tmp_path).n_queries() == 3 + 2
     assert rows(LabelStore(tmp_path).export(resumed.store)) == rows(result.dataset)
+    assert resumed.teacher.renders.wait(60)

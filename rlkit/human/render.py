@@ -4,9 +4,9 @@ Two renderers, each with what it renders from (``inputs``) and the frames it mak
 
 - ``MujocoRenderer``: a MuJoCo env's recorded simulator states (``Trajectory.states``);
 - ``ObservationRenderer``: an env whose observation determines what its ``render()`` draws
-  (gymnasium's classic control: Pendulum, CartPole, MountainCar, Acrobot; or a custom env with a
-  ``state_from_observation(obs)`` method), from the segment's own observations and actions, so
-  nothing extra is recorded while the agent trains.
+  (gymnasium's classic control: Pendulum, CartPole, MountainCar, Acrobot; a custom env with a
+  ``state_from_observation(obs)`` method, or one that keeps its observation as ``self.state``),
+  from the segment's own observations and actions, so nothing extra is recorded while training.
 
 Any other env's segments are shown as plots of their observations (``rlkit.human.media``).
 
@@ -128,12 +128,46 @@ def _classic(env: Any) -> tuple[Callable[[np.ndarray], np.ndarray], tuple[str, .
     return None
 
 
-def renders_from_observation(env: Any) -> bool:
-    """Whether ``env`` can draw any step from its observation (see ``ObservationRenderer``)."""
+def _state_is_observation(env: Any, steps: int = 5) -> bool:
+    """Whether ``env`` keeps exactly its observation as ``unwrapped.state``, checked on it over a
+    reset and a few random steps (it is stepped: pass a probe)."""
+    obs, _ = env.reset(seed=0)
+    env.action_space.seed(0)
+    for step in range(steps + 1):
+        state = getattr(env.unwrapped, "state", None)
+        try:
+            state = np.asarray(state, dtype=np.float64).ravel()
+            seen = np.asarray(obs, dtype=np.float64).ravel()
+        except (TypeError, ValueError):  # no state, or one that is not numbers
+            return False
+        if state.shape != seen.shape or not np.allclose(state, seen, atol=1e-5):
+            return False
+        if step < steps:
+            obs, _, terminated, truncated, _ = env.step(env.action_space.sample())
+            if terminated or truncated:
+                obs, _ = env.reset()
+    return True
+
+
+def drawing(env: Any) -> str | None:
+    """How ``env``'s state is set from an observation so that ``render()`` draws that step:
+    ``"classic"`` (a classic control env), ``"own"`` (its ``state_from_observation``), ``"same"``
+    (its ``state`` is its observation, checked by stepping it: pass a probe), or None (it cannot be
+    drawn from observations, or has no rgb_array rendering)."""
     unwrapped = env.unwrapped
-    modes = getattr(unwrapped, "metadata", {}).get("render_modes", [])
-    drawable = _classic(unwrapped) is not None or callable(getattr(unwrapped, "state_from_observation", None))
-    return drawable and "rgb_array" in modes
+    if "rgb_array" not in getattr(unwrapped, "metadata", {}).get("render_modes", []):
+        return None
+    if _classic(unwrapped) is not None:
+        return "classic"
+    if callable(getattr(unwrapped, "state_from_observation", None)):
+        return "own"
+    return "same" if _state_is_observation(env) else None
+
+
+def renders_from_observation(env: Any) -> bool:
+    """Whether ``env`` can draw any step from its observation (see ``ObservationRenderer``); a
+    probe, since it may be stepped."""
+    return drawing(env) is not None
 
 
 def observation_names(env: Any) -> tuple[str, ...] | None:
@@ -149,8 +183,8 @@ def observation_names(env: Any) -> tuple[str, ...] | None:
 
 class ObservationRenderer:
     """Frames of an env that draws ``unwrapped.state`` and whose observation determines that state:
-    gymnasium's classic control envs, or a custom env with ``state_from_observation(obs)``
-    (returning what its ``render()`` reads from ``self.state``).
+    gymnasium's classic control envs, a custom env with ``state_from_observation(obs)`` (returning
+    what its ``render()`` reads from ``self.state``), or one whose ``state`` is its observation.
 
     Each step's input row is the observation after the step, then the action (Pendulum draws its
     torque). Frames are scaled to ``height`` rows (width in proportion, both even, as VP8 needs).
@@ -168,10 +202,13 @@ class ObservationRenderer:
 
         probe = gymnasium.make(env_id, **self.make_kwargs)
         try:
-            if not renders_from_observation(probe):
+            how = drawing(probe)
+            if how is None:
                 raise InvalidDataError(
                     f"{env_id} cannot be drawn from its observations: it needs rgb_array rendering and "
-                    "either to be a classic control env or to define state_from_observation(obs)")
+                    "to be a classic control env, to define state_from_observation(obs), or to keep "
+                    "its observation as self.state")
+            self._how = how
             probe.reset(seed=0)
             try:  # now, not in the worker: a missing drawing library is named before training
                 probe.render()
@@ -202,7 +239,11 @@ class ObservationRenderer:
             self._env.reset(seed=0)
         env = self._env.unwrapped
         known = _classic(env)
-        state_of = known[0] if known is not None else env.state_from_observation
+        state_of: Callable[[np.ndarray], Any] = _same
+        if self._how == "classic" and known is not None:
+            state_of = known[0]
+        elif self._how == "own":
+            state_of = env.state_from_observation
         frames = []
         for row in rows:
             env.state = state_of(row[: self.obs_size])
