@@ -113,18 +113,21 @@ def _run_demo(config: configs.DemoConfig, args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from rlkit.runners.demo import run_demo, summary_rows
+    from rlkit.factories.budget import announce, check_prefrl
+    from rlkit.runners.demo import evaluation_note, run_demo, summary_rows
     from rlkit.runners.session import dataset_files, log_outputs
 
+    announce(check_prefrl(config), "demo")  # a budget that trains little (none: refused on load)
     run_dir, logger = _session("demo", config, args)
     try:
         summary = run_demo(config, run_dir, logger)
         log_outputs(logger, run_dir, reward_model=("model", [run_dir / "reward_model"]),
-                    preferences=("dataset", dataset_files(run_dir / "preferences")))
+                    preferences=("dataset", dataset_files(run_dir / "preferences")),
+                    agents=("model", sorted(run_dir.glob("agent_*"))))
     finally:
         logger.close()
-    table = Table(title=f"rlkit demo — {summary['env']}, {summary['pairs']['train']} training "
-                        f"pairs on the '{summary['pairs']['scale']}' scale")
+    table = Table(title=f"rlkit demo — {summary['env']}, {summary['env_steps']:,} env steps, "
+                        f"seed {summary['seed']}", caption=evaluation_note(summary))
     table.add_column("measure")
     table.add_column("value", justify="right")
     for row in summary_rows(summary):

@@ -7,6 +7,7 @@ importing torch); ``resolve_device`` turns it into a ``torch.device`` when the n
 
 from __future__ import annotations
 
+import os
 import re
 from typing import TYPE_CHECKING, Annotated
 
@@ -102,3 +103,22 @@ def native_bfloat16(device: torch.device, cpuinfo: str = "/proc/cpuinfo") -> boo
     except OSError:
         return False
     return "amx_bf16" in flags or "avx512_bf16" in flags
+
+
+# The CPU code paths a reproducible run pins: ATen's vector kernels, MKL's BLAS (its
+# "conditional numerical reproducibility" branch) and oneDNN, each to AVX2 (x86 CPUs since 2013).
+PINNED_CPU_KERNELS = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
+
+
+def pin_cpu_kernels() -> dict[str, str]:
+    """Pin torch's CPU kernels to one instruction set, so that the same seed gives the same floats
+    on machines whose CPUs differ (AVX-512 or AMX kernels round differently from AVX2 ones, and
+    MKL picks its code path per CPU vendor and model). Takes effect only before torch first
+    computes; a variable already set in the environment is left as it is.
+
+    Returns:
+        The settings in effect (name -> value).
+    """
+    for name, value in PINNED_CPU_KERNELS.items():
+        os.environ.setdefault(name, value)
+    return {name: os.environ[name] for name in PINNED_CPU_KERNELS}

@@ -11,26 +11,27 @@ from rlkit.factories.configs import DemoConfig, PrefRLConfig
 
 def test_yaml_and_overrides_merge_with_types(tmp_path):
     path = tmp_path / "demo.yaml"
-    path.write_text(yaml.safe_dump({"env": {"id": "Pendulum-v1"}, "label": {"n_pairs": 50}}))
-    config = load_config(DemoConfig, path, ["label.teacher.beta=0.5", "agent.kwargs={n_steps: 64}",
-                                            "train_reward.model.hidden=[32, 32]"])
-    assert config.env.id == "Pendulum-v1"
-    assert config.label.n_pairs == 50 and config.label.teacher.beta == 0.5
+    path.write_text(yaml.safe_dump({"env": {"id": "MountainCarContinuous-v0"},
+                                    "query": {"initial_pairs": 50}}))
+    config = load_config(DemoConfig, path, ["teacher.beta=0.5", "agent.kwargs={n_steps: 64}",
+                                            "model.hidden=[32, 32]"])
+    assert config.env.id == "MountainCarContinuous-v0"
+    assert config.query.initial_pairs == 50 and config.teacher.beta == 0.5
     assert config.agent.kwargs == {"n_steps": 64}
-    assert config.train_reward.model.hidden == (32, 32)
+    assert config.model.hidden == (32, 32)
     save_config(config, tmp_path / "resolved.yaml")
     assert load_config(DemoConfig, tmp_path / "resolved.yaml") == config
 
 
 def test_errors_name_the_field():
-    with pytest.raises(ConfigError, match="label.n_pairs: Input should be greater than or equal to 1"):
-        load_config(DemoConfig, None, ["label.n_pairs=0"])
-    with pytest.raises(ConfigError, match="label.n_pair: Extra inputs are not permitted"):
-        load_config(DemoConfig, None, ["label.n_pair=10"])
+    with pytest.raises(ConfigError, match="query.initial_pairs: Input should be greater than or equal to 1"):
+        load_config(DemoConfig, None, ["query.initial_pairs=0"])
+    with pytest.raises(ConfigError, match="query.initial_pair: Extra inputs are not permitted"):
+        load_config(DemoConfig, None, ["query.initial_pair=10"])
     with pytest.raises(ConfigError, match="query.selector"):
         load_config(PrefRLConfig, None, ["query.selector=best"])
     with pytest.raises(ConfigError, match="not of the form key=value"):
-        load_config(DemoConfig, None, ["label.n_pairs"])
+        load_config(DemoConfig, None, ["query.initial_pairs"])
 
 
 def test_bad_config_files(tmp_path):
@@ -54,10 +55,11 @@ def test_a_nested_override_keeps_the_commands_other_defaults():
 
 def test_free_form_kwargs_are_replaced_whole_by_a_file_but_a_dotted_key_edits_one(tmp_path):
     path = tmp_path / "demo.yaml"
-    path.write_text("agent:\n  kwargs: {n_steps: 64}\n")
-    assert load_config(DemoConfig, path).agent.kwargs == {"n_steps": 64}
-    edited = load_config(DemoConfig, None, ["agent.kwargs.n_steps=64"]).agent.kwargs
-    assert edited["n_steps"] == 64 and edited["batch_size"] == DemoConfig().agent.kwargs["batch_size"]
+    path.write_text("agent:\n  kwargs: {n_steps: 64, batch_size: 32}\n")
+    assert load_config(DemoConfig, path).agent.kwargs == {"n_steps": 64, "batch_size": 32}
+    assert load_config(DemoConfig, path, ["agent.kwargs={n_steps: 8}"]).agent.kwargs == {"n_steps": 8}
+    edited = load_config(DemoConfig, path, ["agent.kwargs.n_steps=128"]).agent.kwargs
+    assert edited == {"n_steps": 128, "batch_size": 32}
 
 
 def growing_fields(config: BaseModel, prefix: str = "") -> list[tuple[str, object]]:

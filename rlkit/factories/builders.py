@@ -193,16 +193,35 @@ def make_agent(config: AgentConfig, venv: VecEnv, seed: int) -> BaseAlgorithm:
     return agent
 
 
-def true_return(
+def true_returns(
     model: BaseAlgorithm | None, env: EnvConfig, episodes: int, seed_offset: int = 10_000
-) -> tuple[float, float]:
-    """Mean and std of the env's own return over ``episodes`` (``model=None``: random actions)."""
+) -> np.ndarray:
+    """The env's own return of each of ``episodes`` fresh episodes of ``model``'s deterministic
+    actions (``model=None``: random actions), on one env seeded ``env.seed + seed_offset``.
+
+    Args:
+        model: the agent, or None for a uniformly random policy.
+        env: the env section of the command's config.
+        episodes: how many episodes.
+        seed_offset: added to ``env.seed``; the default keeps evaluation episodes off the seeds
+            the training envs use.
+
+    Returns:
+        One return per episode, in the order they were played.
+    """
     venv = make_venv(env.replace(n_envs=1), seed_offset)
     trajectories = collect_trajectories(
         venv, model, np.random.default_rng(seed_offset), n_episodes=episodes,
         deterministic=True,
     )
     venv.close()
-    returns = np.array([t.ret for t in trajectories[:episodes]])
+    return np.array([t.ret for t in trajectories[:episodes]])
+
+
+def true_return(
+    model: BaseAlgorithm | None, env: EnvConfig, episodes: int, seed_offset: int = 10_000
+) -> tuple[float, float]:
+    """Mean and std (over this run's episodes, ddof 0) of ``true_returns``."""
+    returns = true_returns(model, env, episodes, seed_offset)
     return float(returns.mean()), float(returns.std())
 

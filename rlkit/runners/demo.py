@@ -1,146 +1,187 @@
-"""``rlkit demo``: the whole loop on embedded defaults, with a table and a plot at the end."""
+"""``rlkit demo``: online preference RL against the same agent on the true reward and a random
+policy, on embedded defaults, with a table and a plot at the end.
+
+The arms, in this order, each from the config's seed: the pref-rl loop (``rlkit.prefrl``: random
+steps, then the agent on the learned reward with a query round every ``query.every_steps``); the
+same agent settings for the same env steps on the env's own reward (``true_reward_arm``); and
+uniformly random actions. Every arm is scored the same way: its true return on
+``eval_episodes`` fresh episodes (deterministic actions for the agents), on env seeds that no
+training env used. The run is the same for the same seed on one machine (tested); the command
+pins torch to one thread (``--torch-threads``) and its CPU kernels to AVX2 code paths
+(``rlkit.devices.pin_cpu_kernels``), which the summary records.
+"""
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from rlkit.factories.agent import EpisodeLog, train_agent_on_reward
-from rlkit.factories.builders import (
-    build_reward_model,
-    collect_store,
-    label_pairs,
-    store_spaces,
-    trainer_config,
-    true_return,
-)
-from rlkit.factories.configs import CollectConfig, DemoConfig
-from rlkit.logging import Logger, Track, progress_of
+from rlkit.devices import PINNED_CPU_KERNELS
+from rlkit.factories.agent import EpisodeLog
+from rlkit.factories.budget import agent_updates
+from rlkit.factories.builders import true_returns
+from rlkit.factories.configs import DemoConfig
+from rlkit.logging import Logger
 from rlkit.persistence import atomic_write_json
 from rlkit.persistence.agents import save_agent
-from rlkit.reward import RewardTrainer, TrainReport, save_reward_model
-from rlkit.reward.metrics import evaluate_dataset, predict_step_rewards
-from rlkit.reward.numpy_rewards import TorchRewardFn
+from rlkit.prefrl import PrefRLResult
+from rlkit.prefrl.loop import train_on_true_reward
+from rlkit.reward import save_reward_model
+from rlkit.runners.prefrl import build_preference_rl
+
+PROTOCOL = "deterministic actions"  # how the agents act in the evaluation episodes
+LEARNED, TRUE, RANDOM = "pref-rl agent (learned reward)", "same agent on the true reward", "random policy"
+ARM_KEYS = {LEARNED: "learned_reward", TRUE: "true_reward", RANDOM: "random"}  # metric names; arm order
 
 
 def run_demo(config: DemoConfig, run_dir: Path, logger: Logger) -> dict[str, Any]:
+    """Run every arm of the demo; save its agents, the reward model, the labels, the summary and
+    the plot in ``run_dir``.
+
+    Args:
+        config: the demo's settings (a ``PrefRLConfig`` with the demo's defaults).
+        run_dir: where the agents, ``summary.json`` and ``demo.png`` go.
+        logger: the run's logger (pref-rl's metrics and SB3's, then the arms' evaluated returns).
+
+    Returns:
+        The summary written to ``summary.json``.
+    """
     started = time.perf_counter()
-    rng = np.random.default_rng(config.seed)
     timings: dict[str, float] = {}
 
-    progress = progress_of(logger)
-    stages = None if progress is None else progress.task("demo stages", 5)
-
-    def lap(name: str, since: float) -> float:
-        timings[name] = round(time.perf_counter() - since, 1)
-        if stages is not None:
-            stages.advance()
-        return time.perf_counter()
+    t = time.perf_counter()
+    loop = build_preference_rl(config, logger)  # as `rlkit pref-rl` builds it: SB3's metrics, progress
+    result = loop.learn()
+    save_agent(result.agent, run_dir / "agent_learned_reward")
+    save_reward_model(loop.model, run_dir / "reward_model", norm=loop.reward_norm)
+    result.dataset.save(run_dir / "preferences")
+    timings["pref_rl"] = round(time.perf_counter() - t, 1)
+    arms = {LEARNED: result.agent}
+    curves = {LEARNED: result.episodes}
+    updates = {LEARNED: agent_updates(result.agent)}
+    if config.true_reward_arm:
+        t = time.perf_counter()
+        baseline = train_on_true_reward(config)  # not logged: its steps would run backwards
+        save_agent(baseline.agent, run_dir / "agent_true_reward")
+        timings["true_reward"] = round(time.perf_counter() - t, 1)
+        arms[TRUE], curves[TRUE] = baseline.agent, baseline.episodes
+        updates[TRUE] = agent_updates(baseline.agent)
+    arms[RANDOM] = None
 
     t = time.perf_counter()
-    collect = CollectConfig(env=config.env, policies=config.policies,
-                            max_length=config.max_length, seed=config.seed)
-    store = collect_store(collect, rng)
-    t = lap("collect", t)
-    dataset = label_pairs(store, config.label, rng)
-    dataset.save(run_dir / "preferences")
-    train, held_out = dataset.split(config.train_reward.held_out_fraction, rng)
-    t = lap("label", t)
-
-    model = build_reward_model(config.train_reward.model, *store_spaces(store), config.seed)
-    trainer = RewardTrainer(model, trainer_config(config.train_reward.trainer, config.seed))
-    report = trainer.fit(train, rng=rng)
-    held_out_metrics = evaluate_dataset(model, held_out)
-    save_reward_model(model, run_dir / "reward_model")
-    for epoch, (loss, acc) in enumerate(zip(report.val_loss, report.val_accuracy, strict=True)):
-        logger.log({"reward/val_loss": loss, "reward/val_accuracy": acc}, step=epoch)
-    t = lap("train_reward", t)
-
-    steps = None if progress is None else progress.follow(  # moved by the agent/... episode returns
-        Track("demo agent env steps", config.agent.total_timesteps, prefixes=("agent/",)))
-    agent, episodes = train_agent_on_reward(
-        TorchRewardFn(model), config.env, config.agent, config.seed, logger
-    )
-    if steps is not None:  # trained: whatever episode was logged last
-        steps.update(config.agent.total_timesteps)
-    save_agent(agent, run_dir / "agent")
-    t = lap("train_agent", t)
-    agent_mean, agent_std = true_return(agent, config.env, config.agent.eval_episodes)
-    random_mean, random_std = true_return(None, config.env, config.agent.eval_episodes)
-    lap("evaluate", t)
-
+    returns = {name: true_returns(agent, config.env, config.eval_episodes) for name, agent in arms.items()}
+    timings["evaluate"] = round(time.perf_counter() - t, 1)
     summary = {
         "env": config.env.id,
-        "pairs": {"train": len(train), "held_out": len(held_out), "scale": config.label.teacher.scale},
-        "held_out": held_out_metrics,
-        "reward_training": {"epochs": report.epochs, "best_epoch": report.best_epoch,
-                            "pairs_per_s": round(report.pairs_per_s)},
-        "agent_true_return": {"mean": agent_mean, "std": agent_std},
-        "random_true_return": {"mean": random_mean, "std": random_std},
+        "env_steps": config.agent.total_timesteps,
+        "agent": config.agent.algo,
+        "seed": config.seed,
+        "evaluation": {"episodes": config.eval_episodes, "actions": PROTOCOL,
+                       "env_seed": config.env.seed + 10_000},
+        "arms": {name: return_stats(values) for name, values in returns.items()},
+        "agent_updates": updates,
+        "reward_model": reward_model_summary(result),
+        "training_episodes": {name: {"timesteps": [int(t) for t in log.timesteps],
+                                     "true_returns": [float(r) for r in log.true_returns]}
+                              for name, log in curves.items()},
         "seconds": timings | {"total": round(time.perf_counter() - started, 1)},
+        "cpu_kernels": {name: os.environ.get(name) for name in PINNED_CPU_KERNELS},
     }
     atomic_write_json(run_dir / "summary.json", summary)
-    plot_path = plot_demo(run_dir / "demo.png", dataset=held_out, model=model, report=report,
-                          episodes=episodes, random_return=random_mean, title=config.env.id)
+    plot_path = plot_demo(run_dir / "demo.png", result, curves, summary)
     logger.log_image("demo", plot_path, step=config.agent.total_timesteps)
-    logger.log({"held_out/" + k: float(v) for k, v in held_out_metrics.items()},
-               step=config.agent.total_timesteps)
+    logger.log({f"demo/{ARM_KEYS[name]}_true_return": stats["mean"]
+                for name, stats in summary["arms"].items()}, step=config.agent.total_timesteps)
     return summary
 
 
+def return_stats(returns: np.ndarray) -> dict[str, Any]:
+    """Mean, sample sd (ddof 1) and n of one arm's evaluation returns (the returns kept too)."""
+    return {"mean": float(np.mean(returns)), "sd": float(np.std(returns, ddof=1)),
+            "n": int(returns.size), "returns": [float(r) for r in returns]}
+
+
+def reward_model_summary(result: PrefRLResult) -> dict[str, Any]:
+    """The labels the loop asked for and how well the reward model predicted each round's new
+    pairs before it was refit on them (generalisation to the agent's newer behaviour)."""
+    rounds = result.rounds
+    return {"labels": len(result.dataset), "query_rounds": len(rounds),
+            "fresh_accuracy_by_round": [float(r.fresh_accuracy) for r in rounds],
+            "last_fresh_accuracy": float(rounds[-1].fresh_accuracy) if rounds else float("nan"),
+            "last_return_pearson": float(rounds[-1].return_pearson) if rounds else float("nan")}
+
+
 def summary_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
-    held = summary["held_out"]
-    agent, random = summary["agent_true_return"], summary["random_true_return"]
-    rows = [
-        ("held-out preference accuracy", f"{held['accuracy']:.3f}"),
-        ("held-out oracle cross-entropy", f"{held.get('oracle_cross_entropy', float('nan')):.3f}"),
-        ("per-step reward correlation (Pearson)", f"{held['step_pearson']:.3f}"),
-        ("segment return correlation (Pearson)", f"{held['return_pearson']:.3f}"),
-        ("agent true return (learned reward)", f"{agent['mean']:.1f} ± {agent['std']:.1f}"),
-        ("random policy true return", f"{random['mean']:.1f} ± {random['std']:.1f}"),
+    """The console table: each arm's true return (mean ± sd), then the reward model and the wall
+    time; ``evaluation_note`` says how the returns were measured."""
+    arms = summary["arms"]  # (a summary read back from its file has its keys sorted)
+    rows = [(f"{name}: true return", f"{arms[name]['mean']:.1f} ± {arms[name]['sd']:.1f}")
+            for name in ARM_KEYS if name in arms]
+    reward = summary["reward_model"]
+    rows += [
+        ("agent updates (SB3's: epochs over rollouts, or gradient steps)",
+         ", ".join(f"{name.split(' (')[0]} {n}" for name, n in summary["agent_updates"].items())),
+        ("labels (query rounds)", f"{reward['labels']} ({reward['query_rounds']})"),
+        ("reward model: accuracy on the last round's new pairs", f"{reward['last_fresh_accuracy']:.3f}"),
         ("wall time (s)", _seconds(summary["seconds"])),
     ]
     return rows
 
 
+def evaluation_note(summary: dict[str, Any]) -> str:
+    """How every true return of the summary was measured, in one line."""
+    evaluation = summary["evaluation"]
+    return (f"true return: mean ± sd (ddof 1) over {evaluation['episodes']} fresh episodes per arm, the "
+            f"agents' {evaluation['actions']}, env seed {evaluation['env_seed']}")
+
+
 def _seconds(timings: dict[str, float]) -> str:
-    parts = ", ".join(f"{name} {value:.0f}" for name, value in timings.items() if name != "total")
+    parts = ", ".join(f"{name.replace('_', ' ')} {value:.0f}" for name, value in timings.items()
+                      if name != "total")
     return f"{timings['total']:.0f} ({parts})"
 
 
-def plot_demo(
-    path: Path, *, dataset: Any, model: Any, report: TrainReport, episodes: EpisodeLog,
-    random_return: float, title: str,
-) -> Path:
+def plot_demo(path: Path, result: PrefRLResult, curves: dict[str, EpisodeLog],
+              summary: dict[str, Any]) -> Path:
+    """Training curves of the agents with the evaluated returns beside them, and the reward
+    model's accuracy on each round's new pairs."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    left, _ = dataset.pairs.gather()
-    predicted = predict_step_rewards(model, left).sum(axis=1)
-    figure, axes = plt.subplots(1, 3, figsize=(15, 4.2))
-    axes[0].scatter(left.returns(), predicted, s=6, alpha=0.5)
-    axes[0].set(xlabel="true segment return", ylabel="predicted segment return",
-                title="held-out segments")
-    axes[1].plot(report.train_loss, label="train loss")
-    axes[1].plot(report.val_loss, label="validation loss")
-    axes[1].axvline(report.best_epoch, color="grey", linestyle=":", label="kept")
-    axes[1].set(xlabel="epoch", title="reward model training")
-    axes[1].legend()
-    axes[2].plot(episodes.timesteps, episodes.true_returns, ".", alpha=0.4, label="episodes")
-    if len(episodes.true_returns) >= 5:
-        window = max(5, len(episodes.true_returns) // 10)
-        smooth = np.convolve(episodes.true_returns, np.ones(window) / window, mode="valid")
-        axes[2].plot(episodes.timesteps[window - 1:], smooth, label=f"mean of {window}")
-    axes[2].axhline(random_return, color="red", linestyle="--", label="random policy")
-    axes[2].set(xlabel="timestep", ylabel="true episode return",
-                title="agent trained on the learned reward")
-    axes[2].legend()
-    figure.suptitle(title)
+    figure, axes = plt.subplots(1, 2, figsize=(12, 4.2), gridspec_kw={"width_ratios": [2, 1]})
+    colours = {LEARNED: "tab:blue", TRUE: "tab:green", RANDOM: "tab:red"}
+    for name, episodes in curves.items():
+        steps, values = np.asarray(episodes.timesteps), np.asarray(episodes.true_returns)
+        axes[0].plot(steps, values, ".", alpha=0.25, color=colours[name])
+        window = max(5, len(values) // 20)
+        if len(values) >= window:
+            smooth = np.convolve(values, np.ones(window) / window, mode="valid")
+            axes[0].plot(steps[window - 1:], smooth, color=colours[name],
+                         label=f"{name}, training episodes (mean of {window})")
+    evaluation = summary["evaluation"]
+    for name, stats in summary["arms"].items():
+        axes[0].errorbar([summary["env_steps"] * 1.03], [stats["mean"]], yerr=[stats["sd"]], fmt="o",
+                         capsize=4, color=colours[name],
+                         label=f"{name}: evaluated {stats['mean']:.0f} ± {stats['sd']:.0f}")
+    axes[0].axhline(summary["arms"][RANDOM]["mean"], color=colours[RANDOM], linestyle="--", linewidth=1)
+    axes[0].set(xlabel="env steps", ylabel="true episode return",
+                title=f"true return; evaluated: mean ± sd, {evaluation['episodes']} episodes, "
+                      f"{evaluation['actions']}")
+    axes[0].legend(fontsize=7, loc="lower right")
+    rounds = result.rounds
+    axes[1].plot([r.timestep for r in rounds], [r.fresh_accuracy for r in rounds], "o-")
+    axes[1].set(xlabel="env steps", ylabel="accuracy", ylim=(0, 1.02),
+                title="reward model on each round's new pairs\n(before refitting on them)")
+    axes[1].axhline(0.5, color="grey", linestyle=":", label="chance")
+    axes[1].legend(fontsize=7)
+    figure.suptitle(f"rlkit demo: {summary['env']}, {summary['agent'].upper()}, seed {summary['seed']}, "
+                    f"{summary['reward_model']['labels']} labels")
     figure.tight_layout()
     figure.savefig(path, dpi=100)
     plt.close(figure)
