@@ -1,16 +1,22 @@
 """What a sweep's table and plot show: the sweep's chosen metrics or its command's default
 (pref-rl: return, reward-model accuracy, updates; no bookkeeping), and intervals of bounded
-quantities clipped to their range."""
+quantities clipped to their range; and a pref-rl trial with nothing to resume from (the
+env-reward arm) is rerun afresh."""
 
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 import pytest
 
 from rlkit.scale.aggregate import bounds_of, interval, shown_metrics, write_aggregate
 from rlkit.scale.sweep import SweepSpec, sweep_units
-from rlkit.scale.units import UnitResult
+from rlkit.scale.trial import run_trial, trial_argv
+from rlkit.scale.units import Unit, UnitResult
+
+ROOT = Path(__file__).resolve().parents[1]
 
 PREFRL_METRICS = ["true_return/mean", "true_return/std", "labels", "agent_updates", "refits",
                   "env_steps", "reward_model/fresh_accuracy", "reward_model/val_accuracy"]
@@ -87,3 +93,23 @@ def test_a_sweep_chooses_its_metrics(tmp_path, chosen, shown):
     header = next(line for line in text.splitlines() if line.startswith("| grid point"))
     assert header == "| grid point | seeds done | " + " | ".join(shown) + " |"
     assert "metrics" not in SweepSpec("pref-rl", {}, metrics=chosen).to_json()  # a resume compares trials
+
+
+def test_a_prefrl_trial_without_a_resume_point_is_rerun_afresh(tmp_path, monkeypatch):
+    run_dir = tmp_path / "trials" / "p001-s0"
+    payload = {"command": "pref-rl", "run_dir": str(run_dir), "cwd": str(ROOT), "logger": "jsonl",
+               "overrides": ["env.id=tests.tiny_envs:rlkit-test/Point-v0", "env.n_envs=2",
+                             "agent.kwargs={n_steps: 32, batch_size: 32, n_epochs: 1}",
+                             "agent.total_timesteps=128", "agent.eval_episodes=1", "reward=env"]}
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    first = run_trial(Unit("p001-s0", payload), lambda metrics: None)
+    assert first["metrics"]["agent_updates"] == 128 // 64
+    # a used run directory with no resume point (here: the finished env-reward arm) ...
+    assert "--overwrite" in trial_argv(payload, rerun=True)
+    again = run_trial(Unit("p001-s0", payload), lambda metrics: None)  # ... is run again, not refused
+    assert again["attempt"] == 2 and again["metrics"]["agent_updates"] == 128 // 64
+    (run_dir / "resume").mkdir()
+    (run_dir / "resume" / "state.json").write_text("{}")  # one with a point goes on from it
+    assert "--overwrite" not in trial_argv(payload, rerun=True)
+    assert "--overwrite" not in trial_argv({**payload, "command": "m3hf"}, rerun=True)
+    assert "--overwrite" in trial_argv({**payload, "command": "train-reward"}, rerun=True)

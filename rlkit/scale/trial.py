@@ -35,15 +35,33 @@ def _die_with_parent() -> None:
 
 def trial_argv(payload: Mapping[str, Any], rerun: bool = False) -> list[str]:
     """The ``rlkit`` command line of a trial (without the interpreter). ``rerun``: its run
-    directory holds a killed attempt; a command that does not resume starts it afresh."""
+    directory holds a killed attempt; one its command cannot go on from starts afresh."""
     argv = [payload["command"], *payload.get("overrides", []), "--run-dir", payload["run_dir"],
             "--logger", payload.get("logger", "jsonl,wandb"),
             "--torch-threads", str(payload.get("torch_threads", 1))]
     if payload.get("config"):
         argv += ["--config", payload["config"]]
-    if rerun and payload["command"] not in RESUMING:
+    if rerun and not goes_on(payload):
         argv.append("--overwrite")
     return argv
+
+
+def goes_on(payload: Mapping[str, Any]) -> bool:
+    """Whether a trial's command resumes the attempt its run directory holds: one of
+    ``RESUMING``, and for pref-rl only from a resume point (a run killed before its first query
+    round, or one on the env's reward, ``reward=env``, has none: it is run afresh).
+
+    Args:
+        payload: the trial's (its ``command`` and ``run_dir``).
+
+    Returns:
+        True when the command goes on from the run directory.
+    """
+    if payload["command"] == "pref-rl":
+        from rlkit.prefrl.resume import RESUME_DIR, exists
+
+        return exists(Path(payload["run_dir"]) / RESUME_DIR)
+    return payload["command"] in RESUMING
 
 
 def run_trial(unit: Unit, report: Callable[[dict[str, float]], None]) -> dict[str, Any]:
@@ -70,7 +88,7 @@ def run_trial(unit: Unit, report: Callable[[dict[str, float]], None]) -> dict[st
            **payload.get("env", {})}
     env.setdefault("PYTHONUNBUFFERED", "1")
     metrics_file = run_dir / "metrics.jsonl"
-    fresh = not rerun or payload["command"] not in RESUMING  # (--overwrite empties the dir)
+    fresh = not rerun or not goes_on(payload)  # (--overwrite empties the dir)
     offset = 0 if fresh or not metrics_file.exists() else metrics_file.stat().st_size
     attempt = _next_attempt(log_dir)
     stdout_path, stderr_path = log_dir / f"stdout.{attempt}.log", log_dir / f"stderr.{attempt}.log"
