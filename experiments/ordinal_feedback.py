@@ -273,7 +273,14 @@ def _groups(rows: list[dict[str, Any]]) -> dict[tuple[str, str, str], dict[int, 
 
 def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per (task, study, setting) over seeds, for each metric: the mean, the sample sd (ddof = 1),
-    the standard error sd / sqrt(n) and the 95% t-interval of the mean; n: the seeds."""
+    the standard error sd / sqrt(n) and the 95% t-interval of the mean; n: the seeds.
+
+    Args:
+        rows: one per (task, seed, study, setting), as ``run_seed`` writes them.
+
+    Returns:
+        One entry per (task, study, setting), in the rows' order.
+    """
     from experiments.stats import Spread  # by name: a script puts the repo root on sys.path first
 
     metrics = [key for key, _, _ in METRICS if key in rows[0]]
@@ -293,7 +300,14 @@ def comparisons(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Paired differences ``a - b`` over the seeds both settings hold (each seed's fits share its
     pairs and test sets), per task and metric: each granularity against the next coarser one and
     against the coarsest; each tie ratio against the next smaller one. With the spread, the
-    verdict of ``experiments.stats.verdict`` and ``wins``: the seeds in which ``a`` is better."""
+    verdict of ``experiments.stats.verdict`` and ``wins``: the seeds in which ``a`` is better.
+
+    Args:
+        rows: as for ``summarise``.
+
+    Returns:
+        One entry per (task, study, a, b, metric).
+    """
     from experiments.stats import paired_difference, verdict
 
     groups = _groups(rows)
@@ -356,7 +370,15 @@ def comparisons_markdown(found: list[dict[str, Any]]) -> str:
 def statements(table: list[dict[str, Any]], found: list[dict[str, Any]]) -> list[str]:
     """What holds and what does not, in words, from the summary and the paired differences: per
     task the order of the granularities' means on each metric, the neighbours' intervals, the
-    comparisons with the coarsest scale, and how each metric moves with the tie share."""
+    comparisons with the coarsest scale, and how each metric moves with the tie share.
+
+    Args:
+        table: ``summarise``'s entries.
+        found: ``comparisons``' entries of the same rows.
+
+    Returns:
+        One sentence per line, without list markers.
+    """
     lines = []
     for task in dict.fromkeys(e["task"] for e in table):
         means = {(e["study"], e["setting"]): e for e in table if e["task"] == task}
@@ -414,7 +436,14 @@ def _trend(ties: list[dict[str, Any]], key: str, label: str, higher: bool) -> st
 
 
 def page_section(rows: list[dict[str, Any]]) -> str:
-    """The results page's generated part: spreads, paired differences and statements."""
+    """The results page's generated part: spreads, paired differences and statements.
+
+    Args:
+        rows: as for ``summarise``.
+
+    Returns:
+        Markdown, the text between the page's markers.
+    """
     table, found = summarise(rows), comparisons(rows)
     seeds = sorted({r["seed"] for r in rows})
     return "\n".join([
@@ -436,6 +465,10 @@ def page_section(rows: list[dict[str, Any]]) -> str:
 
 def write_page(page: Path, text: str) -> None:
     """Replace what stands between the page's ``START`` and ``END`` markers with ``text``.
+
+    Args:
+        page: the markdown page.
+        text: what goes between its markers.
 
     Raises:
         FileFormatError: when the page lacks the markers (nothing is written then).
@@ -496,7 +529,8 @@ def plot(table: list[dict[str, Any]], path: Path) -> None:
             for split in ("in_dist", "out_dist"):
                 axes[row, col].errorbar(ratios, [e[f"{split}_{metric}"] for e in ties],
                                         yerr=bars(ties, f"{split}_{metric}"), marker="o", label=split)
-            axes[row, col].set(title=f"{task}: tie ratio (3-level)", xlabel="share of tied pairs",
+            axes[row, col].set(title=f"{task}: tie ratio (3-level)\n(mean, 95% t-interval, n = {n} seeds)",
+                               xlabel="share of tied pairs",
                                ylabel=label)
             axes[row, col].legend()
         axes[row, 3].set_yscale("log")
