@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from rlkit.config import StrictModel
+from rlkit.m3hf.examples import script_file
 from rlkit.m3hf.parser_llm import LLMConfig
 from rlkit.marl.config import MarlConfig
 
@@ -29,7 +30,8 @@ class FeedbackSettings(StrictModel):
     source: Literal["none", "scripted", "simulated", "terminal", "web"] = Field(
         "terminal", description="terminal: a person watches each phase's video and types"
     )
-    script: str | None = Field(None, description="YAML of texts per phase (scripted)")
+    script: str | None = Field(None, description="YAML of texts per phase (scripted): a path, or "
+                               "example:<name> for one rlkit ships (example:good)")
     script_quality: Literal["correct", "irrelevant", "wrong", "unknown"] = Field(
         "unknown", description="what the scripted texts are known to be, for reports (scripted)"
     )
@@ -41,6 +43,14 @@ class FeedbackSettings(StrictModel):
     min_items: int = Field(1, ge=1, description="confirmed texts a phase waits for (web)")
     timeout_s: float = Field(3600.0, ge=0, description="then the phase goes on with what it has (web)")
     poll_s: float = Field(0.5, gt=0, description="how often the store is checked (web)")
+
+    @field_validator("script")
+    @classmethod
+    def _shipped_example(cls, script: str | None) -> str | None:
+        """``example:<name>`` names an example rlkit ships (a path is checked before the run)."""
+        if script is not None:
+            script_file(script)
+        return script
 
 
 class M3HFConfig(StrictModel):

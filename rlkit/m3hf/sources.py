@@ -24,6 +24,7 @@ import numpy as np
 import yaml
 
 from rlkit.errors import ConfigError, FileFormatError, InvalidDataError
+from rlkit.m3hf.examples import script_file
 from rlkit.m3hf.specs import Scene
 
 Quality = Literal["correct", "irrelevant", "wrong", "unknown"]
@@ -93,8 +94,9 @@ class ScriptedSource:
 
     @classmethod
     def from_yaml(cls, path: str | os.PathLike[str], quality: Quality = "unknown") -> ScriptedSource:
-        """``phases: {1: [text, ...], ...}``, ``phases: [[...], [...]]`` or the bare mapping / list."""
-        data: Any = yaml.safe_load(Path(path).read_text())
+        """``phases: {1: [text, ...], ...}``, ``phases: [[...], [...]]`` or the bare mapping / list,
+        from a path or a shipped example (``example:good``: ``rlkit.m3hf.examples``)."""
+        data: Any = yaml.safe_load(script_file(os.fspath(path)).read_text(encoding="utf-8"))
         if isinstance(data, dict) and "phases" in data:
             data = data["phases"]
         if isinstance(data, list):

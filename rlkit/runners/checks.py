@@ -95,6 +95,7 @@ def _check_gym_env(env_id: str, kwargs: dict[str, Any]) -> None:
 def _check_m3hf(config: BaseModel) -> None:
     from envs.overcooked.parallel import OvercookedParallelEnv
     from rlkit.errors import ConfigError
+    from rlkit.m3hf.examples import script_file
     from rlkit.m3hf.run_config import M3HFConfig
 
     assert isinstance(config, M3HFConfig)
@@ -106,5 +107,5 @@ def _check_m3hf(config: BaseModel) -> None:
     if feedback.source == "scripted" and feedback.script is None and not feedback.texts:
         raise ConfigError("feedback.source=scripted needs feedback.script=<YAML of texts per phase> or "
                           "feedback.texts; without them the run would train with no feedback at all")
-    if feedback.script is not None and not Path(feedback.script).is_file():
+    if feedback.script is not None and not script_file(feedback.script).is_file():
         raise ConfigError(f"feedback.script={feedback.script}: no such file")
