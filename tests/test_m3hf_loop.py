@@ -236,3 +236,14 @@ def test_rlkit_m3hf_prints_the_best_generation_with_the_measure_that_chose_it(tm
     generations = [json.loads(line) for line in lines[:-2] if line.startswith("{")]
     assert [row["train_original_return"] for row in generations] == [
         row["train_original_return"] for row in state["history"]]
+
+
+def test_feedback_with_a_lone_surrogate_is_recorded_as_valid_unicode(tmp_path):
+    """A text holding a lone surrogate (a JSON escape such as "\\ud800" read back) is written
+    to feedback/phase_NNN.json with '?' in its place, so the record reads back as valid UTF-8."""
+    config = tiny_config(phases=1, video="none", feedback={"source": "scripted",
+                                                          "texts": {1: ["Agent 0 hurry \ud800 up"]}})
+    M3HFRun(config, tmp_path).run()
+    (record,) = json.loads((tmp_path / "feedback" / "phase_001.json").read_text())
+    assert record["text"] == "Agent 0 hurry ? up"
+    record["text"].encode("utf-8")  # a lone surrogate would raise here

@@ -39,7 +39,7 @@ from rlkit.errors import ConfigError, FileFormatError, InvalidDataError
 from rlkit.logging import Logger, log_artifacts, log_table
 from rlkit.logging.local import rewind_metrics
 from rlkit.m3hf.parser_llm import LLMParser, make_parser
-from rlkit.m3hf.parser_rule import RuleParser
+from rlkit.m3hf.parser_rule import RuleParser, clean_text
 from rlkit.m3hf.run_config import M3HFConfig
 from rlkit.m3hf.shaping import PoolShaper
 from rlkit.m3hf.sources import (
@@ -299,19 +299,16 @@ class M3HFRun:
         records, specs, rows = [], [], []
         recorded = getattr(self.parser, "parse_recorded", None)
         for item in feedback:
-            record: dict[str, Any] = {"text": item.text, "quality": item.quality}
-            if recorded is not None:
+            if recorded is not None:  # the decision's own record: its texts valid Unicode
                 decision = recorded(item.text, self.scene)
                 parsed = decision.specs
-                record |= {
-                    "parser": decision.parser,
-                    "reason": decision.reason,
-                    "attempts": [{"outcome": a.outcome, "detail": a.detail} for a in decision.attempts],
-                }
+                record: dict[str, Any] = decision.to_json() | {"quality": item.quality}
             else:
                 parsed = self.parser.parse(item.text, self.scene)
+                record = {"text": clean_text(item.text), "quality": item.quality,
+                          "specs": [spec.model_dump(mode="json") for spec in parsed]}
             specs += parsed
-            records.append(record | {"specs": [spec.model_dump(mode="json") for spec in parsed]})
+            records.append(record)
             rows.append([item.text, item.quality, record.get("parser", _parser_name(self.parser)),
                          record.get("reason") or "-", "; ".join(spec.summary() for spec in parsed) or "-"])
             log.info("phase %d feedback %r (%s) -> %d spec(s)", phase, item.text, item.quality, len(parsed))
