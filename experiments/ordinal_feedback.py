@@ -555,6 +555,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(1)  # small nets: one thread is fastest and leaves a core for the envs
     out = Path(config.out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    rows: list[dict[str, Any]] | None
     if args.rows is not None:
         rows = read_json_lines(args.rows)
     else:
