@@ -25,7 +25,8 @@ def test_a_burst_of_guesses_is_refused_with_429_and_other_clients_still_get_in(s
     guesser = TestClient(shared_app, client=("203.0.113.7", 50000))
     statuses = [guesser.get("/api/scale", headers={"X-Rlkit-Token": f"guess-{i:012d}"}).status_code
                 for i in range(1000)]
-    assert statuses.count(401) == 10 and statuses.count(429) == 990
+    # ten wrong tokens at once, then one each 6 s (a slow machine may take that long for the burst)
+    assert statuses[:10] == [401] * 10 and statuses[10] == 429 and statuses.count(429) >= 980
     refused = guesser.get("/api/scale", headers={"X-Rlkit-Token": "guess"})
     assert refused.status_code == 429 and 1 <= int(refused.headers["Retry-After"]) <= 6
     assert "too many wrong access tokens from 203.0.113.7" in refused.json()["detail"]

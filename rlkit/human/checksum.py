@@ -13,27 +13,17 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
-
 LABEL_COLUMNS = ("query_id", "annotator", "value", "interface", "created_at", "retracted_at")
 QUERY_COLUMNS = ("batch", "left_traj", "left_start", "right_traj", "right_start", "length",
                  "redundancy", "left_media", "right_media", "created_at")
 
 
 def checksum(values: tuple[Any, ...]) -> str:
-    """The checksum of a row's values (ints, floats, strings, None), as stored beside them."""
-    canonical = tuple(_canonical(value) for value in values)
-    return hashlib.blake2b(repr(canonical).encode(), digest_size=8).hexdigest()
+    """The checksum of a row's values, as stored beside them: Python ints, floats, strings and
+    None, as the database gives them back (a float column's value as a float)."""
+    return hashlib.blake2b(repr(values).encode(), digest_size=8).hexdigest()
 
 
-def row_checksum(row: Mapping[str, Any], columns: tuple[str, ...]) -> str:
+def row_checksum(row: Mapping[Any, Any], columns: tuple[str, ...]) -> str:
     """The checksum of ``columns`` of a row (a mapping of column name to value)."""
     return checksum(tuple(row[column] for column in columns))
-
-
-def _canonical(value: Any) -> Any:
-    if value is None or isinstance(value, str):
-        return value
-    if isinstance(value, int | np.integer) and not isinstance(value, bool):
-        return int(value)
-    return float(value)

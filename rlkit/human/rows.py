@@ -65,7 +65,7 @@ def label_value(value: Any, row_id: Any, scale: OrdinalScale | None) -> float | 
     if value is None:
         return None
     number = moment(value, "labels", row_id, "value")
-    if scale is not None:
+    if scale is not None and number not in scale.levels:  # exactly a level: the usual case, fast
         try:
             scale.validate(np.array([number]), what="value")
         except InvalidLabelError as error:
@@ -130,3 +130,28 @@ def _verify(row: Any, table: str, columns: tuple[str, ...]) -> None:
     if row.checksum != row_checksum(row._mapping, columns):
         raise damaged(table, row.id, f"its contents do not match its checksum {row.checksum!r} "
                                      "(changed on disk or by hand)")
+
+
+def query_fields_ok(fields: tuple[Any, ...]) -> bool:
+    """Whether a query's ``QUERY_COLUMNS`` values are all as rlkit writes them (fast, unnamed:
+    ``check_query_row`` names what is wrong)."""
+    batch, left_traj, left_start, right_traj, right_start, length, redundancy, left_media, \
+        right_media, created_at = fields
+    return (type(left_traj) is int and left_traj >= 0 and type(left_start) is int and left_start >= 0
+            and type(right_traj) is int and right_traj >= 0 and type(right_start) is int
+            and right_start >= 0 and type(length) is int and length >= 1 and type(redundancy) is int
+            and redundancy >= 1 and type(batch) is str and type(left_media) is str
+            and type(right_media) is str and type(created_at) is float and math.isfinite(created_at))
+
+
+def label_fields_ok(fields: tuple[Any, ...], levels: frozenset[float] | None) -> bool:
+    """Whether a label's ``LABEL_COLUMNS`` values are all as rlkit writes them, its value exactly
+    one of ``levels`` (when given) (fast, unnamed: ``check_label_row`` names what is wrong)."""
+    query_id, annotator, value, interface, created_at, retracted_at = fields
+    return (type(query_id) is int and query_id >= 1 and type(annotator) is str
+            and _ANNOTATOR.fullmatch(annotator) is not None
+            and (value is None or (type(value) is float and (value in levels if levels is not None
+                                                             else 0.0 <= value <= 1.0)))
+            and type(interface) is str and type(created_at) is float and math.isfinite(created_at)
+            and (retracted_at is None or (type(retracted_at) is float and math.isfinite(retracted_at))))
+

@@ -38,7 +38,13 @@ from rlkit.human.records import (
     UnknownQueryError,
     check_annotator,
 )
-from rlkit.human.rows import check_label_row, check_query_row, parse_scale
+from rlkit.human.rows import (
+    check_label_row,
+    check_query_row,
+    label_fields_ok,
+    parse_scale,
+    query_fields_ok,
+)
 from rlkit.human.schema import labels, leases, queries, settings
 from rlkit.human.store_check import check_store
 
@@ -155,10 +161,10 @@ class LabelStore(RunRecords):
                            queries.c.length == left[2])
                 found = c.execute(select(queries.c.id).where(key)).scalar()
                 if found is None:
-                    values = {"batch": batch, "left_traj": left[0], "left_start": left[1],
+                    values = {"batch": str(batch), "left_traj": left[0], "left_start": left[1],
                               "right_traj": right[0], "right_start": right[1], "length": left[2],
-                              "redundancy": int(redundancy), "left_media": left_media[i],
-                              "right_media": right_media[i], "created_at": now}
+                              "redundancy": int(redundancy), "left_media": str(left_media[i]),
+                              "right_media": str(right_media[i]), "created_at": now}
                     found = inserted_id(c.execute(insert(queries).values(
                         **values, checksum=row_checksum(values, QUERY_COLUMNS))))
                 ids[i] = found
@@ -219,7 +225,7 @@ class LabelStore(RunRecords):
                     raise UnknownQueryError(f"no query with id {query_id}")
                 c.execute(_DROP_LEASE, {"qid": query_id, "annotator": annotator})
                 values = {"query_id": query_id, "annotator": annotator, "value": label,
-                          "interface": interface, "created_at": now, "retracted_at": None}
+                          "interface": str(interface), "created_at": now, "retracted_at": None}
                 label_id = inserted_id(c.execute(
                     _INSERT_LABEL, values | {"checksum": row_checksum(values, LABEL_COLUMNS)}))
         except IntegrityError:
@@ -307,14 +313,17 @@ def _stored_scale(connection: Connection) -> OrdinalScale:
 
 
 def _query(row: Any) -> Query:
-    check_query_row(row)
+    if not (query_fields_ok(tuple(getattr(row, c) for c in QUERY_COLUMNS)) and type(row.n_given) is int):
+        check_query_row(row)  # names what is wrong
     return Query(id=row.id, left=(row.left_traj, row.left_start, row.length),
                  right=(row.right_traj, row.right_start, row.length), left_media=row.left_media,
                  right_media=row.right_media, redundancy=row.redundancy)
 
 
 def _label(row: Any, scale: OrdinalScale | None) -> LabelRecord:
-    check_label_row(row, scale)
+    levels = None if scale is None else frozenset(scale.levels)
+    if not label_fields_ok(tuple(getattr(row, c) for c in LABEL_COLUMNS), levels):
+        check_label_row(row, scale)  # names what is wrong (or passes a value within 1e-6 of a level)
     return LabelRecord(id=row.id, query_id=row.query_id, annotator=row.annotator,
                        value=np.nan if row.value is None else float(row.value),
                        interface=row.interface, created_at=row.created_at)
