@@ -29,7 +29,7 @@ def test_a_burst_of_guesses_is_refused_with_429_and_other_clients_still_get_in(s
     assert statuses[:10] == [401] * 10 and statuses[10] == 429 and statuses.count(429) >= 980
     refused = guesser.get("/api/scale", headers={"X-Rlkit-Token": "guess"})
     assert refused.status_code == 429 and 1 <= int(refused.headers["Retry-After"]) <= 6
-    assert "too many wrong access tokens from 203.0.113.7" in refused.json()["detail"]
+    assert "too many wrong tokens from 203.0.113.7" in refused.json()["detail"]
     assert refused.headers["X-Frame-Options"] == "DENY"
     # while refused, even the right token is not compared: a 200 would tell the guesser it won
     assert guesser.get("/api/scale", headers={"X-Rlkit-Token": TOKEN}).status_code == 429
@@ -86,3 +86,22 @@ def test_a_bare_ipv6_bind_address_is_its_own_allowed_host(tmp_path) -> None:
                                                        allowed_hosts=("[fd00::5]",)))
     for header in ("[::1]:8765", "[fd00::5]:8765"):
         assert TestClient(app).get("/api/scale", headers={"Host": header}).status_code == 200, header
+
+
+def test_guessing_an_annotators_token_at_login_is_limited_too(tmp_path) -> None:
+    carl = "carl-token-0123456789"
+    (tmp_path / "tokens.txt").write_text(f"carl {carl}\n")
+    app = create_app(LabelStore(tmp_path), ServeConfig(run_dir=str(tmp_path),
+                                                       annotator_tokens=str(tmp_path / "tokens.txt")))
+
+    def login_as_carl(client: TestClient, token: str) -> int:
+        csrf = client.get("/api/session").json()["csrf"]
+        body = {"annotator": "carl", "token": token}
+        return client.post("/api/session", json=body, headers={"X-CSRF-Token": csrf}).status_code
+
+    guesser = TestClient(app, base_url="http://127.0.0.1:8765", client=("127.0.0.1", 50000))
+    statuses = [login_as_carl(guesser, f"guess-{i:016d}") for i in range(200)]
+    assert statuses[:10] == [403] * 10 and statuses[10] == 429 and statuses.count(429) >= 180
+    assert login_as_carl(guesser, carl) == 429  # not compared while refused
+    other = TestClient(app, base_url="http://127.0.0.1:8765", client=("::1", 50000))
+    assert login_as_carl(other, carl) == 200

@@ -9,8 +9,9 @@
   editing it; the store never lets one annotator change another's labels. Signatures are
   itsdangerous's (HMAC-SHA256, constant-time checks), not hand-rolled.
 - Media is served only from the run's media folder (see ``safe_media_path``).
-- Wrong access tokens are limited per client address (``FailedLoginLimiter``: 10 at once, then
-  one each 6 s; then 429 with ``Retry-After``, the token not even compared).
+- Wrong tokens (the access token, an annotator's at login) are limited per client address
+  (``FailedLoginLimiter``: 10 at once, then one each 6 s; then 429 with ``Retry-After``, the
+  token not even compared).
 - Without a token, the ``Host`` header must be exactly ``host`` or ``host:port`` and name this
   server (127.0.0.1, localhost, [::1], the bound host or ``allowed_hosts``): a page on another
   origin whose name an attacker re-pointed at 127.0.0.1 (DNS rebinding) is refused, since the
@@ -215,6 +216,21 @@ def safe_media_path(root: Path, name: str) -> Path | None:
     return candidate
 
 
+def limited_login(request: Request, check: Callable[[], bool]) -> bool:
+    """``check()`` of a login (an annotator's token), counted against the client's wrong tokens:
+    refused with 429 unchecked while the client's bucket is empty, as the access token is."""
+    limiter: FailedLoginLimiter = request.state.login_limiter
+    client = request.client.host if request.client else ""
+    wait = limiter.retry_after(client)
+    if wait is not None:
+        raise HTTPException(429, f"too many wrong tokens from {client}; try again in {wait} s",
+                            headers={"Retry-After": str(wait)})
+    if check():
+        return True
+    limiter.failed(client)
+    return False
+
+
 class GuardMiddleware:
     """Token check, the visitor cookie behind CSRF tokens, and security headers on every response.
 
@@ -246,13 +262,14 @@ class GuardMiddleware:
                           "open it as http://127.0.0.1:PORT/, or add the name to allowed_hosts")
                 await JSONResponse({"detail": detail}, status_code=400)(scope, receive, send_secured)
                 return
+        scope.setdefault("state", {})["login_limiter"] = self.limiter
         if self.token is not None:
             client = request.client.host if request.client else ""
             in_query = request.query_params.get("token")
             presented = request.headers.get(TOKEN_HEADER) or request.cookies.get(TOKEN_COOKIE)
             wait = self.limiter.retry_after(client)
             if wait is not None and (in_query is not None or presented is not None):
-                detail = f"too many wrong access tokens from {client}; try again in {wait} s"
+                detail = f"too many wrong tokens from {client}; try again in {wait} s"
                 throttled = JSONResponse({"detail": detail}, status_code=429,
                                          headers={"Retry-After": str(wait)})
                 await throttled(scope, receive, send_secured)
