@@ -1,9 +1,10 @@
-"""Hostile bodies at every endpoint of the web app: never an HTTP 500, and a 422 names the field.
+"""Hostile input at every endpoint of the web app: never an HTTP 500, and a 422 names the field.
 
 Each field of each POST body is replaced in turn by 24 hostile JSON values (NaN, Infinity, 1e400,
 booleans for numbers, numbers as strings, lone-surrogate and NUL escapes, 2**64, deep nesting,
 objects and arrays); 17 malformed bodies (empty, not JSON, not UTF-8, 5,000-deep brackets, wrong
-content types) go to every POST; the GET endpoints get hostile query strings and media names.
+content types) go to every POST; the GET endpoints get hostile query strings and media names, and
+105 Host headers built around the allowed names are each refused (400).
 Before the fix, NaN / Infinity / 1e400 and a ``\\ud800`` escape gave HTTP 500 (FastAPI's
 validation handler failed echoing them back) and ``"query_id": true`` labelled query 1.
 """
@@ -128,3 +129,18 @@ def test_no_hostile_query_string_or_media_name_gives_a_500(client) -> None:
             assert client.get(path + suffix).status_code < 500, (path + suffix)[:60]
     for name in names:
         assert client.get(f"/media/{name}").status_code == 404, name[:40]
+
+
+def test_no_host_header_built_around_an_allowed_name_gets_in(client) -> None:
+    """Each allowed name with hostile text before or after it: every one a 400, none a 500
+    (``[::1]evil.example`` passed as ``::1`` before)."""
+    client, _ = client
+    names = ["127.0.0.1", "localhost", "[::1]", "127.0.0.1:8765", "[::1]:8765"]
+    suffixes = ["evil.example", ".evil.example", "@evil.example", ":8765evil", ":1:2", ":", ":99999",
+                " evil", "/evil", "]", "[", "%00", "\\\\evil", "#", "?x"]
+    prefixes = ["evil.", "evil@", "[", "]", "x", ":"]
+    hosts = [name + suffix for name in names for suffix in suffixes]
+    hosts += [prefix + name for name in names for prefix in prefixes]
+    for host in hosts:
+        response = client.get("/api/scale", headers={"Host": host})
+        assert response.status_code == 400, (host, response.status_code)

@@ -105,3 +105,16 @@ def test_a_store_deleted_beside_its_write_ahead_log_is_refused(tmp_path: Path) -
         LabelStore(tmp_path)
     assert not (tmp_path / "labels.sqlite").exists()
 
+
+
+def test_rlkit_serve_on_an_emptied_store_refuses_in_one_line(labelled: Path) -> None:
+    path = labelled / "labels.sqlite"
+    path.write_bytes(b"")
+    done = subprocess.run([sys.executable, "-m", "rlkit.cli", "serve", "--run-dir", str(labelled)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        f"rlkit serve: error: {path} is empty (0 bytes): this run's label store was emptied (a store "
+        "is created whole, never empty); restore it from a copy, or use a new run directory"
+    ]
+    assert path.read_bytes() == b""
