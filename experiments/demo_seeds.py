@@ -148,16 +148,6 @@ def plot(rows: list[dict[str, Any]], out: Path, path: Path) -> None:
     plt.close(figure)
 
 
-def write_page(page: Path, text: str) -> None:
-    """Replace what stands between the page's markers with ``text``."""
-    content = page.read_text()
-    if START not in content or END not in content:
-        raise SystemExit(f"{page}: no {START} ... {END} markers to put the tables between")
-    head, rest = content.split(START, 1)
-    _, tail = rest.split(END, 1)
-    page.write_text(f"{head}{START}\n{text}\n{END}{tail}")
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -167,6 +157,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results", type=Path, default=Path("docs/results"))
     parser.add_argument("--report-only", action="store_true", help="only the report, from finished seeds")
     args = parser.parse_args(argv)
+    from experiments.rows import write_page_section
+    from rlkit.config import load_config
+    from rlkit.factories.configs import DemoConfig
+
+    load_config(DemoConfig, None, args.overrides)  # a bad setting is named before any seed runs
     os.environ.setdefault("WANDB_MODE", "offline")
     if not args.report_only:
         run_seeds(args.seeds, args.out, args.overrides)
@@ -179,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         handle.writelines(json.dumps(row) + "\n" for row in rows)
     atomic_write_json(args.results / "demo_summary.json", summary)
     plot(rows, args.out, args.results / "demo.png")
-    write_page(args.results / "demo.md", tables(rows, summary))
+    write_page_section(args.results / "demo.md", START, END, tables(rows, summary))
     print(json.dumps({"every_seed_above_random": summary["every_seed_above_random"],
                       **{arm: round(s["mean"], 1) for arm, s in summary["arms"].items()}}))
     return 0
@@ -187,4 +182,6 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `experiments` by name
-    sys.exit(main())
+    from rlkit.scale.command import exit_status
+
+    sys.exit(exit_status(main, Path(__file__).name))

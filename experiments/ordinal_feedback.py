@@ -45,7 +45,7 @@ from rlkit.errors import FileFormatError
 from rlkit.factories.builders import build_reward_model, store_spaces, trainer_config
 from rlkit.factories.configs import RewardModelConfig
 from rlkit.feedback import OrdinalScale, beta_for_spread
-from rlkit.persistence import atomic_open, atomic_write_json, read_json_lines
+from rlkit.persistence import atomic_write_json, read_json_lines
 from rlkit.persistence.agents import load_agent, save_agent
 from rlkit.reward import RewardTrainer, evaluate_reward
 from rlkit.reward.config import TrainerConfig
@@ -464,22 +464,10 @@ def page_section(rows: list[dict[str, Any]]) -> str:
 
 
 def write_page(page: Path, text: str) -> None:
-    """Replace what stands between the page's ``START`` and ``END`` markers with ``text``.
+    """The page's tables (between ``START`` and ``END``) replaced with ``text``."""
+    from experiments.rows import write_page_section  # by name: the script puts the repo root on sys.path
 
-    Args:
-        page: the markdown page.
-        text: what goes between its markers.
-
-    Raises:
-        FileFormatError: when the page lacks the markers (nothing is written then).
-    """
-    content = page.read_text()
-    if START not in content or END not in content.split(START, 1)[1]:
-        raise FileFormatError(f"{page}: no {START} ... {END} markers to put the tables between")
-    head, rest = content.split(START, 1)
-    tail = rest.split(END, 1)[1]
-    with atomic_open(page, "w") as handle:
-        handle.write(f"{head}{START}\n{text}\n{END}{tail}")
+    write_page_section(page, START, END, text)
 
 
 def check_rows(rows: list[dict[str, Any]], source: Path) -> None:

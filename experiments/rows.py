@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from rlkit.config import StrictModel, save_config
+from rlkit.errors import FileFormatError
 from rlkit.persistence import atomic_open, read_json_lines
 
 ROWS_FILE = "rows.jsonl"
@@ -63,3 +64,25 @@ def run_or_read(out: Path, config: StrictModel, report_only: bool,
         return None
     write_rows(out, rows)
     return rows
+
+
+def write_page_section(page: Path, start: str, end: str, text: str) -> None:
+    """Replace what stands between a results page's ``start`` and ``end`` markers with ``text``
+    (the tables a script regenerates from its rows; the page's prose around them stays).
+
+    Args:
+        page: the markdown page.
+        start: the marker line before the section.
+        end: the marker line after it.
+        text: what goes between the markers.
+
+    Raises:
+        FileFormatError: when the page lacks the markers (nothing is written then).
+    """
+    content = page.read_text()
+    if start not in content or end not in content.split(start, 1)[1]:
+        raise FileFormatError(f"{page}: no {start} ... {end} markers to put the tables between")
+    head, rest = content.split(start, 1)
+    tail = rest.split(end, 1)[1]
+    with atomic_open(page, "w") as handle:
+        handle.write(f"{head}{start}\n{text}\n{end}{tail}")

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from stable_baselines3.common.base_class import BaseAlgorithm
 
 from rlkit.devices import PINNED_CPU_KERNELS
 from rlkit.factories.agent import EpisodeLog
@@ -60,7 +61,7 @@ def run_demo(config: DemoConfig, run_dir: Path, logger: Logger) -> dict[str, Any
     save_reward_model(loop.model, run_dir / "reward_model", norm=loop.reward_norm)
     result.dataset.save(run_dir / "preferences")
     timings["pref_rl"] = round(time.perf_counter() - t, 1)
-    arms = {LEARNED: result.agent}
+    arms: dict[str, BaseAlgorithm | None] = {LEARNED: result.agent}
     curves = {LEARNED: result.episodes}
     updates = {LEARNED: agent_updates(result.agent)}
     if config.true_reward_arm:
@@ -75,6 +76,7 @@ def run_demo(config: DemoConfig, run_dir: Path, logger: Logger) -> dict[str, Any
     t = time.perf_counter()
     returns = {name: true_returns(agent, config.env, config.eval_episodes) for name, agent in arms.items()}
     timings["evaluate"] = round(time.perf_counter() - t, 1)
+    stats = {name: return_stats(values) for name, values in returns.items()}
     summary = {
         "env": config.env.id,
         "env_steps": config.agent.total_timesteps,
@@ -82,7 +84,7 @@ def run_demo(config: DemoConfig, run_dir: Path, logger: Logger) -> dict[str, Any
         "seed": config.seed,
         "evaluation": {"episodes": config.eval_episodes, "actions": PROTOCOL,
                        "env_seed": config.env.seed + 10_000},
-        "arms": {name: return_stats(values) for name, values in returns.items()},
+        "arms": stats,
         "agent_updates": updates,
         "reward_model": reward_model_summary(result),
         "training_episodes": {name: {"timesteps": [int(t) for t in log.timesteps],
@@ -94,8 +96,8 @@ def run_demo(config: DemoConfig, run_dir: Path, logger: Logger) -> dict[str, Any
     atomic_write_json(run_dir / "summary.json", summary)
     plot_path = plot_demo(run_dir / "demo.png", result, curves, summary)
     logger.log_image("demo", plot_path, step=config.agent.total_timesteps)
-    logger.log({f"demo/{ARM_KEYS[name]}_true_return": stats["mean"]
-                for name, stats in summary["arms"].items()}, step=config.agent.total_timesteps)
+    logger.log({f"demo/{ARM_KEYS[name]}_true_return": arm["mean"] for name, arm in stats.items()},
+               step=config.agent.total_timesteps)
     return summary
 
 
