@@ -48,8 +48,9 @@ service-deps:
 test: $(STAMP) browser-deps service-deps render-deps wheel-check
 	WANDB_MODE=offline $(BIN)/python -m pytest -q
 
-# The built wheel installed in a fresh venv outside the checkout runs `rlkit --help` and a tiny
-# collect + label (the editable install of `make install` would hide a module left out of it).
+# The built wheel installed in a fresh venv outside the checkout runs `rlkit --help`, every
+# `rlkit` command the docs show (with --print-config) and a few for real at tiny budgets
+# (.ci/docs_commands.py; the editable install of `make install` would hide a module left out of it).
 wheel-check: $(STAMP)
 	bash .ci/wheel-check
 

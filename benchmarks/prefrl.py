@@ -29,7 +29,8 @@ import time
 import torch
 
 from rlkit.config import load_config
-from rlkit.factories.builders import make_agent, make_venv, true_return
+from rlkit.factories.agent import train_on_env_reward
+from rlkit.factories.builders import true_return
 from rlkit.factories.configs import PrefRLConfig
 from rlkit.prefrl import PreferenceRL
 
@@ -54,10 +55,10 @@ def run_prefrl(config: PrefRLConfig, episodes: int) -> tuple[float, float, float
 
 
 def run_true_reward(config: PrefRLConfig, episodes: int) -> tuple[float, float, float]:
-    """The same agent settings and env steps, paid the env's own reward."""
+    """The same agent settings and env steps, paid the env's own reward (``rlkit pref-rl
+    reward=env``'s baseline: exactly the budget, not on to the end of a rollout)."""
     start, cpu = time.perf_counter(), time.process_time()
-    agent = make_agent(config.agent, make_venv(config.env), config.seed)
-    agent.learn(config.agent.total_timesteps)
+    agent, _ = train_on_env_reward(config.env, config.agent, config.seed)
     wall, cpu = time.perf_counter() - start, time.process_time() - cpu
     return wall, cpu, true_return(agent, config.env, episodes)[0]
 

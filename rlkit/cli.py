@@ -248,7 +248,7 @@ def _run_pref_rl(config: configs.PrefRLConfig, args: argparse.Namespace) -> int:
             outputs = {"reward_model": ("model", [run_dir / "reward_model"]),
                        "preferences": ("dataset", list(result.dataset.save(run_dir / "preferences")))}
         mean, std = true_return(result.agent, config.env, config.agent.eval_episodes)
-        save_agent(result.agent, run_dir / "agent")
+        outputs["agent"] = ("model", [save_agent(result.agent, run_dir / "agent"), run_dir / "agent.json"])
         summary = result.summary((mean, std))
         atomic_write_json(run_dir / "summary.json", summary)
         logger.log({"eval/true_return": mean}, step=result.agent.num_timesteps)  # after the last round

@@ -225,9 +225,10 @@ def test_a_command_starts_with_a_one_line_summary_and_plain_progress_off_a_termi
     (wandb_run,) = [r.run for r in records if r.WhichOneof("record_type") == "run"]
     assert (wandb_run.run_group, wandb_run.job_type) == ("study-3", "pref-rl")
     artifacts = {r.artifact.name: r.artifact for r in records if r.WhichOneof("record_type") == "artifact"}
-    assert set(artifacts) == {"reward_model-p", "preferences-p"}
+    assert set(artifacts) == {"reward_model-p", "preferences-p", "agent-p"}
     assert {e.path for e in artifacts["preferences-p"].manifest.contents} == {
         "preferences.npz", "preferences.json"}
+    assert {e.path for e in artifacts["agent-p"].manifest.contents} == {"agent.zip", "agent.json"}
     assert "reward_model/model.safetensors" in {e.path for e in artifacts["reward_model-p"].manifest.contents}
 
 

@@ -113,3 +113,20 @@ def test_a_prefrl_trial_without_a_resume_point_is_rerun_afresh(tmp_path, monkeyp
     assert "--overwrite" not in trial_argv(payload, rerun=True)
     assert "--overwrite" not in trial_argv({**payload, "command": "m3hf"}, rerun=True)
     assert "--overwrite" in trial_argv({**payload, "command": "train-reward"}, rerun=True)
+
+
+def test_the_sweep_command_line_passes_its_metrics_to_the_sweep(monkeypatch, tmp_path):
+    from rlkit.cli import build_parser
+    from rlkit.scale import command, sweep
+
+    seen = {}
+
+    def fake_run_sweep(spec, sweep_dir, backend, resume, echo):
+        seen["metrics"] = spec.metrics
+        return {"rows": [], "problems": [], "sweep_dir": str(tmp_path)}
+
+    monkeypatch.setattr(sweep, "run_sweep", fake_run_sweep)
+    args = build_parser().parse_args(["sweep", "train-reward", "--metrics", "labels, reward_model/*",
+                                      "--run-dir", str(tmp_path)])
+    assert command.run(args) == 0
+    assert seen["metrics"] == ("labels", "reward_model/*")

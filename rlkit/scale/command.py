@@ -47,6 +47,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--mode", choices=("max", "min"), help="with --metric")
     parser.add_argument("--logger", default="jsonl,wandb",
                         help="each trial's logging backends (jsonl is always added)")
+    parser.add_argument("--metrics", help="what results.md and results.png show: comma-separated "
+                        "metric names or patterns (reward_model/*); default: the command's own "
+                        "(pref-rl: true_return/mean, reward_model/*accuracy, agent_updates, refits, "
+                        "labels), else every metric but bookkeeping (epochs, best_epoch, n_pairs)")
     return parser
 
 
@@ -159,7 +163,8 @@ def run(args: argparse.Namespace, schema_of: Callable[[str], Any] | None = None)
     spec = SweepSpec(command=args.sweep_command, grid=parse_grid(args.grid), seeds=args.seeds,
                      overrides=tuple(args.overrides),
                      config=str(args.config.absolute()) if args.config else None,
-                     seed_key=args.seed_key, logger=",".join(backends))
+                     seed_key=args.seed_key, logger=",".join(backends),
+                     metrics=tuple(m.strip() for m in (args.metrics or "").split(",") if m.strip()))
     if schema_of is not None:
         check_configs(spec, schema_of)
     backend = backend_from_args(args, args.metric, args.mode)
