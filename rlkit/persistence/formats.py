@@ -98,8 +98,10 @@ FORMATS: dict[str, Format] = {f.kind: f for f in (
            "rlkit.m3hf.loop", checksummed=True),
     Format("rlkit.m3hf.pools", 1, "pools/gen_NNN.json", "(the JSON itself)",
            "covered by the run's state.json; every field validated", "rlkit.m3hf.weights"),
-    Format("rlkit.human.labels", 3, "labels.sqlite (schema_version table)", "the label database",
-           "SQLite's own; migrations upgrade older schemas, a newer one is refused", "rlkit.human.schema"),
+    Format("rlkit.human.labels", 4, "labels.sqlite (schema_version table)", "the label database",
+           "on open: the file's size, SQLite's integrity_check, every row's values and each label and "
+           "query row's checksum (rlkit.human.store_check); migrations upgrade older schemas, a newer "
+           "one is refused", "rlkit.human.schema"),
 )}
 
 # Written for people and other tools, never read back by rlkit, so they carry no format tag.
