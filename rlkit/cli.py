@@ -69,7 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         route_mujoco_warnings()  # no MUJOCO_LOG.TXT in the working directory, no deprecation noise
         torch.set_num_threads(args.torch_threads)
         config = load_config(schema, args.config, args.overrides)
-        check_before_run(args.command, config)  # before a run directory exists; --print-config too
+        check_before_run(args.command, config, build_env=not args.print_config)  # before any run dir
         if args.command == "serve":
             _check_database_url(cast("ServeConfig", config))
         if args.print_config:

@@ -9,11 +9,19 @@ from typing import Any
 from pydantic import BaseModel
 
 
-def check_before_run(command: str, config: BaseModel) -> None:
+def check_before_run(command: str, config: BaseModel, *, build_env: bool = True) -> None:
     """Refuse, by name, what the run would refuse later (after creating its run directory, or
     after minutes of training): an unknown env id, env kwargs it does not take, an Overcooked
     layout that does not exist, a scripted feedback source without a script, an input file that
-    is missing or of the wrong kind, a device this machine does not have."""
+    is missing or of the wrong kind, a device this machine does not have.
+
+    Args:
+        command: the ``rlkit`` subcommand the config is for.
+        config: its resolved config.
+        build_env: make the gymnasium env to check its kwargs (what it really takes); False
+            (``--print-config``) checks them against its entry point's signature instead, so
+            nothing is built (no MuJoCo model loaded, no ``MUJOCO_LOG.TXT``).
+    """
     from rlkit.errors import ConfigError
 
     _check_devices(config)
@@ -21,7 +29,7 @@ def check_before_run(command: str, config: BaseModel) -> None:
     if command == "m3hf":
         _check_m3hf(config)
     elif env is not None and hasattr(env, "id") and hasattr(env, "kwargs"):
-        _check_gym_env(env.id, dict(env.kwargs))
+        _check_gym_env(env.id, dict(env.kwargs), build_env=build_env)
     for i, source in enumerate(getattr(config, "policies", None) or ()):
         if getattr(source, "kind", None) == "sb3" and source.path and not source.trust_pickle:
             from rlkit.factories.configs import untrusted_zip
@@ -61,9 +69,11 @@ def _check_devices(config: BaseModel, path: str = "") -> None:
                 _check_devices(item, f"{where}[{i}]." if isinstance(value, (list, tuple)) else f"{where}.")
 
 
-def _check_gym_env(env_id: str, kwargs: dict[str, Any]) -> None:
+def _check_gym_env(env_id: str, kwargs: dict[str, Any], *, build_env: bool) -> None:
     """``env_id`` names a registered env that takes ``kwargs``; ``module:Name-v0`` (gymnasium's
-    form for an env a module registers when imported) imports the module first, as ``make`` does."""
+    form for an env a module registers when imported) imports the module first, as ``make`` does.
+    With ``build_env`` the env is made with them; without, they are checked against its entry
+    point's signature (``_unknown_kwargs``)."""
     import importlib
     import os
     import sys
@@ -83,13 +93,44 @@ def _check_gym_env(env_id: str, kwargs: dict[str, Any]) -> None:
             raise ConfigError(f"env.id={env_id}: cannot import {module!r}, the module that should "
                               f"register {name!r} ({error})") from None
     try:
-        gymnasium.spec(name)
+        spec = gymnasium.spec(name)
     except gymnasium.error.Error as error:
         raise ConfigError(f"env.id={env_id}: {error}") from None
+    if not build_env:
+        unknown = _unknown_kwargs(spec, kwargs)
+        if unknown:
+            raise ConfigError(f"env.kwargs={kwargs}: {env_id} does not take them (no parameter "
+                              f"{', '.join(map(repr, unknown))} in {spec.entry_point})")
+        return
     try:
         gymnasium.make(env_id, **kwargs).close()
     except TypeError as error:  # an unexpected keyword argument
         raise ConfigError(f"env.kwargs={kwargs}: {env_id} does not take them ({error})") from None
+
+
+def _unknown_kwargs(spec: Any, kwargs: dict[str, Any]) -> list[str]:
+    """The names in ``kwargs`` that neither ``gymnasium.make`` nor the env's entry point takes,
+    read from signatures without making the env. An env class whose ``__init__`` takes
+    ``**kwargs`` passes them on to its base class's, as gymnasium's MuJoCo envs do, so the bases
+    are read in turn; an entry point that takes ``**kwargs`` otherwise accepts any name."""
+    import inspect
+
+    from gymnasium.envs.registration import load_env_creator, make
+
+    creator = spec.entry_point
+    if isinstance(creator, str):
+        creator = load_env_creator(creator)
+    taken = set(inspect.signature(make).parameters) - {"id", "kwargs"}
+    functions = [klass.__init__ for klass in creator.__mro__ if "__init__" in vars(klass)] \
+        if isinstance(creator, type) else [creator]
+    for function in functions:
+        if function is object.__init__:
+            return []
+        parameters = inspect.signature(function).parameters.values()
+        taken |= {p.name for p in parameters if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+        if all(p.kind is not p.VAR_KEYWORD for p in parameters):
+            return sorted(set(kwargs) - taken)
+    return []
 
 
 def _check_m3hf(config: BaseModel) -> None:
