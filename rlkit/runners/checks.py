@@ -112,7 +112,8 @@ def _unknown_kwargs(spec: Any, kwargs: dict[str, Any]) -> list[str]:
     """The names in ``kwargs`` that neither ``gymnasium.make`` nor the env's entry point takes,
     read from signatures without making the env. An env class whose ``__init__`` takes
     ``**kwargs`` passes them on to its base class's, as gymnasium's MuJoCo envs do, so the bases
-    are read in turn; an entry point that takes ``**kwargs`` otherwise accepts any name."""
+    are read in turn; an entry point that takes ``**kwargs`` otherwise (or whose signature cannot
+    be read) accepts any name."""
     import inspect
 
     from gymnasium.envs.registration import load_env_creator, make
@@ -121,12 +122,15 @@ def _unknown_kwargs(spec: Any, kwargs: dict[str, Any]) -> list[str]:
     if isinstance(creator, str):
         creator = load_env_creator(creator)
     taken = set(inspect.signature(make).parameters) - {"id", "kwargs"}
-    functions = [klass.__init__ for klass in creator.__mro__ if "__init__" in vars(klass)] \
+    functions = [vars(klass)["__init__"] for klass in creator.__mro__ if "__init__" in vars(klass)] \
         if isinstance(creator, type) else [creator]
     for function in functions:
         if function is object.__init__:
             return []
-        parameters = inspect.signature(function).parameters.values()
+        try:
+            parameters = inspect.signature(function).parameters.values()
+        except (TypeError, ValueError):  # a signature Python cannot read (a C extension's): accepted
+            return []
         taken |= {p.name for p in parameters if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
         if all(p.kind is not p.VAR_KEYWORD for p in parameters):
             return sorted(set(kwargs) - taken)
