@@ -193,13 +193,14 @@ def _run_train_reward(config: configs.TrainRewardConfig, args: argparse.Namespac
     metrics = evaluate_dataset(model, held_out)
     save_reward_model(model, run_dir / "reward_model")
     held_out_files = held_out.save(run_dir / "held_out")
-    atomic_write_json(run_dir / "metrics.json", {"held_out": metrics, "epochs": report.epochs,
+    trained = {"epochs": report.epochs, "reward_updates": report.steps, "train_pairs": report.n_train}
+    atomic_write_json(run_dir / "metrics.json", {"held_out": metrics, **trained,
                                                  "best_epoch": report.best_epoch})
     logger.log({f"held_out/{k}": float(v) for k, v in metrics.items()}, step=report.epochs)
     log_outputs(logger, run_dir, reward_model=("model", [run_dir / "reward_model"]),
                 held_out=("dataset", list(held_out_files)))
     logger.close()
-    print(json.dumps({"held_out": metrics, "model": str(run_dir / "reward_model")}))
+    print(json.dumps({"held_out": metrics, **trained, "model": str(run_dir / "reward_model")}))
     return 0
 
 
@@ -297,7 +298,7 @@ def configs_error(command: str, field: str, what: str) -> RlkitError:
 
 
 def _run_demos(config: DemosConfig, args: argparse.Namespace) -> int:
-    from rlkit.runners.apec import run_demos
+    from rlkit.runners.apec import demonstrator_updates, run_demos
     from rlkit.runners.session import log_outputs
 
     run_dir, logger = _session("demos", config, args)
@@ -310,7 +311,8 @@ def _run_demos(config: DemosConfig, args: argparse.Namespace) -> int:
     summary = json.loads(report.read_text()) if report.is_file() else {}
     print(json.dumps({"demos": str(run_dir / "demos.npz"), "n": len(demos),
                       "returns": [float(t.ret) for t in demos],
-                      "fraction": summary.get("fraction"), "best_return": summary.get("best_return")}))
+                      "fraction": summary.get("fraction"), "best_return": summary.get("best_return"),
+                      "agent_updates": demonstrator_updates(run_dir, config.demos.algo)}))
     return 0
 
 
@@ -336,7 +338,10 @@ def _run_apec(config: ApecConfig, args: argparse.Namespace) -> int:
         print(json.dumps({"method": method, "heldout_accuracy": metrics["accuracy"],
                           "step_pearson": metrics["step_pearson"],
                           "trajectory_pearson": metrics["trajectory_pearson"],
-                          "policy_true_return": policy}))
+                          "reward_updates": metrics.get("reward_updates"), "policy_true_return": policy,
+                          "policy_agent_updates": metrics.get("policy", {}).get("agent_updates")}))
+    print(json.dumps({"ail": results["ail"],  # raw_ail's reward is the discriminator: its steps here
+                      "demonstrator_agent_updates": results["demos"].get("agent_updates")}))
     print(f"run directory: {run_dir}")
     return 0
 
@@ -353,7 +358,8 @@ def _run_m3hf(config: M3HFConfig, args: argparse.Namespace) -> int:
     for row in state["history"]:
         print(json.dumps({key: row[key] for key in ("generation", "env_steps", "original_return",
                                                    "train_original_return", "shaped_return",
-                                                   "feedback", "pool_sizes")}))
+                                                   "feedback", "pool_sizes")}
+                         | {"agent_updates": row.get("agent_updates")}))  # None: a row without the count
     print(best_line(state["best"]))
     print(json.dumps({"best": state["best"], "run_dir": str(run_dir)}))
     return 0

@@ -45,7 +45,14 @@ def test_rlkit_apec_runs_every_method_end_to_end_and_a_rerun_reuses_every_stage(
     assert main(["apec", "--run-dir", str(run_dir), "--logger", "jsonl", *TINY,
                  f"methods=[{', '.join(arms)}]"]) == 0
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
-    assert [line["method"] for line in lines] == arms
+    assert [line["method"] for line in lines[:-1]] == arms
+    # what each learner did, as metrics.json says (the last line: the AIL run's and demonstrator's)
+    results = json.loads((run_dir / "metrics.json").read_text())
+    assert lines[-1] == {"ail": results["ail"],
+                         "demonstrator_agent_updates": results["demos"]["agent_updates"]}
+    assert results["ail"]["reward_updates"] == 4 and lines[0]["policy_agent_updates"] == 256 // (64 * 2) * 10
+    assert [line["reward_updates"] for line in lines[:-2]] == [results["methods"][m]["reward_updates"]
+                                                                 for m in arms[:-1]]
     metrics = json.loads((run_dir / "metrics.json").read_text())["methods"]
     for method, values in metrics.items():
         assert 0.0 <= values["accuracy"] <= 1.0, method
@@ -108,6 +115,9 @@ def test_rlkit_demos_records_the_achieved_fraction(tmp_path, capsys):
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     report = read_demo_report(run_dir)
     assert out["n"] == 2 and out["fraction"] == pytest.approx(report.fraction)
+    # the last checkpoint's agent, saved at step 2048 before that rollout trains: 31 rollouts of
+    # 64 steps (one env), PPO's 10 epochs each
+    assert out["agent_updates"] == (2048 // 64 - 1) * 10
     demos = TrajectoryStore.load(run_dir / "demos.npz")
     assert len(demos) == 2 and demos.obs_shape == (2,)  # the point's x and the absorbing flag
     expected = (np.mean(report.demo_returns) - report.baseline_return) / (
@@ -186,6 +196,14 @@ def test_heldout_ail_trajectories_come_from_a_separate_run_and_every_figure_name
     assert progress["n_checkpoints"] == 4 and progress["n_rollouts"] == 8
     assert -1.0 <= progress["spearman_checkpoints"] <= 1.0 or np.isnan(progress["spearman_checkpoints"])
     assert 0.0 <= metrics["label_agreement"] <= 1.0 and metrics["label_pairs"] + metrics["label_ties"] <= 24
+    # what each learner did: the AIL generator one rollout of 128 steps x 2 envs a round (PPO's 10
+    # epochs), the discriminator one step a round; the demonstrator's last checkpoint, saved at
+    # step 2048 before the rollout ending there trains, 15 rollouts of 64 x 2 envs; the reward
+    # model ceil(pairs / batch) steps an epoch
+    assert results["ail"] == {"agent_updates": 4 * 10, "reward_updates": 4 * config.ail.updates_per_round}
+    assert results["demos"]["agent_updates"] == (2048 // (64 * 2) - 1) * 10
+    batches = -(-metrics["train_pairs"] // config.reward.trainer.batch_size)
+    assert metrics["reward_updates"] == metrics["epochs"] * batches > 0
 
 
 def test_policy_replay_is_seeded_with_ail_rollouts_paid_on_the_next_state():
@@ -436,12 +454,14 @@ def test_a_policy_also_reports_its_stochastic_return_and_an_older_result_gets_it
     assert np.isfinite(result[STOCHASTIC]) and result[STOCHASTIC] != result["final_true_return"]
     assert result[f"{STOCHASTIC}_std"] > 0  # sampled actions: the episodes differ
     agent = load_agent(ALGORITHMS, tmp_path / "policy" / "agent")
+    # 256 steps in rollouts of 64 x 2 envs, PPO's 10 epochs each
+    assert result["agent_updates"] == agent._n_updates == 256 // (64 * 2) * 10
     state = torch.get_rng_state()
     assert stochastic_return(config, make_venv, agent)[STOCHASTIC] == result[STOCHASTIC]
     assert torch.equal(torch.get_rng_state(), state)
 
     older = {k: v for k, v in result.items()
-             if k not in (STOCHASTIC, f"{STOCHASTIC}_std", "n_stochastic_episodes")}
+             if k not in (STOCHASTIC, f"{STOCHASTIC}_std", "n_stochastic_episodes", "agent_updates")}
     atomic_write_json(tmp_path / "policy" / "result.json", older)
     rerun = Reward()
     assert run_policy(config, make_venv, rerun, tmp_path / "policy", None) == result

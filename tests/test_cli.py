@@ -106,7 +106,12 @@ def test_eval_reward_refuses_a_model_for_another_env(tmp_path, capsys):
         run(capsys, "label", f"trajectories={collected['path']}", "n_pairs=40",
             "segment_length=10", "--run-dir", str(tmp_path / f"l{name}"), "--logger", "jsonl")
     trained = run(capsys, "train-reward", f"dataset={tmp_path / 'lp' / 'preferences'}",
-                  "trainer.max_epochs=2", "--run-dir", str(tmp_path / "t"), "--logger", "jsonl")
+                  "trainer.max_epochs=2", "trainer.batch_size=8", "--run-dir", str(tmp_path / "t"),
+                  "--logger", "jsonl")
+    # what the reward model did: a gradient step per batch of 8 training pairs, each epoch
+    assert trained["reward_updates"] == trained["epochs"] * -(-trained["train_pairs"] // 8) > 0
+    written = json.loads((tmp_path / "t" / "metrics.json").read_text())
+    assert written["reward_updates"] == trained["reward_updates"]
     code = main(["eval-reward", f"model={trained['model']}",
                  f"dataset={tmp_path / 'lm' / 'preferences'}", "--run-dir", str(tmp_path / "e"),
                  "--logger", "jsonl"])

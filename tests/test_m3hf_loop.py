@@ -67,6 +67,9 @@ def test_phase_loop_end_to_end_with_scripted_feedback(tmp_path):
     history = state["history"]
     assert [row["generation"] for row in history] == [0, 1, 2]
     assert [row["env_steps"] for row in history] == [64, 128, 192]
+    # each generation's own updates: 2 iterations of 16 steps x 2 games, 1 epoch, per agent's PPO
+    # (not the count since the start: a generation may start from the best checkpoint's policies)
+    assert [list(row["agent_updates"].values()) for row in history] == [[2, 2, 2]] * 3
     # generation 0 trains on the env reward alone: nothing to shape with
     assert history[0]["shaped_return"] == history[0]["original_return"]
     # phase 2's "be faster" is a time penalty for everyone: shaped falls below the env's return
@@ -236,6 +239,7 @@ def test_rlkit_m3hf_prints_the_best_generation_with_the_measure_that_chose_it(tm
     generations = [json.loads(line) for line in lines[:-2] if line.startswith("{")]
     assert [row["train_original_return"] for row in generations] == [
         row["train_original_return"] for row in state["history"]]
+    assert [row["agent_updates"] for row in generations] == [{"agent_0": 2, "agent_1": 2, "agent_2": 2}] * 2
 
 
 def test_feedback_with_a_lone_surrogate_is_recorded_as_valid_unicode(tmp_path):

@@ -208,6 +208,8 @@ def test_resume_from_checkpoint_continues_with_identical_actions(tmp_path):
     config = MarlConfig(**FAST, seed=5)
     trainer = MultiAgentPPO(cue_rows(2), config)
     trainer.learn(64)
+    # one iteration of 32 steps x 2 games, 4 epochs, for each agent's PPO
+    assert list(trainer.updates().values()) == [4, 4] == [m._n_updates for m in trainer.models]
     save_checkpoint(trainer, tmp_path / "ckpt")
     stats_at_save = trainer.episode_stats()
     trainer.learn(128)
@@ -215,8 +217,10 @@ def test_resume_from_checkpoint_continues_with_identical_actions(tmp_path):
     resumed = load_checkpoint(tmp_path / "ckpt", cue_rows(2))
     assert resumed.num_timesteps == 64 and resumed.config == config
     assert resumed.episode_stats() == stats_at_save
+    assert resumed.updates() == {name: 4 for name in trainer.updates()}  # the count is restored
     resumed.learn(128)
     assert resumed.episode_stats() == trainer.episode_stats()
+    assert resumed.updates() == trainer.updates() == {name: 4 + 2 * 4 for name in trainer.updates()}
     for model, again in zip(trainer.models, resumed.models, strict=True):
         assert np.array_equal(model.rollout_buffer.actions, again.rollout_buffer.actions)
         for a, b in zip(model.policy.state_dict().values(), again.policy.state_dict().values(), strict=True):

@@ -213,6 +213,14 @@ class AILTrainer:
         self.round = start + 1
         return start
 
+    def updates(self) -> dict[str, int]:
+        """What both learners have done so far, a resumed run's earlier rounds included:
+        ``agent_updates`` is the generator's ``_n_updates`` (PPO epochs over rollouts, SAC
+        gradient steps), ``reward_updates`` the discriminator's Adam steps (its optimiser's own
+        count, restored with it on resume)."""
+        steps = [int(state["step"]) for state in self.optimizer.state.values() if "step" in state]
+        return {"agent_updates": int(self.generator._n_updates), "reward_updates": max(steps, default=0)}
+
     def _checkpoint(self, record: AILRound) -> None:
         assert self.checkpoints is not None
         self.checkpoints.save(self.round, self.generator, self.discriminator, record.to_dict(),

@@ -8,7 +8,9 @@ return improved between the last two generations), and resumes training with the
 ``PoolShaper`` on the env reward. "Performance" (which decides "improved" and "best") is the mean
 ORIGINAL return over the generation's training episodes (``performance=train``) or over the
 evaluation games (``eval``); every generation is also evaluated on ``eval_games`` fresh games, and
-the best generation (``best_generation``) has its policies kept in ``checkpoints/best``.
+the best generation (``best_generation``) has its policies kept in ``checkpoints/best``. A
+generation's row (``generations.jsonl``) counts the PPO updates its training made, per learner
+(``agent_updates``: ``MultiAgentPPO.updates`` after its ``learn`` less before).
 
 With a logger, each phase's texts, the specs parsed from them and who parsed them (``rule``,
 ``llm``, ``fallback``: the LLM failed) are a table ``m3hf/feedback/phase_NNN`` (W&B; a line per
@@ -218,7 +220,7 @@ class M3HFRun:
         shaped = any(pool.entries for pool in pools.pools)
         shaper = PoolShaper(pools, self.scene, self.config.shaping_scale) if shaped else None
         self.rows.shaper = self.eval_rows.shaper = shaper
-        first_episode = len(trainer.original_returns)
+        first_episode, updates_before = len(trainer.original_returns), trainer.updates()
         trainer.learn(self.config.generation_steps)
         metrics = evaluate(trainer, self.eval_rows, seed=self.config.seed)
         episodes = trainer.original_returns[first_episode:]
@@ -233,6 +235,7 @@ class M3HFRun:
             "delivered": metrics["eval/terminated"],
             "train_original_return": train_return,
             "train_episodes": len(episodes),
+            "agent_updates": {name: n - updates_before[name] for name, n in trainer.updates().items()},
             "performance": train_return if self.config.performance == "train" else row_eval,
             "feedback": len(feedback),
             "feedback_quality": dict(Counter(item.quality for item in feedback)),

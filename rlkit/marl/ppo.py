@@ -94,6 +94,13 @@ class MultiAgentPPO:
         """One ``ActorCriticPolicy`` per agent (IPPO) or a single shared one."""
         return [model.policy for model in self.models]
 
+    def updates(self) -> dict[str, int]:
+        """Each learner's PPO updates so far (SB3's ``_n_updates``: ``n_epochs`` per iteration,
+        fewer where ``target_kl`` stops one early), by agent name (``shared``: one policy for all),
+        as the per-agent metrics are named."""
+        names = ["shared"] if len(self.models) == 1 else self.env.agent_names
+        return {name: int(model._n_updates) for name, model in zip(names, self.models, strict=True)}
+
     @contextmanager
     def _private_rngs(self) -> Iterator[None]:
         """Run with this trainer's torch and numpy global RNG states; keep what they advanced to."""

@@ -68,6 +68,7 @@ from rlkit.data import Trajectory, TrajectoryStore
 from rlkit.data.store import load_npz
 from rlkit.errors import InvalidDataError
 from rlkit.factories.algorithms import ALGORITHMS
+from rlkit.factories.budget import agent_updates
 from rlkit.feedback import PreferenceDataset
 from rlkit.logging import Logger, ProgressTask, Track, progress_of
 from rlkit.logging.local import metrics_dirs, rewind_metrics
@@ -161,17 +162,20 @@ def run_demos(env: ApecEnvConfig, settings: DemosSettings, seed: int, out_dir: P
 def run_apec(config: ApecConfig, run_dir: Path, logger: Logger | None = None,
              task_map: TaskMap = sequential_map) -> dict[str, Any]:
     """Every stage in order; returns (and writes to ``metrics.json``) the per-method results,
-    the AIL run's progress diagnostic and each dataset's label agreement with the true return.
-    ``task_map`` runs the checkpoint and held-out rollouts (one task per policy; Ray's map from
-    ``rlkit.scale.tasks`` fans them out); the results do not depend on it. Seeds that share one
-    held-out set link ``run_dir/heldout`` to it once it is built (``run_heldout``)."""
+    the AIL run's progress diagnostic and each dataset's label agreement with the true return,
+    and what each learner did: ``ail`` (the generator's ``agent_updates``, the discriminator's
+    ``reward_updates``), each fitted reward's ``reward_updates``, each policy's ``agent_updates``
+    and the demonstrator's (``demos``, None for given demos). ``task_map`` runs the checkpoint
+    and held-out rollouts (one task per policy; Ray's map from ``rlkit.scale.tasks`` fans them
+    out); the results do not depend on it. Seeds that share one held-out set link
+    ``run_dir/heldout`` to it once it is built (``run_heldout``)."""
     make_venv = venv_factory(config.env)
     policies = [method for method in config.policy.methods if method in config.methods]
     stages = _stage_bar(logger, 4 + len(config.methods) + len(policies))
     demos = run_demos(config.env, config.demos, config.seed, run_dir / "demos", logger)
     _advance(stages)
     train_venv = venv_factory(config.env, training=True)
-    checkpoints = run_ail(config, train_venv, demos, run_dir / "ail", logger)
+    checkpoints, ail_updates = run_ail(config, train_venv, demos, run_dir / "ail", logger)
     _advance(stages)
     store, index, distances = run_rollouts(config, make_venv, checkpoints, demos, run_dir / "rollouts",
                                            task_map)
@@ -202,13 +206,14 @@ def run_apec(config: ApecConfig, run_dir: Path, logger: Logger | None = None,
     if results is None:  # not scored on this held-out set and these rewards before (and logged)
         scores = score_rewards(rewards, training, heldout, pairs, sources, config.env.horizon is not None,
                                logger)
-        results = {"methods": scores, "demos": _demo_summary(run_dir / "demos", demos),
+        results = {"methods": scores, "demos": _demo_summary(run_dir / "demos", demos, config.demos.algo),
                    "ail_progress": ail_progress(index, store), "scores_key": key}
         atomic_write_json(run_dir / REWARD_METRICS, results)  # readable while the policies train
     for method in policies:
         results["methods"][method]["policy"] = run_policy(
             config, make_venv, rewards[method], run_dir / "policies" / method, logger, store, train_venv)
         _advance(stages)
+    results["ail"] = ail_updates
     atomic_write_json(run_dir / "metrics.json", results)
     return results
 
@@ -226,8 +231,9 @@ def _advance(task: ProgressTask | None) -> None:
 
 
 def run_ail(config: ApecConfig, make_venv: VenvFactory, demos: list[Trajectory], out_dir: Path,
-            logger: Logger | None, seed: int | None = None) -> CheckpointStore:
-    """An AIL run with a checkpoint per round (resumed when killed); ``seed`` defaults to the
+            logger: Logger | None, seed: int | None = None) -> tuple[CheckpointStore, dict[str, int]]:
+    """An AIL run with a checkpoint per round (resumed when killed), and the updates its learners
+    made (``AILTrainer.updates``: ``agent_updates``, ``reward_updates``); ``seed`` defaults to the
     run's (the held-out set uses a separate run with ``config.heldout_ail_seed``). ``make_venv``:
     the envs the generator trains in (``venv_factory(..., training=True)``); where their episodes
     end at termination, the discriminator sees the demos' real states only, as the reference's
@@ -270,7 +276,7 @@ def run_ail(config: ApecConfig, make_venv: VenvFactory, demos: list[Trajectory],
         trainer.train()
     finally:
         venv.close()
-    return checkpoints
+    return checkpoints, trainer.updates()
 
 
 def run_rollouts(config: ApecConfig, make_venv: VenvFactory, checkpoints: CheckpointStore,
@@ -338,8 +344,8 @@ def run_heldout(config: ApecConfig, make_venv: VenvFactory, demos: list[Trajecto
     Each policy's rollouts are a task of their own, run by ``task_map``."""
     settings = config.heldout
     if not (out_dir / "store.npz").is_file():
-        checkpoints = run_ail(config, venv_factory(config.env, training=True), demos, out_dir / "ail", logger,
-                              seed=config.heldout_ail_seed)
+        checkpoints, _ = run_ail(config, venv_factory(config.env, training=True), demos, out_dir / "ail",
+                                 logger, seed=config.heldout_ail_seed)
         rounds = checkpoints.rounds()
         picks = np.unique(np.linspace(0, len(rounds) - 1, min(settings.ail_checkpoints, len(rounds))).round())
         ail_rounds = [rounds[int(k)] for k in picks]
@@ -358,8 +364,25 @@ def run_heldout(config: ApecConfig, make_venv: VenvFactory, demos: list[Trajecto
     return store, pairs, load_npz(out_dir / "sources.npz")["source"]
 
 
-def _demo_summary(out_dir: Path, demos: list[Trajectory]) -> dict[str, Any]:
-    summary: dict[str, Any] = {"n": len(demos), "returns": [float(t.ret) for t in demos]}
+def demonstrator_updates(out_dir: Path, algo: str) -> int | None:
+    """The updates the agent of the demonstrator's last checkpoint in ``out_dir`` (the demos
+    stage's folder) made (SB3's ``_n_updates``): the most trained agent the demos come from; an
+    on-policy one is saved at the budget's last step, before that rollout's update. None when the
+    demos were given, not trained.
+
+    Args:
+        out_dir: the demos stage's folder (``demonstrator/step_*.zip`` inside).
+        algo: the demonstrator's algorithm (``demos.algo``).
+    """
+    checkpoints = demonstrator_checkpoints(out_dir / "demonstrator")
+    if not checkpoints:
+        return None
+    return agent_updates(load_demonstrator(ALGORITHMS[algo], checkpoints[-1]))
+
+
+def _demo_summary(out_dir: Path, demos: list[Trajectory], algo: str) -> dict[str, Any]:
+    summary: dict[str, Any] = {"n": len(demos), "returns": [float(t.ret) for t in demos],
+                               "agent_updates": demonstrator_updates(out_dir, algo)}
     report = out_dir / "demos.json"
     if report.is_file():
         data = read_json(report)

@@ -23,6 +23,7 @@ from rlkit.data import Trajectory, TrajectoryStore
 from rlkit.devices import resolve_device
 from rlkit.factories.agent import EpisodeLog, EpisodeLogCallback
 from rlkit.factories.algorithms import ALGORITHMS
+from rlkit.factories.budget import agent_updates
 from rlkit.factories.builders import make_agent
 from rlkit.factories.resumable import ResumableTraining
 from rlkit.logging import Logger, Track, progress_of
@@ -57,11 +58,16 @@ def run_policy(config: ApecConfig, make_venv: VenvFactory, reward: Any, out_dir:
     ``learned_return`` over the last 10 training episodes, ``eval_true_return``); a resumed run
     drops those logged after its point from ``metrics.jsonl``, so each is logged once. The
     result also holds the true return of episodes sampled from the policy (``stochastic_return``);
-    a result written before that evaluation existed gets it from the saved agent on a rerun."""
+    a result written before that evaluation existed gets it from the saved agent on a rerun, as
+    one without ``agent_updates`` (the agent's SB3 ``_n_updates``) does."""
     if (out_dir / "result.json").is_file():
         result = dict(read_json(out_dir / "result.json"))
-        if STOCHASTIC not in result and (out_dir / "agent.zip").is_file():
-            result |= stochastic_return(config, make_venv, load_agent(ALGORITHMS, out_dir / "agent"))
+        missing = STOCHASTIC not in result or "agent_updates" not in result
+        if missing and (out_dir / "agent.zip").is_file():  # a result written before they were
+            saved = load_agent(ALGORITHMS, out_dir / "agent")
+            result.setdefault("agent_updates", agent_updates(saved))
+            if STOCHASTIC not in result:
+                result |= stochastic_return(config, make_venv, saved)
             atomic_write_json(out_dir / "result.json", result)
         return result
     settings = config.policy.agent
@@ -129,6 +135,7 @@ def run_policy(config: ApecConfig, make_venv: VenvFactory, reward: Any, out_dir:
     spread = float(np.std(returns, ddof=1)) if len(returns) > 1 else float("nan")
     result = {"final_true_return": float(np.mean(returns)), "final_true_return_std": spread,
               "n_episodes": len(returns), "seeded_transitions": sum(len(t) for t in seeded),
+              "agent_updates": agent_updates(agent),
               "curve_timesteps": log.timesteps, "curve_true_returns": log.true_returns,
               "eval_timesteps": curve["timesteps"],
               "eval_true_returns": [float(np.mean(r)) for r in curve["true_returns"]],

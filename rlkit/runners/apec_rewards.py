@@ -57,7 +57,8 @@ def fitted_reward(directory: Path, config: ApecConfig, dataset: PreferenceDatase
         action_space: the env's action space.
 
     Returns:
-        The model and its summary (train pairs, epochs, final loss, validation accuracy, seconds).
+        The model and its summary (train pairs, epochs, ``reward_updates``: the trainer's
+        gradient steps, final loss, validation accuracy, seconds).
     """
     if (directory / "training.json").is_file():
         return load_reward_model(directory).model, dict(read_json(directory / "training.json"))
@@ -72,6 +73,7 @@ def fitted_reward(directory: Path, config: ApecConfig, dataset: PreferenceDatase
         dataset, rng=np.random.default_rng(config.seed))
     save_reward_model(model, directory)
     summary = {"train_pairs": report.n_train, "epochs": len(report.train_loss),
+               "reward_updates": report.steps,
                "final_train_loss": float(report.train_loss[-1]),
                "val_accuracy": float(report.val_accuracy[report.best_epoch]) if report.val_accuracy
                else float("nan"), "train_seconds": report.seconds}
