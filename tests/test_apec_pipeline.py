@@ -553,22 +553,26 @@ def test_an_ail_run_resumed_before_its_latest_round_logs_each_round_once(tmp_pat
         return [{k: v for k, v in json.loads(line).items() if k != "wall_time"}
                 for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
 
-    def ail(run_dir: Path, rounds: int) -> None:
+    def ail(run_dir: Path, rounds: int) -> dict[str, int]:
         logger = make_logger(run_dir, backends=("jsonl",))
         try:
             logger.log({"earlier/stage": 1.0}, step=5000)  # another stage's row, at a larger step
-            run_ail(config(rounds), venv_factory(config(rounds).env), demos, run_dir / "ail", logger)
+            _, updates = run_ail(config(rounds), venv_factory(config(rounds).env), demos, run_dir / "ail",
+                                 logger)
+            return updates
         finally:
             logger.close()
 
     demos = demos_stage(config(3).env, config(3).demos, 0, tmp_path / "demos", None)
-    ail(tmp_path / "whole", 3)
+    whole = ail(tmp_path / "whole", 3)
     ail(tmp_path / "killed", 1)
     shutil.copytree(tmp_path / "killed" / "ail" / "resume", tmp_path / "resume-after-round-0")
     ail(tmp_path / "killed", 2)  # round 1 logged and checkpointed; then killed before resume/ ...
     shutil.rmtree(tmp_path / "killed" / "ail" / "resume")
     (tmp_path / "resume-after-round-0").rename(tmp_path / "killed" / "ail" / "resume")
-    ail(tmp_path / "killed", 3)  # ... so the run resumes from round 0 and trains round 1 again
+    # ... so the run resumes from round 0 and trains round 1 again; the counts go on from round 0's
+    assert ail(tmp_path / "killed", 3) == whole
+    assert whole["reward_updates"] == 3 and whole["agent_updates"] > 0
 
     killed = [r for r in rows(tmp_path / "killed") if "ail/round" in r]
     assert [r["ail/round"] for r in killed] == [0, 1, 2]
