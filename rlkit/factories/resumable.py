@@ -69,6 +69,7 @@ from stable_baselines3.common.type_aliases import TrainFreq, TrainFrequencyUnit
 
 from rlkit.errors import FileFormatError, InvalidDataError
 from rlkit.factories.run_state import (
+    check_learn_rngs,
     env_rng_states,
     episode_state,
     learn_rngs,
@@ -84,9 +85,6 @@ from rlkit.persistence.formats import payload_files, verify_checksums
 from rlkit.persistence.replay import chunk_files, load_replay_chunks, save_replay_chunks
 from rlkit.persistence.rng import (
     check_torch_rng_state,
-    python_random_state_from_json,
-    random_state_from_json,
-    restore_numpy_rng,
     restore_torch_rng,
     torch_rng_state,
 )
@@ -257,7 +255,7 @@ class ResumableTraining:
             raise
         except Exception as error:  # torch's restricted unpickler raises its own kinds
             raise FileFormatError(f"{tensors_path}: missing or damaged ({error})") from None
-        _check_rngs(path, header["rngs"])
+        check_learn_rngs(header["rngs"], path)
         counters = header["counters"]
         if not all(isinstance(counters.get(name), int) for name in COUNTERS[:3]):
             raise FileFormatError(f"{path}: field 'counters' lacks one of {list(COUNTERS[:3])}")
@@ -357,21 +355,6 @@ def _stride(agent: BaseAlgorithm) -> int:
                                    "steps (chunks end at a step count)")
         return freq.frequency * agent.n_envs
     raise InvalidDataError(f"{type(agent).__name__} is neither an on- nor an off-policy SB3 algorithm")
-
-
-def _check_rngs(path: Path, rngs: dict[str, Any]) -> None:
-    """The saved RNG states are ones their generators accept (before anything is restored)."""
-    try:
-        random_state_from_json(rngs["numpy_global"], path)
-        python_random_state_from_json(rngs["python"], path)
-        states = [rngs["action_space"], *(rngs["envs"] or [])]
-        for state in states:
-            bit_generator = getattr(np.random, str(state["bit_generator"]), None)
-            if not (isinstance(bit_generator, type) and issubclass(bit_generator, np.random.BitGenerator)):
-                raise FileFormatError(f"{path}: unknown bit generator {state['bit_generator']!r}")
-            restore_numpy_rng(np.random.Generator(bit_generator()), state, path)
-    except (KeyError, TypeError):
-        raise FileFormatError(f"{path}: field 'rngs' is not a set of RNG states") from None
 
 
 def _restore(agent: BaseAlgorithm, directory: Path, path: Path, header: dict[str, Any],

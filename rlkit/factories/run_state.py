@@ -1,9 +1,9 @@
 """The state of an SB3 agent's run besides its networks and buffers: what ``learn`` goes on
-from. Used by ``rlkit.factories.resumable`` (resume points) and ``rlkit.ail.resume`` (AIL
-checkpoints).
+from. Used by ``rlkit.factories.resumable`` (resume points), ``rlkit.ail.resume`` (AIL
+checkpoints) and ``rlkit.prefrl.rollout_start`` (pref-rl points).
 
-- ``learn_rngs`` / ``restore_learn_rngs``: the RNGs besides torch's that ``learn`` draws from, as
-  JSON data (numpy's global one, Python's, the action space's, each env's);
+- ``learn_rngs`` / ``check_learn_rngs`` / ``restore_learn_rngs``: the RNGs besides torch's that
+  ``learn`` draws from, as JSON data (numpy's global one, Python's, the action space's, each env's);
 - ``own_rngs`` / ``restore_own_rngs``: torch generators an algorithm keeps of its own (``DrQSAC``'s
   augmentation);
 - ``episode_state`` / ``restore_episode``: the episode in progress, the env's layers
@@ -22,7 +22,7 @@ import torch
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 
-from rlkit.errors import InvalidDataError
+from rlkit.errors import FileFormatError, InvalidDataError
 from rlkit.persistence.env_state import capture as capture_env_state
 from rlkit.persistence.env_state import restore as restore_env_state
 from rlkit.persistence.rng import (
@@ -35,11 +35,33 @@ from rlkit.persistence.rng import (
     restore_torch_rng,
 )
 
-__all__ = ["env_rng_states", "episode_state", "learn_rngs", "own_rngs", "restore_env_rngs",
-           "restore_episode", "restore_learn_rngs", "restore_own_rngs"]
+__all__ = ["check_learn_rngs", "env_rng_states", "episode_state", "learn_rngs", "own_rngs",
+           "restore_env_rngs", "restore_episode", "restore_learn_rngs", "restore_own_rngs"]
 
 RUN_STATE = ("_last_obs", "_last_original_obs", "_last_episode_starts")  # the agent's, kept with the episode
 _AGENT = "agent:"  # its arrays' prefix in an episode state (the env's: rlkit.persistence.env_state)
+
+
+def check_learn_rngs(rngs: Mapping[str, Any], where: Path) -> None:
+    """Check ``learn_rngs``'s states are ones their generators accept (before any is restored).
+
+    Args:
+        rngs: the states, as read back.
+        where: the file they came from, named in errors.
+
+    Raises:
+        FileFormatError: a state missing, of an unknown bit generator, or damaged.
+    """
+    try:
+        random_state_from_json(rngs["numpy_global"], where)
+        python_random_state_from_json(rngs["python"], where)
+        for state in [rngs["action_space"], *(rngs["envs"] or [])]:
+            bit_generator = getattr(np.random, str(state["bit_generator"]), None)
+            if not (isinstance(bit_generator, type) and issubclass(bit_generator, np.random.BitGenerator)):
+                raise FileFormatError(f"{where}: unknown bit generator {state['bit_generator']!r}")
+            restore_numpy_rng(np.random.Generator(bit_generator()), state, where)
+    except (KeyError, TypeError):
+        raise FileFormatError(f"{where}: field 'rngs' is not a set of RNG states") from None
 
 
 def env_rng_states(venv: VecEnv | None) -> list[dict[str, Any]] | None:

@@ -50,6 +50,8 @@ from rlkit.logging import Logger
 from rlkit.logging.segments import log_segment_pair
 from rlkit.prefrl import resume as prefrl_resume
 from rlkit.prefrl.query import make_selector
+from rlkit.prefrl.rollout_start import RolloutStart
+from rlkit.prefrl.rollout_start import capture as capture_rollout_start
 from rlkit.prefrl.unsupervised import StateEntropyReward, reset_critic
 from rlkit.reward import RewardEnsemble, RewardTrainer, RunningNorm
 from rlkit.reward.metrics import evaluate_reward
@@ -181,6 +183,7 @@ class PreferenceRL:
                               "(rlkit.runners.prefrl.build_preference_rl makes it from the config)")
         self.teacher: Teacher | None = teacher
         self.result = PrefRLResult(self.agent, self.dataset)
+        self.rollout_start: RolloutStart | None = None  # of the rollout under way
         if point is not None:
             self._restore(point)
 
@@ -212,7 +215,8 @@ class PreferenceRL:
         if isinstance(self.teacher, AnnotatedTeacher) and teacher["kind"] == "annotated":
             self.teacher.restore_state(teacher["state"])
         self.result.rounds = [QueryRound(**record) for record in point.state["rounds"]]
-        self.result.episodes = EpisodeLog(**point.state["episodes"])
+        start = point.rollout_start
+        self.result.episodes = EpisodeLog(**(point.state if start is None else start)["episodes"])
         if self.run_dir is not None:  # what the killed run logged after the point is logged again
             dropped = point.rewind_metrics(self.run_dir)
             if dropped:
@@ -247,7 +251,10 @@ class PreferenceRL:
             buffer = getattr(self.agent, "replay_buffer", None)
             if isinstance(buffer, LazyRewardReplayBuffer):
                 buffer.label_waiting()  # the saved rows carry their rewards
-            prefrl_resume.save(self, self.resume_dir, n_pairs)
+            if self.rollout_start is None or not self.rollout_start.saved:  # else: the earlier
+                prefrl_resume.save(self, self.resume_dir, n_pairs)  # round's point steps to this one
+                if self.rollout_start is not None:
+                    self.rollout_start.saved = True
         candidates = sample_pairs(self.store, n_pairs * query.candidates_per_query,
                                   query.segment_length, self.rng)
         if self.teacher is None:
@@ -319,10 +326,12 @@ class PreferenceRL:
             if self.unsupervised_steps:
                 self.explore()
             self.query_and_refit(query.initial_pairs)
-        else:  # the round the run was killed in (or after), asked again from its start
+        elif point.rollout_start is None:  # the round the run was killed in, asked again at once
             self.query_and_refit(int(point.state["pending_pairs"]), save_resume_point=False)
         asker = _QueryCallback(self)
         asker.last = self.agent.num_timesteps
+        if point is not None and point.rollout_start is not None:  # stepped again up to the round
+            asker.last, asker.replay = int(point.rollout_start["last_round"]), point
         remaining = self.config.agent.total_timesteps - self.agent.num_timesteps
         if remaining > 0:
             budget = StopAtBudget(self.config.agent.total_timesteps)
@@ -377,10 +386,20 @@ def train_on_true_reward(config: PrefRLConfig, logger: Logger | None = None) -> 
 
 
 class _QueryCallback(BaseCallback):
+    """Asks a round every ``query.every_steps`` env steps; keeps the run's state at each rollout's
+    start for that round's point. ``replay``: a point resumed, its RNGs put back at that start."""
+
     def __init__(self, loop: PreferenceRL) -> None:
         super().__init__()
         self.loop = loop
         self.last = 0
+        self.replay: prefrl_resume.ResumePoint | None = None
+
+    def _on_rollout_start(self) -> None:
+        if self.replay is not None:
+            self.replay.restore_rollout_rngs(self.model)
+            self.replay = None
+        self.loop.rollout_start = capture_rollout_start(self.loop, self.last)
 
     def _on_step(self) -> bool:
         if self.num_timesteps - self.last >= self.loop.config.query.every_steps:

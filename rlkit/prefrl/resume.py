@@ -1,13 +1,16 @@
 """Where a killed ``rlkit pref-rl`` run picks up again: the start of its last query round.
 
-The resume point is written just before each round draws its candidate pairs: the trajectories,
-the labelled pairs, the reward model (and its optimiser and reward statistics), the agent's
-networks and optimisers, an off-policy agent's replay buffer, the RNGs and the round records.
-A resumed run restores all of it and asks that round again: the same RNG and the same data draw
-the same pairs, so a simulated teacher gives the same labels and people's labels, stored under
-those pairs, are found at once. Every query in the label store therefore names trajectories the
-resume point holds. Nothing is pickled: tensors are read back with ``weights_only``, arrays from
-``.npz`` without pickle, the rest is JSON.
+The resume point is written just before each round draws its candidate pairs: the trajectories, the
+labelled pairs, the reward model (and its optimiser and reward statistics), the agent's networks
+and optimisers, an off-policy agent's replay buffer, the RNGs and the round records. A resumed run
+restores all of it and asks that round again: the same RNG and the same data draw the same pairs,
+so a simulated teacher gives the same labels and people's labels, stored under those pairs, are
+found at once. Where the env can hand its episode in progress over, the point also holds the start
+of the rollout the round falls in (``rlkit.prefrl.rollout_start``), and the resumed run steps that
+rollout again up to the round: bit-identical to a run never stopped. Every query in the label store
+therefore names trajectories the resume point holds or that stepping again records as they were (on
+the CPU, where that is exact). Nothing is pickled: tensors are read back with
+``weights_only``, arrays from ``.npz`` without pickle, the rest is JSON.
 
 A round writes what is new since the last, so its cost stays flat as the run grows: the
 trajectories recorded since (one chunk file under ``store/``), the replay buffer's chunks holding
@@ -60,6 +63,7 @@ from rlkit.persistence.rng import (
     restore_torch_rng,
     torch_rng_state,
 )
+from rlkit.prefrl import rollout_start
 from rlkit.reward import LoadedRewardModel, load_reward_model, save_reward_model
 
 if TYPE_CHECKING:
@@ -97,10 +101,24 @@ class ResumePoint:
     def timestep(self) -> int:
         return int(self.state["timestep"])
 
+    @property
+    def rollout_start(self) -> dict[str, Any] | None:
+        """The start of the round's rollout, which a resumed run steps again (None: the round is
+        asked again at once, the env reset)."""
+        return self.state.get("rollout_start")
+
+    def restore_rollout_rngs(self, agent: BaseAlgorithm) -> None:
+        """The RNGs, gSDE's noise and SB3's logger as at the start of the round's rollout (call
+        at its start, after SB3 drew that rollout's noise)."""
+        assert self.rollout_start is not None
+        rollout_start.restore_rngs(agent, self.rollout_start, self.tensors["rollout_start"],
+                                   self.payload / "tensors.pt", self.directory / STATE_FILE)
+
     def rewind_metrics(self, run_dir: Path) -> int:
         """Drop the rows ``run_dir``'s ``metrics.jsonl`` got after this point was saved (the killed
         run's rows of the round asked again and of the steps trained again); returns how many."""
-        size = self.state.get("metrics_bytes")
+        start = self.rollout_start  # where there is one, the rows from its start are logged again
+        size = self.state.get("metrics_bytes") if start is None else start["metrics_bytes"]
         if size is None:  # a point written before sizes were kept: rows past its step go
             return rewind_metrics(run_dir, after_step=self.timestep)
         return rewind_metrics(run_dir, size=size)
@@ -111,7 +129,9 @@ class ResumePoint:
         restore_torch_rng(self.tensors["torch_rng"], where=self.payload / "tensors.pt")
 
     def restore_agent(self, agent: BaseAlgorithm) -> None:
-        """Networks, optimisers, counters and replay buffer into a fresh agent of the same config."""
+        """Networks, optimisers, counters and replay buffer into a fresh agent of the same config;
+        where the point has the start of its round's rollout, the counters and the episode in
+        progress as they were there (``restore_rollout_rngs`` follows at that rollout's start)."""
         try:
             agent.set_parameters(self.tensors["agent"], exact_match=True, device=agent.device)
             for name, value in self.tensors["agent_variables"].items():
@@ -127,6 +147,8 @@ class ResumePoint:
                 load_replay(agent.replay_buffer, self.directory / REPLAY_FILE)
             elif self.state["replay"] is not None:
                 load_replay_chunks(agent.replay_buffer, self.directory, self.state["replay"])
+        if self.rollout_start is not None:
+            rollout_start.restore_episode(agent, self.rollout_start, self.payload)
 
 
 def save(loop: PreferenceRL, directory: Path, pending_pairs: int) -> int:
@@ -146,9 +168,11 @@ def save(loop: PreferenceRL, directory: Path, pending_pairs: int) -> int:
     generation = int(previous.get("generation", -1)) + 1 if previous else 0
     round_dir = f"round-{generation:07d}"
     shutil.rmtree(directory / round_dir, ignore_errors=True)  # a killed write's, named by no point
-    _write_round(loop, directory / round_dir)
+    start = loop.rollout_start
+    _write_round(loop, directory / round_dir, start)
     chunked = previous if previous and previous.get("layout") == LAYOUT else None
-    store_chunks, written = _save_store(loop.store, directory, chunked, generation)
+    stop = len(loop.store) if start is None else start.state["store_trajectories"]
+    store_chunks, written = _save_store(loop.store, directory, chunked, generation, stop)
     agent, replay = loop.agent, None
     if isinstance(agent, OffPolicyAlgorithm) and agent.replay_buffer is not None:
         replay, new = save_replay_chunks(agent.replay_buffer, directory, "replay",
@@ -161,7 +185,7 @@ def save(loop: PreferenceRL, directory: Path, pending_pairs: int) -> int:
     write_header(directory / STATE_FILE, KIND, {  # last: the commit of the new point
         **_state(loop, pending_pairs), "layout": LAYOUT, "generation": generation, "round": round_dir,
         "store_chunks": store_chunks, "replay": replay, "chunk_sha256": files,
-        "dataset": _dataset_header(loop.dataset),
+        "dataset": _dataset_header(loop.dataset), "rollout_start": None if start is None else start.state,
     }, covers=covers)
     _remove_unnamed(directory, {STATE_FILE, round_dir, *files})
     return sum((directory / name).stat().st_size for name in [*written, STATE_FILE]) + sum(
@@ -179,19 +203,20 @@ def _previous_state(directory: Path) -> dict[str, Any] | None:
 
 
 def _save_store(store: TrajectoryStore, directory: Path, previous: dict[str, Any] | None,
-                generation: int) -> tuple[list[dict[str, Any]], list[str]]:
-    """The store's chunk files: the previous point's, and one of the trajectories added since."""
+                generation: int, stop: int) -> tuple[list[dict[str, Any]], list[str]]:
+    """The chunk files of the store's first ``stop`` trajectories: the previous point's, and one
+    of those added since."""
     chunks: list[dict[str, Any]] = list(previous.get("store_chunks", [])) if previous else []
     saved = chunks[-1]["stop"] if chunks else 0
     steps = sum(chunk["steps"] for chunk in chunks)
-    if saved > len(store) or int(store.lengths[:saved].sum()) != steps:  # not this store's prefix
+    if saved > stop or int(store.lengths[:saved].sum()) != steps:  # not this store's prefix
         chunks, saved = [], 0
-    if saved == len(store):
+    if saved == stop:
         return chunks, []
-    name = f"store/traj-{saved:09d}-{len(store):09d}-g{generation:07d}.npz"
-    store.save(directory / name, saved, len(store))
-    chunks.append({"file": name, "start": saved, "stop": len(store),
-                   "steps": int(store.lengths[saved:].sum()), "sha256": sha256_file(directory / name)})
+    name = f"store/traj-{saved:09d}-{stop:09d}-g{generation:07d}.npz"
+    store.save(directory / name, saved, stop)
+    chunks.append({"file": name, "start": saved, "stop": stop,
+                   "steps": int(store.lengths[saved:stop].sum()), "sha256": sha256_file(directory / name)})
     return chunks, [name]
 
 
@@ -216,8 +241,9 @@ def _dataset_header(dataset: PreferenceDataset) -> dict[str, Any]:
     }
 
 
-def _write_round(loop: PreferenceRL, folder: Path) -> None:
-    """The round's own files: tensors, reward model, the labelled pairs (indices into the store)."""
+def _write_round(loop: PreferenceRL, folder: Path, start: rollout_start.RolloutStart | None) -> None:
+    """The round's own files: tensors, reward model, the labelled pairs (indices into the store),
+    and the episode in progress at the start of its rollout."""
     dataset = loop.dataset
     pairs = dataset.pairs
     save_npz(folder / PAIRS_FILE, {
@@ -225,11 +251,13 @@ def _write_round(loop: PreferenceRL, folder: Path) -> None:
         "sources": dataset.sources, "annotators": dataset.annotators,
         **{f"meta__{key}": column for key, column in dataset.meta.items()},
     })
-    _write_tensors(loop, folder)
-    save_reward_model(loop.model, folder / "reward", norm=loop.reward_norm)
+    _write_tensors(loop, folder, start)
+    save_reward_model(loop.model, folder / "reward", norm=loop.reward_norm if start is None else start.norm)
+    if start is not None:
+        save_npz(folder / rollout_start.EPISODE_FILE, start.episode)
 
 
-def _write_tensors(loop: PreferenceRL, folder: Path) -> None:
+def _write_tensors(loop: PreferenceRL, folder: Path, start: rollout_start.RolloutStart | None = None) -> None:
     agent = loop.agent
     _, variables = agent._get_torch_save_params()  # the state dicts come from get_parameters()
     tensors = {
@@ -237,6 +265,7 @@ def _write_tensors(loop: PreferenceRL, folder: Path) -> None:
         "agent_variables": {name: recursive_getattr(agent, name) for name in variables or []},
         "reward_optimizer": loop.trainer.optimizer.state_dict(),
         "torch_rng": torch_rng_state(),
+        **({} if start is None else {"rollout_start": start.tensors}),
     }
     atomic_write_bytes(folder / "tensors.pt", lambda handle: torch.save(tensors, handle))
 
@@ -286,6 +315,7 @@ def load(directory: Path, config_json: dict[str, Any]) -> ResumePoint | None:
     if missing:
         raise FileFormatError(f"{tensors_path}: missing {sorted(missing)}")
     check_torch_rng_state(tensors["torch_rng"], tensors_path)
+    rollout_start.check(directory / STATE_FILE, state.get("rollout_start"), tensors, tensors_path)
     size = state.get("metrics_bytes")
     if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size < 0):
         raise FileFormatError(f"{directory / STATE_FILE}: metrics_bytes={size!r} is not a byte count")
