@@ -141,8 +141,8 @@ def plot(rows: list[dict[str, Any]], out: Path, path: Path) -> None:
     axes[1].set_xticks(range(len(arms)), [arm.replace(" (", "\n(") for arm in arms], fontsize=8)
     episodes = rows[0]["episodes"]
     axes[1].set(ylabel="true return",
-                title=f"evaluated: each seed's mean of {episodes} episodes ({rows[0]['actions']});\n"
-                      f"black: mean over n = {len(seeds)} seeds, 95% t-interval")
+                title=f"evaluated: each seed's mean of {episodes} episodes\n({rows[0]['actions']}); "
+                      f"black: mean over\nn = {len(seeds)} seeds, 95% t-interval")
     figure.tight_layout()
     figure.savefig(path, dpi=100)
     plt.close(figure)
