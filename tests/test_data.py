@@ -7,6 +7,7 @@ from stable_baselines3.common.env_util import make_vec_env
 from rlkit.data import (
     SegmentPairs,
     Trajectory,
+    TrajectoryRecorder,
     TrajectoryStore,
     collect_trajectories,
     gather,
@@ -194,3 +195,25 @@ def test_a_store_mixing_trajectories_with_and_without_states_keeps_none():
     wider.extend([with_states(make_trajectory(3, rng), 4, 0.0)])
     wider.extend([with_states(make_trajectory(3, rng), 6, 0.0)])  # another env's state width
     assert wider[0].states is None
+
+
+def test_a_recorders_open_trajectories_are_handed_over_and_recorded_on():
+    """What a run resumed mid-episode records on from (rlkit.persistence.env_state)."""
+    rng = np.random.default_rng(0)
+    steps = [(rng.normal(size=(2, 3)).astype(np.float32), rng.normal(size=(2, 1)).astype(np.float32),
+              rng.normal(size=2)) for _ in range(7)]
+    stores = [TrajectoryStore(), TrajectoryStore()]
+    first, second = (TrajectoryRecorder(store, n_envs=2, max_length=5) for store in stores)
+    ends = np.zeros(2, bool)
+    for index, (obs, acts, rews) in enumerate(steps):
+        if index == 3:  # mid-trajectory: the second recorder goes on from the first's state
+            state = first.episode_state()
+            assert state is not None and state["obs.0"].shape == (3, 3)
+            second.load_episode_state(state)
+        recorder = first if index < 3 else second
+        recorder(obs, acts, obs + 1, rews, ends, ends, [{}, {}])
+        if index >= 3:
+            first(obs, acts, obs + 1, rews, ends, ends, [{}, {}])
+    for key, value in stores[0].arrays().items():
+        np.testing.assert_array_equal(stores[1].arrays()[key], value, err_msg=key)
+    assert len(stores[0]) == 2

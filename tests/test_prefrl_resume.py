@@ -53,18 +53,24 @@ def test_a_killed_run_resumes_at_the_round_it_was_killed_in(tmp_path, monkeypatc
     # the resume point holds the state at the start of round 3: nothing trained since
     saved_policy, saved_reward = vector(first.agent.policy), vector(first.model)
     saved_labels = first.dataset.labels.copy()
-    saved_store = {key: value.copy() for key, value in first.store.arrays().items()}
     if algo == "sac":
         names = ("observations", "next_observations", "actions", "rewards", "dones", "timeouts")
         saved_replay = {name: getattr(first.agent.replay_buffer, name).copy() for name in names}
 
     monkeypatch.setattr(prefrl_loop, "evaluate_reward", again := KilledInRound(kill_at=0))
     resumed = PreferenceRL(config, run_dir=tmp_path)
-    assert resumed.agent.num_timesteps == first.agent.num_timesteps >= 400
+    assert resumed.resume_point is not None and resumed.resume_point.timestep == first.agent.num_timesteps
+    start = resumed.resume_point.rollout_start  # the round's rollout is stepped again from its start
+    assert start is not None and resumed.agent.num_timesteps == start["timestep"]
+    rollout = 64 * 2 if algo == "ppo" else 2  # PPO's n_steps x 2 envs; SAC trains every step
+    assert first.agent.num_timesteps - rollout <= start["timestep"] < first.agent.num_timesteps
     assert torch.equal(vector(resumed.agent.policy), saved_policy)
     assert torch.equal(vector(resumed.model), saved_reward)
     np.testing.assert_array_equal(resumed.dataset.labels, saved_labels)
-    for key, value in resumed.store.arrays().items():  # from the point's chunks, appended round by round
+    # the trajectories recorded before the round's rollout began, from the point's chunks
+    saved_store = first.store.arrays(0, len(resumed.store))
+    assert 0 < len(resumed.store) == start["store_trajectories"] <= len(first.store)
+    for key, value in resumed.store.arrays().items():
         np.testing.assert_array_equal(value, saved_store[key], err_msg=key)
     assert list(resumed.dataset.sources) == list(first.dataset.sources)
     if algo == "sac":  # every row and reward, from the chunks the rounds wrote

@@ -1,6 +1,6 @@
 """A pref-rl run killed anywhere (mid-rollout included) and resumed ends where an uninterrupted run
 does: the same env steps (its budget, exactly), query rounds, label counts and metric rows, none
-twice (issue 16, item 8)."""
+twice (issue 16, item 8), bit for bit (issue 36)."""
 
 import json
 import os
@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from rlkit.data import Trajectory, sample_pairs
 from rlkit.errors import ConfigError, FileFormatError
@@ -24,6 +25,7 @@ from rlkit.prefrl import PreferenceRL
 from rlkit.prefrl import loop as prefrl_loop
 from rlkit.prefrl import resume as prefrl_resume
 from rlkit.reward import save_reward_model
+from rlkit.runners.prefrl import build_preference_rl
 from tests.test_prefrl import small_config
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,23 +35,6 @@ def rows(run_dir: Path) -> list[dict]:
     """metrics.jsonl's rows without their wall time."""
     lines = (run_dir / "metrics.jsonl").read_text().splitlines()
     return [{k: v for k, v in json.loads(line).items() if k != "wall_time"} for line in lines]
-
-
-SB3_ROWS = ("time/", "rollout/", "train/")  # SB3's own metrics, bridged into the run's
-
-
-def shape(metric_rows: list[dict]) -> list[tuple]:
-    """What a resumed run must repeat exactly: each of rlkit's rows' step and names, and the label
-    counts (the accuracies of rounds after the kill differ: PPO's rollout cut by the kill is lost).
-    SB3's rows come at its rollouts' ends, which a run resumed mid-rollout shifts (see
-    ``sb3_steps``)."""
-    return [(row["step"], sorted(row), row.get("prefrl/n_labels")) for row in metric_rows
-            if not any(key.startswith(SB3_ROWS) for key in row)]
-
-
-def sb3_steps(metric_rows: list[dict]) -> list[int]:
-    """The steps of SB3's own rows: after a resume none is logged twice."""
-    return [row["step"] for row in metric_rows if any(key.startswith(SB3_ROWS) for key in row)]
 
 
 def run(config, run_dir: Path) -> PreferenceRL:
@@ -101,9 +86,7 @@ def test_killed_at_a_seeded_random_step_and_resumed_equals_an_unbroken_run(tmp_p
     assert [r.timestep for r in resumed.result.rounds] == [r.timestep for r in unbroken.result.rounds]
     assert [r.n_labels for r in resumed.result.rounds] == [r.n_labels for r in unbroken.result.rounds]
     assert len(resumed.dataset) == len(unbroken.dataset) >= 40 + 2 * 20
-    got = rows(killed_dir)
-    assert shape(got) == shape(expected)  # the round at 400 was logged twice before
-    assert got[:len(before)] == before  # value for value, the round asked again (400) included
+    assert rows(killed_dir) == expected  # value for value (the round at 400 was logged twice before)
 
 
 def test_rewinding_metrics_drops_rows_after_the_point_and_a_torn_line(tmp_path):
@@ -178,9 +161,8 @@ def test_rlkit_pref_rl_killed_with_sigkill_mid_rollout_resumes_as_an_unbroken_ru
     assert summary["labels"] == expected["labels"] == 20 + 4 * 10
     assert [r["timestep"] for r in summary["rounds"]] == [r["timestep"] for r in expected["rounds"]]
     assert summary["rounds"][-1]["timestep"] == 1000  # the budget, not the end of a rollout (1024)
-    assert shape(rows(run_dir)) == shape(rows(tmp_path / "unbroken"))  # no row twice
-    steps = sb3_steps(rows(run_dir))
-    assert len(steps) == len(set(steps)) and steps == sorted(steps)
+    assert exact_rows(run_dir) == exact_rows(tmp_path / "unbroken")  # bit-identical, SB3's rows too
+    assert summary == expected  # the final evaluation's return included
 
 
 # -- append-only resume points (issue 14, round writes) ---------------------------------------
@@ -326,3 +308,90 @@ def test_a_damaged_replay_chunk_is_refused_naming_it(tmp_path):
     chunk.write_bytes(bytes(raw))
     with pytest.raises(FileFormatError, match=rf"{chunk.name}: damaged"):
         prefrl_resume.load(folder, loop.config.model_dump(mode="json"))
+
+
+# -- bit-identical resumes (issue 36) ---------------------------------------------------------
+
+CLOCK = ("wall_time", "time/fps", "time/time_elapsed", "time/iterations")  # see exact_rows
+
+
+def exact_rows(run_dir: Path) -> list[dict]:
+    """metrics.jsonl's rows without what a resumed run cannot repeat: wall-clock times, and PPO's
+    ``time/iterations``, which SB3 counts in a local variable of ``learn`` (from 1 in each call)."""
+    lines = (run_dir / "metrics.jsonl").read_text().splitlines()
+    return [{k: v for k, v in json.loads(line).items() if k not in CLOCK} for line in lines]
+
+
+class KilledInRound:
+    """Stands in for ``evaluate_reward``: kills the run in round ``kill_at`` (after its point)."""
+
+    def __init__(self, kill_at: int, real=prefrl_loop.evaluate_reward) -> None:
+        self.kill_at, self.real, self.calls = kill_at, real, 0
+
+    def __call__(self, *args):
+        self.calls += 1
+        if self.calls == self.kill_at:
+            raise KeyboardInterrupt
+        return self.real(*args)
+
+
+def cli_run(config, run_dir: Path) -> PreferenceRL:
+    """As ``rlkit pref-rl`` runs it: SB3's own rows join metrics.jsonl."""
+    logger = JsonlLogger(run_dir)
+    try:
+        loop = build_preference_rl(config, logger, run_dir=run_dir)
+        loop.learn()
+    finally:
+        logger.close()
+    return loop
+
+
+@pytest.mark.parametrize("algo,settings", [
+    ("ppo", {"agent.hyperparams": "sb3"}),
+    ("ppo", {}),  # rl-zoo3's Pendulum PPO: gSDE, whose noise is drawn at each rollout's start
+    ("sac", {"agent.hyperparams": "sb3",
+             "agent.kwargs": "{learning_starts: 100, batch_size: 64, policy_kwargs: {net_arch: [32]}}"}),
+])
+def test_a_run_killed_mid_episode_and_mid_rollout_resumes_bit_identically(tmp_path, monkeypatch, algo,
+                                                                          settings):
+    config = small_config(algo, **{"agent.total_timesteps": "1000", "trainer.max_epochs": "1", **settings})
+    monkeypatch.setattr(prefrl_loop, "evaluate_reward", KilledInRound(0))
+    unbroken = cli_run(config, tmp_path / "unbroken")
+    monkeypatch.setattr(prefrl_loop, "evaluate_reward", KilledInRound(2))  # the round at step 400:
+    with pytest.raises(KeyboardInterrupt):  # 100 steps into each env's episode, PPO mid-rollout
+        cli_run(config, tmp_path / "killed")
+    monkeypatch.setattr(prefrl_loop, "evaluate_reward", KilledInRound(0))
+    resumed = cli_run(config, tmp_path / "killed")
+    assert resumed.resume_point is not None and resumed.resume_point.timestep == 400
+    assert resumed.resume_point.rollout_start is not None
+
+    assert exact_rows(tmp_path / "killed") == exact_rows(tmp_path / "unbroken")  # SB3's rows too
+    assert any(key.startswith("train/") for row in exact_rows(tmp_path / "killed") for key in row)
+    assert [vars(r) for r in resumed.result.rounds] == [vars(r) for r in unbroken.result.rounds]
+    np.testing.assert_array_equal(resumed.dataset.labels, unbroken.dataset.labels)
+    for name, value in unbroken.agent.get_parameters().items():  # networks and optimisers
+        for key, tensor in value.items():
+            if isinstance(tensor, torch.Tensor):
+                assert torch.equal(resumed.agent.get_parameters()[name][key], tensor), (name, key)
+    for key, value in unbroken.store.arrays().items():
+        np.testing.assert_array_equal(resumed.store.arrays()[key], value, err_msg=key)
+    assert resumed.result.episodes.true_returns == unbroken.result.episodes.true_returns
+    assert resumed.agent.num_timesteps == unbroken.agent.num_timesteps == 1000
+
+
+def test_a_damaged_rollout_start_is_refused_naming_its_file(tmp_path, monkeypatch):
+    config = small_config("ppo", **{"agent.hyperparams": "sb3"})
+    monkeypatch.setattr(prefrl_loop, "evaluate_reward", KilledInRound(2))  # the round at step 400
+    with pytest.raises(KeyboardInterrupt):
+        PreferenceRL(config, run_dir=tmp_path).learn()
+    path = tmp_path / prefrl_resume.RESUME_DIR / prefrl_resume.STATE_FILE
+    state = json.loads(path.read_text())
+    assert state["rollout_start"]["timestep"] < 400
+    bad_rngs = {"rngs": {"python": [], "numpy_global": []}}
+    for damage, refused in (({"timestep": "x"}, r"state.json: field 'rollout_start' is not the start"),
+                            (bad_rngs, r"state.json: not a numpy RandomState state")):
+        edited = state | {"rollout_start": state["rollout_start"] | damage}
+        write_header(path, prefrl_resume.KIND, {k: v for k, v in edited.items() if k != "format"},
+                     covers=[path.parent / name for name in state["sha256"]])
+        with pytest.raises(FileFormatError, match=refused):
+            PreferenceRL(config, run_dir=tmp_path)

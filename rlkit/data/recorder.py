@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -44,6 +45,26 @@ class TrajectoryRecorder:
             self._states[i].append(infos[i].get(STATE_KEY))
             if dones[i] or len(steps) >= self.max_length:
                 self._close(i, next_obs[i], bool(terminal[i]) and bool(dones[i]))
+
+    def episode_state(self) -> dict[str, np.ndarray] | None:
+        """Each env's open trajectory (``obs.<env>``, ``acts.<env>``, ``rews.<env>``): what a run
+        resumed mid-episode records on from (None when simulator states are recorded)."""
+        if any(state is not None for states in self._states for state in states):
+            return None
+        found: dict[str, np.ndarray] = {}
+        for env, steps in enumerate(self._open):
+            if steps:
+                obs, acts, rews = (np.stack(column) for column in zip(*steps, strict=True))
+                found |= {f"obs.{env}": obs, f"acts.{env}": acts, f"rews.{env}": rews}
+        return found
+
+    def load_episode_state(self, state: Mapping[str, np.ndarray]) -> None:
+        """Take back what ``episode_state`` gave."""
+        for env in range(len(self._open)):
+            if f"obs.{env}" in state:
+                obs, acts, rews = (state[f"{name}.{env}"] for name in ("obs", "acts", "rews"))
+                self._open[env] = [(o, a, float(r)) for o, a, r in zip(obs, acts, rews, strict=True)]
+                self._states[env] = [None] * len(obs)
 
     def _close(self, env: int, final_obs: np.ndarray, terminal: bool) -> None:
         steps, self._open[env] = self._open[env], []

@@ -107,6 +107,13 @@ class RolloutRewardRelabeller(BaseCallback):
     def _on_step(self) -> bool:
         return True
 
+    def episode_state(self) -> dict[str, np.ndarray] | None:
+        """Nothing between rollouts (None within one: its recorded steps are not handed over)."""
+        return None if self._steps or self._rewards else {}
+
+    def load_episode_state(self, state: Any) -> None:
+        """Between rollouts there is nothing to take back."""
+
     @property
     def n_labelled(self) -> int:
         """Steps of the rollout under way whose rewards are computed (``label_recorded``)."""
