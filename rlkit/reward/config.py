@@ -21,7 +21,8 @@ class TrainerConfig(GrowingModel):
     ``patience``: epochs without a better validation loss before stopping (None: never stop early).
     ``discount``: step t of a segment weighs discount**t in its return.
     ``bootstrap``: resample each ensemble member's training pairs with replacement.
-    ``memory_budget_bytes``: cap on pre-gathered tensors; past it, pairs are gathered per batch.
+    ``memory_budget_bytes``: cap on pre-gathered tensors; past it, pairs are gathered per batch
+    (0: always per batch, the least memory; the same fit, measured identical on held-out metrics).
     ``device``: where the model trains and its gathered pairs live (``rlkit.devices``).
 
     ``refit``: how much a ``fit`` trains when it follows another on the same, grown data (the
