@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from typing import TYPE_CHECKING, Annotated
 
 from pydantic import AfterValidator
@@ -113,12 +114,17 @@ PINNED_CPU_KERNELS = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2", "ONEDNN
 def pin_cpu_kernels() -> dict[str, str]:
     """Pin torch's CPU kernels to one instruction set, so that the same seed gives the same floats
     on machines whose CPUs differ (AVX-512 or AMX kernels round differently from AVX2 ones, and
-    MKL picks its code path per CPU vendor and model). Takes effect only before torch first
-    computes; a variable already set in the environment is left as it is.
+    MKL picks its code path per CPU vendor and model). Only in a process that has not imported
+    torch yet (a command's own process): there the settings take effect, and the process's
+    children inherit them. In one that has (a test calling ``rlkit.cli.main``), nothing is set:
+    the kernels are chosen already, and children would run other kernels than their parent. A
+    variable already set in the environment is left as it is.
 
     Returns:
-        The settings in effect (name -> value).
+        The settings now in the environment (name -> value; empty when nothing was pinned).
     """
+    if "torch" in sys.modules:
+        return {}
     for name, value in PINNED_CPU_KERNELS.items():
         os.environ.setdefault(name, value)
     return {name: os.environ[name] for name in PINNED_CPU_KERNELS}

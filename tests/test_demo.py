@@ -76,3 +76,24 @@ def test_a_bad_demo_setting_is_named(capsys):
 def test_the_demo_refuses_to_train_its_pref_rl_arm_on_the_env_reward(capsys):
     assert main(["demo", "reward=env"]) == 2
     assert "true_reward_arm" in capsys.readouterr().err
+
+
+def test_cpu_kernels_are_pinned_only_where_torch_has_not_loaded(monkeypatch):
+    """In a process that has computed with torch already (this one), pinning would only give its
+    children other kernels than its own: nothing is set. A fresh process gets the pins."""
+    import subprocess
+    import sys
+
+    from rlkit.devices import PINNED_CPU_KERNELS, pin_cpu_kernels
+
+    for name in PINNED_CPU_KERNELS:
+        monkeypatch.delenv(name, raising=False)
+    import torch  # noqa: F401  (loaded: the case of a test calling rlkit.cli.main)
+
+    assert pin_cpu_kernels() == {} and not any(name in os.environ for name in PINNED_CPU_KERNELS)
+    names = sorted(PINNED_CPU_KERNELS)
+    code = ("import json, os; from rlkit.devices import pin_cpu_kernels; pin_cpu_kernels(); import torch; "
+            f"print(json.dumps({{k: os.environ.get(k) for k in {names!r}}}))")
+    env = {k: v for k, v in os.environ.items() if k not in PINNED_CPU_KERNELS}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert json.loads(out.stdout) == PINNED_CPU_KERNELS
