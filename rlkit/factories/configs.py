@@ -281,11 +281,16 @@ class DemoConfig(PrefRLConfig):
     ``true_reward_arm``: also train the same agent settings for the same env steps on the env's
     own reward (the baseline that tells what learning the reward costs). ``eval_episodes``: each
     agent's true return is the mean over this many fresh episodes of its deterministic actions
-    (the random policy's over as many random episodes), on env seeds no training env used."""
+    (the random policy's over as many random episodes), on env seeds no training env used.
+    The reward model sees the observation only (``model.inputs=[obs]``): Pendulum's reward is a
+    function of the state but for a 0.001 u^2 action cost, and a model of (obs, act) fitted to the
+    first round's random-action segments read the actions' noise as reward on one seed of five
+    (docs/results/demo.md)."""
 
     env: EnvConfig = EnvConfig(id="Pendulum-v1")
     agent: AgentConfig = AgentConfig(total_timesteps=100_000)
     query: QueryConfig = QueryConfig(max_pairs=500)
+    model: RewardModelConfig = RewardModelConfig(inputs=("obs",), ensemble_size=3)
     true_reward_arm: bool = True
     eval_episodes: int = Field(10, ge=2)
 
