@@ -81,8 +81,8 @@ def native_bfloat16(device: torch.device, cpuinfo: str = "/proc/cpuinfo") -> boo
     """Does ``device`` multiply bfloat16 matrices in hardware? CUDA: as torch reports it; a CPU:
     when it has AMX or AVX512-BF16 (read from ``/proc/cpuinfo``; False where that file is not).
     Elsewhere autocast's bfloat16 is emulated: a 2x512 MLP's forward and backward on 50,000 rows
-    took 27.7 s in bfloat16 against 1.8 s in float32 on one core of an AVX2 AMD EPYC (benchmarks/reward_precision.py),
-    where a CPU with AMX ran APEC's reward steps 2.7x faster in bfloat16.
+    took 27.7 s in bfloat16 against 1.8 s in float32 on one core of an AVX2 AMD EPYC, where a CPU
+    with AMX ran APEC's reward steps 2.7x faster in bfloat16 (benchmarks/reward_precision.py).
 
     Args:
         device: where the network runs.
