@@ -112,7 +112,7 @@ def test_recipe_names_are_forgiving_but_unknown_ones_list_the_valid() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "error", "match"),
     [
-        ({"n_agents": 4}, ValueError, "n_agents must be 2..3"),
+        ({"n_agents": 4}, ValueError, r"n_agents is out of range: 4 \(must be <= 3\)"),
         ({"obs_radius": -1}, ValueError, "obs_radius"),
         ({"max_steps": 0}, ValueError, "max_steps"),
         ({"obs_mode": "pixels"}, ValueError, "obs_mode"),

@@ -1,10 +1,12 @@
-"""One validated settings object shared by the single and the batched environment (rlkit's one
-config base, ``rlkit.config.StrictModel``). A value of the wrong type is a ``WrongTypeError`` (a
-``TypeError``), one out of range a ``ConfigError``, each naming the field."""
+"""The validated settings of a game (``GameConfig``: what M3HF's config holds as ``env``) and of an
+environment (``OvercookedConfig``: a game plus how it is observed and drawn), shared by the single
+and the batched environment (rlkit's one config base, ``rlkit.config.StrictModel``). A value of the
+wrong type is a ``WrongTypeError`` (a ``TypeError``), one out of range a ``ConfigError``, each
+naming the field."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -12,8 +14,6 @@ from envs.overcooked.layouts import LAYOUTS, Layout, get_layout
 from envs.overcooked.recipes import Recipe, parse_recipe
 from rlkit.config import StrictModel
 from rlkit.errors import ConfigError, WrongTypeError
-
-OBS_MODES = ("vector", "image")
 
 
 class Rewards(StrictModel):
@@ -40,45 +40,56 @@ class Rewards(StrictModel):
         raise WrongTypeError(f"rewards must be a Rewards, a dict or None, got {type(value).__name__}")
 
 
-class OvercookedConfig(StrictModel):
-    """Everything that defines a game; bad values fail here with the field named."""
+class GameConfig(StrictModel):
+    """What a game is: map, dish, team, horizon, what an agent sees and does, the rewards. Bad values
+    fail here with the field named (types in the check below, ranges by the fields' bounds)."""
 
     layout: str = "A"
     recipe: str | int = "lettuce-tomato"
-    n_agents: int = 3
+    n_agents: int = Field(3, ge=2, le=3)
     macro_actions: bool = True
-    obs_radius: int = 2
-    max_steps: int = 200
-    obs_mode: str = "vector"
-    macro_timeout: int = 25  # steps; above every path length on every map (tested)
+    obs_radius: int = Field(2, ge=0)
+    max_steps: int = Field(200, ge=1)
+    macro_timeout: int = Field(25, ge=1)  # steps; above every path length on every map (tested)
     rewards: Rewards = Field(default_factory=Rewards)  # a dict of terms is coerced
-    cell_px: int = 80  # pixels per cell for rgb_array and image observations, as the reference
 
     @model_validator(mode="before")
     @classmethod
     def _checked(cls, data: Any) -> Any:
         """The checks run on the given values, before pydantic coerces any (2.5 is not an int
         here): a WrongTypeError passes through pydantic as it is, a ConfigError is worded by
-        the config base."""
+        the config base. A recipe is kept by its name, rewards as ``Rewards``."""
         if not isinstance(data, dict):
             return data
-        given = {**{name: info.get_default(call_default_factory=True)
-                    for name, info in cls.model_fields.items()}, **data}
-        if given["layout"] not in LAYOUTS:
+        given = {name: value for name, value in data.items() if name in cls.model_fields}
+        if "layout" in given and given["layout"] not in LAYOUTS:
             raise ConfigError(f"unknown layout {given['layout']!r}; valid layouts: {', '.join(LAYOUTS)}")
-        for name, low, high in (("n_agents", 2, 3), ("obs_radius", 0, None), ("max_steps", 1, None),
-                                ("macro_timeout", 1, None), ("cell_px", 4, None)):
-            _check_int(name, given[name], low, high)
-        if not isinstance(given["macro_actions"], bool):
+        for name, value in given.items():
+            if cls.model_fields[name].annotation is int:
+                _check_int(name, value)
+        if "macro_actions" in given and not isinstance(given["macro_actions"], bool):
             raise WrongTypeError(f"macro_actions must be a bool, got {given['macro_actions']!r}")
-        if given["obs_mode"] not in OBS_MODES:
-            raise ConfigError(f"obs_mode must be one of {OBS_MODES}, got {given['obs_mode']!r}")
-        recipe, rewards = parse_recipe(given["recipe"]).name, Rewards.coerce(given["rewards"])
-        return {**data, "recipe": recipe, "rewards": rewards}
+        checked = dict(data)
+        if "recipe" in given:
+            checked["recipe"] = parse_recipe(given["recipe"]).name
+        if "rewards" in given:
+            checked["rewards"] = Rewards.coerce(given["rewards"])
+        return checked
 
     @property
     def recipe_spec(self) -> Recipe:
         return parse_recipe(self.recipe)
+
+    @property
+    def layout_spec(self) -> Layout:
+        return get_layout(self.layout, self.n_agents)
+
+
+class OvercookedConfig(GameConfig):
+    """A game and how it is shown: observations as vectors or images, frames' pixels per cell."""
+
+    obs_mode: Literal["vector", "image"] = "vector"
+    cell_px: int = Field(80, ge=4)  # pixels per cell for rgb_array and image observations, as the reference
 
     @classmethod
     def from_kwargs(cls, **kwargs: Any) -> OvercookedConfig:
@@ -89,14 +100,7 @@ class OvercookedConfig(StrictModel):
             )
         return cls(**kwargs)
 
-    @property
-    def layout_spec(self) -> Layout:
-        return get_layout(self.layout, self.n_agents)
 
-
-def _check_int(name: str, value: Any, low: int, high: int | None) -> None:
+def _check_int(name: str, value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
         raise WrongTypeError(f"{name} must be an int, got {value!r}")
-    if value < low or (high is not None and value > high):
-        bound = f"{low}..{high}" if high is not None else f">= {low}"
-        raise ConfigError(f"{name} must be {bound}, got {value}")

@@ -2,25 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidatorFunctionWrapHandler, field_validator
 
+from envs.overcooked.config import GameConfig
 from rlkit.config import StrictModel
+from rlkit.errors import ConfigError, WrongTypeError
 from rlkit.m3hf.examples import script_file
 from rlkit.m3hf.parser_llm import LLMConfig
 from rlkit.marl.config import MarlConfig
-
-
-class EnvSettings(StrictModel):
-    """The Overcooked game (the paper: map A, lettuce-tomato salad, 3 agents, radius 2, 200 steps)."""
-
-    layout: str = "A"
-    recipe: str = "lettuce-tomato"
-    n_agents: int = Field(3, ge=2, le=3)
-    max_steps: int = Field(200, ge=1)
-    obs_radius: int = Field(2, ge=0)
-    macro_actions: bool = True
 
 
 class FeedbackSettings(StrictModel):
@@ -57,7 +48,8 @@ class M3HFConfig(StrictModel):
     """One M3HF run; ``seed`` replaces ``marl.seed``. Budget = (phases + 1) * generation_steps."""
 
     seed: int = 0
-    env: EnvSettings = EnvSettings()
+    env: GameConfig = Field(GameConfig(), description="the Overcooked game (the paper's: map A, "
+                            "lettuce-tomato salad, 3 agents, radius 2, 200 steps: the defaults)")
     num_games: int = Field(16, ge=1, description="games trained in parallel")
     generation_steps: int = Field(20_000, ge=1, description="env steps (of all games) per generation")
     phases: int = Field(4, ge=0, description="feedback phases after generation 0")
@@ -81,3 +73,14 @@ class M3HFConfig(StrictModel):
     video: Literal["gif", "mp4", "none"] = "gif"
     video_fps: float = Field(5.0, gt=0)
     video_cell_px: int = Field(40, ge=4)
+
+    @field_validator("env", mode="wrap")
+    @classmethod
+    def _env_placed(cls, env: Any, handler: ValidatorFunctionWrapHandler) -> GameConfig:
+        """A value of the wrong type in ``env`` is a ``ConfigError`` at ``env``, as every other bad
+        setting of the run (the game's own check raises ``WrongTypeError``, which pydantic does not
+        place)."""
+        try:
+            return handler(env)
+        except WrongTypeError as error:
+            raise ConfigError(str(error)) from None
