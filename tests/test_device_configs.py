@@ -146,14 +146,16 @@ def test_apec_defaults_auto_for_its_large_networks_and_cpu_for_behaviour_cloning
     assert (config.demos.device, config.ail.device, config.drex.device) == ("auto", "auto", "cpu")
 
 
-def test_an_apec_config_yaml_saved_before_the_device_fields_still_resumes(tmp_path):
+def test_an_apec_config_yaml_saved_before_the_device_fields_still_resumes_on_any_device(tmp_path):
     dumped = ApecConfig().model_dump(mode="json")
     assert not {"device"} & (set(dumped["demos"]) | set(dumped["ail"]) | set(dumped["drex"]))
     (tmp_path / "config.yaml").write_text(json.dumps(dumped))  # JSON is YAML
     said = ApecConfig.model_validate({"ail": {"device": "auto"}, "drex": {"device": "cpu"}})
     assert same_config(said)(tmp_path)
-    with pytest.raises(ConfigError, match=r"other settings for \['ail.device'\]"):
-        same_config(ApecConfig.model_validate({"ail": {"device": "cpu"}}))(tmp_path)
+    elsewhere = ApecConfig.model_validate({"ail": {"device": "cpu"}, "demos": {"device": "cuda"}})
+    assert same_config(elsewhere)(tmp_path)
+    with pytest.raises(ConfigError, match=r"other settings for \['ail.rounds'\]"):
+        same_config(ApecConfig.model_validate({"ail": {"device": "cpu", "rounds": 3}}))(tmp_path)
 
 
 class RecordingPPO(PPO):

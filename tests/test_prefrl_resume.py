@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from rlkit.errors import InvalidDataError
+from rlkit.errors import ConfigError
 from rlkit.persistence import write_header
 from rlkit.prefrl import PreferenceRL
 from rlkit.prefrl import loop as prefrl_loop
@@ -94,38 +94,39 @@ def test_a_resume_with_other_settings_is_refused_naming_them(tmp_path, monkeypat
     monkeypatch.setattr(prefrl_loop, "evaluate_reward", KilledInRound(kill_at=2))
     with pytest.raises(KeyboardInterrupt):
         PreferenceRL(small_config("ppo"), run_dir=tmp_path).learn()
-    with pytest.raises(InvalidDataError, match=r"other settings for \['query.pairs_per_round'\]"):
+    named = r"other settings for \['query.pairs_per_round'\] \(query.pairs_per_round: saved \d+, now 10\)"
+    with pytest.raises(ConfigError, match=named):
         PreferenceRL(small_config("ppo", **{"query.pairs_per_round": "10"}), run_dir=tmp_path)
     patient = {"agent.total_timesteps": "800", "teacher.human.timeout_s": "7200"}
     longer = PreferenceRL(small_config("ppo", **patient), run_dir=tmp_path)
     assert longer.resume_point is not None  # more steps, or more patience with people, are fine
 
 
-def test_a_point_older_than_a_setting_resumes_with_what_its_run_did(tmp_path, monkeypatch):
-    """A point written before agent.hyperparams and the devices existed: SB3's defaults (what its
-    run used) resume it, rl-zoo3's settings are refused by name; a device may change at any time."""
+def test_a_point_lacking_a_setting_is_refused_naming_it_and_devices_may_change(tmp_path, monkeypatch):
+    """A point whose config lacks a setting (written by an rlkit that had not that setting yet) is
+    refused naming it; where the point was written, and where it resumes, devices may differ."""
     monkeypatch.setattr(prefrl_loop, "evaluate_reward", KilledInRound(kill_at=1))
     sb3 = small_config("ppo", **{"agent.hyperparams": "sb3"})
     with pytest.raises(KeyboardInterrupt):
         PreferenceRL(sb3, run_dir=tmp_path).learn()
     path = tmp_path / prefrl_resume.RESUME_DIR / prefrl_resume.STATE_FILE
     state = json.loads(path.read_text())
-    for section in state["config"].values():
-        if isinstance(section, dict):
-            section.pop("device", None)
-    del state["config"]["agent"]["hyperparams"]
-    write_header(path, prefrl_resume.KIND, {k: v for k, v in state.items() if k != "format"},
-                 covers=[path.parent / name for name in state["sha256"]])
+    for section in ("agent", "trainer"):
+        state["config"][section]["device"] = "cuda:3"
+    rewrite = {k: v for k, v in state.items() if k != "format"}
+    write_header(path, prefrl_resume.KIND, rewrite, covers=[path.parent / name for name in state["sha256"]])
     folder = path.parent
     assert prefrl_resume.check(folder, sb3.model_dump(mode="json"))
     assert prefrl_resume.check(folder, small_config(
         "ppo", **{"agent.hyperparams": "sb3", "agent.device": "cpu"}).model_dump(mode="json"))
-    zoo = small_config("ppo")  # Pendulum: rl-zoo3's PPO settings, not what the run used
-    assert isinstance(zoo.agent.hyperparams, dict)
-    refused = r"other settings for \['agent.hyperparams'\].*resumes with agent.hyperparams=sb3"
-    with pytest.raises(InvalidDataError, match=refused):
-        prefrl_resume.check(folder, zoo.model_dump(mode="json"))
     assert prefrl_resume.load(folder, sb3.model_dump(mode="json")) is not None
+    del rewrite["config"]["agent"]["hyperparams"]
+    write_header(path, prefrl_resume.KIND, rewrite, covers=[path.parent / name for name in state["sha256"]])
+    refused = r"other settings for \['agent.hyperparams'\] \(agent.hyperparams: saved absent, now \"sb3\"\)"
+    with pytest.raises(ConfigError, match=refused):
+        prefrl_resume.check(folder, sb3.model_dump(mode="json"))
+    with pytest.raises(ConfigError, match=refused):
+        prefrl_resume.load(folder, sb3.model_dump(mode="json"))
 
 
 @pytest.mark.slow

@@ -22,7 +22,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 from stable_baselines3.common.env_util import make_vec_env
 
-from rlkit.errors import FileFormatError, InvalidDataError
+from rlkit.errors import ConfigError, FileFormatError, InvalidDataError
 from rlkit.factories.agent import EpisodeLog, EpisodeLogCallback
 from rlkit.factories.resumable import ResumableTraining
 from rlkit.persistence.arrays import load_npz
@@ -271,7 +271,7 @@ def test_no_whole_point_is_an_error_naming_each_and_a_killed_write_is_ignored(tw
 
 
 def test_a_point_of_other_settings_is_refused_naming_them(two_points):
-    with pytest.raises(InvalidDataError, match=r"other settings for \['lr'\]"):
+    with pytest.raises(ConfigError, match=r"other settings for \['lr'\] \(lr: saved absent, now 0.1\)"):
         ResumableTraining(two_points, 200, 100, settings={"lr": 0.1}).resume(make_agent(learning_starts=1000))
     with pytest.raises(InvalidDataError, match="algo='SAC'"):
         ResumableTraining(two_points, 200, 100).resume(make_agent(PPO))

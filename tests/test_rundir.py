@@ -80,7 +80,7 @@ def test_pref_rl_goes_on_from_its_resume_point_with_its_settings_only(tmp_path):
     assert make_run_dir("pref-rl", str(tmp_path), longer, resumes=_resume_check("pref-rl", longer))
     other = load_config(PrefRLConfig, None, ["env.id=Pendulum-v1", "seed=3"])
     before = snapshot(tmp_path)
-    with pytest.raises(InvalidDataError, match=r"other settings for \['seed'\]"):
+    with pytest.raises(ConfigError, match=r"other settings for \['seed'\] \(seed: saved 0, now 3\)"):
         make_run_dir("pref-rl", str(tmp_path), other, resumes=_resume_check("pref-rl", other))
     assert snapshot(tmp_path) == before  # config.yaml is still the run's
 
@@ -109,6 +109,6 @@ def test_apec_and_demos_go_on_only_with_the_same_config(tmp_path, command):
     (tmp_path / "metrics.jsonl").write_text(json.dumps({"step": 0}) + "\n")
     assert make_run_dir(command, str(tmp_path), config, resumes=_resume_check(command, config))
     other = config.model_copy(update={"seed": config.seed + 1})
-    with pytest.raises(ConfigError, match=r"other settings for \['seed'\]"):
+    with pytest.raises(ConfigError, match=r"other settings for \['seed'\] \(seed: saved 0, now 1\)"):
         make_run_dir(command, str(tmp_path), other, resumes=_resume_check(command, other))
     assert "seed: 0" in (tmp_path / "config.yaml").read_text()

@@ -83,6 +83,7 @@ from rlkit.persistence.agents import save_agent
 from rlkit.persistence.arrays import load_npz, save_npz
 from rlkit.persistence.formats import payload_files, verify_checksums
 from rlkit.persistence.replay import chunk_files, load_replay_chunks, save_replay_chunks
+from rlkit.persistence.resume_config import refuse_changed_config
 from rlkit.persistence.rng import (
     check_torch_rng_state,
     restore_torch_rng,
@@ -168,7 +169,8 @@ class ResumableTraining:
             What was loaded, or None when the folder holds no point.
 
         Raises:
-            InvalidDataError: a point of another algorithm, env count, settings or network shapes.
+            InvalidDataError: a point of another algorithm, env count or network shapes.
+            ConfigError: a point saved with other settings (each named with both values).
             FileFormatError: points were found but none is whole (each named with its defect).
         """
         skipped: list[str] = []
@@ -229,10 +231,7 @@ class ResumableTraining:
             if header[key] != value:
                 raise InvalidDataError(f"{path}: a point of a run with {key}={header[key]!r}, this one has "
                                        f"{value!r}; resume with the same settings or use a new folder")
-        changed = _changed(header["settings"], self.settings)
-        if changed:
-            raise InvalidDataError(f"{path}: a point of a run with other settings for {changed}; resume "
-                                   "with the same settings or use a new folder")
+        refuse_changed_config("resumable", header["settings"], self.settings, where=path)
 
     def _verified(self, path: Path, header: dict[str, Any]) -> dict[str, Any]:
         """Every file the point names checked against its SHA-256, and its RNG states readable."""
@@ -385,11 +384,3 @@ def _restore(agent: BaseAlgorithm, directory: Path, path: Path, header: dict[str
     agent._last_obs = None  # learn() starts with an env reset, unless the episode goes on
     if tensors["episode"] is not None:
         restore_episode(agent, tensors["episode"], path.with_suffix("") / EPISODE_FILE)
-
-
-def _changed(saved: Any, given: Any, prefix: str = "") -> list[str]:
-    """Dotted names of the settings that differ."""
-    if isinstance(saved, dict) and isinstance(given, dict):
-        return sorted(name for key in set(saved) | set(given)
-                      for name in _changed(saved.get(key), given.get(key), f"{prefix}{key}."))
-    return [] if saved == given else [prefix.rstrip(".") or "<settings>"]

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,8 +41,7 @@ from stable_baselines3.common.save_util import recursive_getattr, recursive_seta
 
 from rlkit.data import TrajectoryStore
 from rlkit.data.segments import SegmentPairs
-from rlkit.errors import FileFormatError, InvalidDataError
-from rlkit.factories.configs import PrefRLConfig
+from rlkit.errors import FileFormatError
 from rlkit.feedback import OrdinalScale, PreferenceDataset
 from rlkit.logging.local import metrics_size, rewind_metrics
 from rlkit.persistence import atomic_write_bytes, read_header, tag, write_header
@@ -56,6 +54,7 @@ from rlkit.persistence.replay import (
     load_replay_chunks,
     save_replay_chunks,
 )
+from rlkit.persistence.resume_config import refuse_changed_config
 from rlkit.persistence.rng import (
     check_torch_rng_state,
     numpy_rng_state,
@@ -77,13 +76,6 @@ STATE_FILE = "state.json"
 LAYOUT = "chunked/1"  # state.json's "layout": a point written a round at a time (absent: whole)
 _FIELDS = {"config": dict, "timestep": int, "agent_updates": int, "agent_episodes": int,
            "pending_pairs": int, "numpy_rng": dict, "rounds": list, "episodes": dict}
-# May differ between the killed run and its resumption: more steps, and how long to wait for people.
-FREE_TO_CHANGE = {("agent", "total_timesteps"), *(("teacher", "human", key) for key in
-                                                  ("wait", "min_fraction", "timeout_s", "poll_s"))}
-# ... and every ``device``: where networks run (a point's tensors load onto any).
-#: Settings added since points were written that lack them: what the rlkit that wrote them did
-#: (other added settings match when given their default).
-BEFORE_ADDED: dict[tuple[str, ...], Any] = {("agent", "hyperparams"): "sb3"}
 
 
 @dataclasses.dataclass
@@ -297,7 +289,7 @@ def load(directory: Path, config_json: dict[str, Any]) -> ResumePoint | None:
     if not exists(directory):
         return None
     state = read_header(directory / STATE_FILE, KIND, _FIELDS, verify=False)
-    _check_settings(directory, state["config"], config_json)
+    refuse_changed_config("pref-rl", state["config"], config_json, where=directory.parent)
     read_header(directory / STATE_FILE, KIND)  # now every payload file against its SHA-256
     chunked = "layout" in state
     if chunked:
@@ -385,45 +377,5 @@ def check(directory: Path, config_json: dict[str, Any]) -> bool:
     if not exists(directory):
         return False
     state = read_header(directory / STATE_FILE, KIND, _FIELDS, verify=False)
-    _check_settings(directory, state["config"], config_json)
+    refuse_changed_config("pref-rl", state["config"], config_json, where=directory.parent)
     return True
-
-
-def _check_settings(directory: Path, saved: dict[str, Any], config_json: dict[str, Any]) -> None:
-    defaults = PrefRLConfig().model_dump(mode="json")
-    changed = [".".join(key) for key in _differences(saved, config_json)
-               if key not in FREE_TO_CHANGE and key[-1] != "device"
-               and not _added_since(key, saved, config_json, defaults)]
-    if changed:
-        raise InvalidDataError(
-            f"{directory.parent} holds a pref-rl run started with other settings for {changed}; "
-            f"resume with the same config (only {sorted('.'.join(key) for key in FREE_TO_CHANGE)} "
-            "and devices may change; a run saved before agent.hyperparams existed resumes with "
-            "agent.hyperparams=sb3) or use a new run directory"
-        )
-
-
-def _added_since(key: tuple[str, ...], saved: dict[str, Any], given: dict[str, Any],
-                 defaults: dict[str, Any]) -> bool:
-    """Whether ``key`` is a setting the saved config predates, given as the run that saved it did."""
-    found, _ = _lookup(saved, key)
-    if found:
-        return False
-    _, value = _lookup(given, key)
-    return value == BEFORE_ADDED.get(key, _lookup(defaults, key)[1])
-
-
-def _lookup(config: Any, key: tuple[str, ...]) -> tuple[bool, Any]:
-    for part in key:
-        if not isinstance(config, dict) or part not in config:
-            return False, None
-        config = config[part]
-    return True, config
-
-
-def _differences(saved: Any, given: Any, prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
-    if isinstance(saved, dict) and isinstance(given, dict):
-        for key in sorted(set(saved) | set(given)):
-            yield from _differences(saved.get(key), given.get(key), (*prefix, key))
-    elif saved != given:
-        yield prefix

@@ -13,7 +13,6 @@ import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import yaml
 from pydantic import BaseModel
@@ -21,6 +20,8 @@ from pydantic import BaseModel
 from rlkit.config import save_config
 from rlkit.errors import ConfigError
 from rlkit.logging.local import METRICS_FILE
+from rlkit.persistence.resume_config import refuse_changed_config
+from rlkit.runners.commands import COMMANDS
 
 CONFIG_FILE = "config.yaml"
 Resumes = Callable[[Path], bool]
@@ -139,9 +140,12 @@ def empty_run_dir(path: Path) -> None:
             child.unlink()
 
 
-def same_config(config: BaseModel) -> Resumes:
+def same_config(config: BaseModel, command: str | None = None) -> Resumes:
     """A resume check for commands that go on from their outputs (apec, demos): the directory's
-    ``config.yaml`` must be this config; other settings are refused by name."""
+    ``config.yaml`` must be this config but for what ``MAY_CHANGE[command]`` allows; other
+    settings are refused by name (``refuse_changed_config``). ``command``: the command whose
+    schema ``config`` is, when not given."""
+    name = command or _command_of(config)
 
     def check(path: Path) -> bool:
         try:
@@ -149,21 +153,22 @@ def same_config(config: BaseModel) -> Resumes:
         except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
             raise ConfigError(f"{path / CONFIG_FILE}: unreadable ({error}); use a new --run-dir "
                               "or --overwrite") from None
-        now = config.model_dump(mode="json")
-        changed = sorted(_differences(saved, now))
-        if changed:
-            raise ConfigError(f"{path} holds a run with other settings for {changed}: resume it with "
-                              "the same config, or use a new --run-dir, or --overwrite")
+        if not isinstance(saved, dict):
+            raise ConfigError(f"{path / CONFIG_FILE}: a YAML {type(saved).__name__}, not a config; use "
+                              "a new --run-dir or --overwrite")
+        refuse_changed_config(name, saved, config.model_dump(mode="json"), where=path)
         return True
 
     return check
 
 
-def _differences(saved: Any, now: Any, prefix: str = "") -> list[str]:
-    if isinstance(saved, dict) and isinstance(now, dict):
-        return [name for key in set(saved) | set(now)
-                for name in _differences(saved.get(key), now.get(key), f"{prefix}{key}.")]
-    return [] if saved == now else [prefix.rstrip(".") or "<config>"]
+def _command_of(config: BaseModel) -> str:
+    """The command of ``COMMANDS`` whose schema is ``config``'s class."""
+    schema = f"{type(config).__module__}:{type(config).__name__}"
+    for command, (name, _) in COMMANDS.items():
+        if name == schema:
+            return command
+    raise ConfigError(f"{schema} is no command's config")
 
 
 def _used_message(command: str, path: Path, resumable: bool) -> str:
