@@ -325,7 +325,6 @@ class M3HFRun:
             return None
         header = read_header(path, STATE_KIND, _STATE_FIELDS)  # and the files it covers
         state = {key: value for key, value in header.items() if key not in (CHECKSUMS, SELF_CHECKSUM)}
-        state["format"] = STATE_FORMAT  # an older version is rewritten as this one
         rows_ok = all(isinstance(row, dict) and isinstance(row.get("original_return"), int | float)
                       for row in state["history"])
         if not rows_ok or state["completed"] < 0 or len(state["history"]) != state["completed"] + 1:
@@ -360,7 +359,7 @@ def _check_settings(run_dir: Path, config: M3HFConfig, saved: dict[str, Any]) ->
 def _load_pools(path: Path) -> TeamPools:
     try:
         return TeamPools.load(path)
-    except (OSError, UnicodeDecodeError, RecursionError) as error:  # e.g. a run written before checksums
+    except (OSError, UnicodeDecodeError, RecursionError) as error:  # not readable as a pools file
         raise FileFormatError(f"{path}: not a readable pools file ({error})") from None
 
 

@@ -61,7 +61,7 @@ class M3HFConfig(StrictModel):
     beta: float = Field(0.1, ge=0, lt=1)
     weight_rule: Literal["reference", "compounding"] = Field(
         "reference", description="reference: reset to uniform, decay older ones once (the paper's "
-        "code); compounding: stored weights decay every phase (rlkit's earlier rule)")
+        "code); compounding: stored weights decay every phase (an ablation)")
     rollback: Literal["best", "last"] = Field(
         "best", description="each generation starts from the best checkpoint so far by the "
         "performance signal (the reference), or from the last policy")

@@ -15,7 +15,7 @@ beta = 0.1 by default). Two rules:
   A phase that adds nothing to an agent's pool decays its stored weights by alpha^(M - 1 - m) and
   normalises them (no performance step), as the reference does.
 
-``compounding`` (rlkit's earlier rule, kept for ablation): new functions enter at
+``compounding`` (an ablation): new functions enter at
   1 / (|pool| + 1); every stored weight decays by alpha^(G - g) (g its generation) at every phase,
   so old feedback keeps shrinking phase after phase; the functions trained with since the last
   phase gain or lose beta; normalised (a pool whose weights all reached 0 stays at 0).
