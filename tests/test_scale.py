@@ -153,7 +153,7 @@ import pytest  # noqa: E402
 from rlkit.errors import ConfigError, InvalidDataError  # noqa: E402
 from rlkit.scale.aggregate import bounds_of, interval  # noqa: E402
 from rlkit.scale.sweep import parse_grid, parse_resources  # noqa: E402
-from rlkit.scale.units import Backend, Unit, run_units, stages  # noqa: E402
+from rlkit.scale.units import Backend, Unit, UnitResult, check_units, run_units  # noqa: E402
 
 
 @pytest.fixture
@@ -193,15 +193,87 @@ def test_interval_is_the_t_interval_with_the_sample_sd():
     assert interval([3.0])["half_width"] is None
 
 
-def test_stages_follow_dependencies_and_refuse_cycles():
-    units = [Unit("fit-a", after=("ppo-a",)), Unit("ppo-a"), Unit("fit-b", after=("ppo-b",)),
-             Unit("ppo-b"), Unit("report", after=("fit-a", "fit-b"))]
-    assert [[u.id for u in stage] for stage in stages(units)] == [
-        ["ppo-a", "ppo-b"], ["fit-a", "fit-b"], ["report"]]
-    with pytest.raises(InvalidDataError, match="cycle"):
-        stages([Unit("a", after=("b",)), Unit("b", after=("a",))])
+def test_malformed_units_are_refused_before_any_runs(scratch):
+    with pytest.raises(InvalidDataError, match="cycle: a -> b -> a"):
+        check_units([Unit("a", after=("b",)), Unit("b", after=("a",))])
     with pytest.raises(InvalidDataError, match="not a unit"):
-        stages([Unit("a", after=("nope",))])
+        check_units([Unit("a", after=("nope",))])
+    with pytest.raises(InvalidDataError, match="appears twice"):
+        check_units([Unit("a"), Unit("a")])
+    with pytest.raises(InvalidDataError, match="plain file name"):
+        check_units([Unit("../a")])
+    runnable = Unit("ok", {"dir": str(scratch), "value": 1})
+    with pytest.raises(InvalidDataError, match="cycle"):
+        run_units([runnable, Unit("a", after=("b",)), Unit("b", after=("a",))], toy_unit,
+                  scratch / "root", Backend("local", workers=1))
+    assert not (scratch / "ok.runs").exists()
+
+
+class ScriptedExecutor:
+    """An executor with ``room`` slots whose units end one at a time, oldest first, without
+    running: what ``run_units`` alone decides (the same for every backend) shows in ``log``."""
+
+    def __init__(self, room: int, failing: set[str], log: list[str]) -> None:
+        self.room, self.failing, self.log = room, failing, log
+        self.running: list[Unit] = []
+
+    def has_room(self) -> bool:
+        return len(self.running) < self.room
+
+    def start(self, unit: Unit) -> None:
+        assert self.has_room() or not self.running, f"{unit.id} started with no room"
+        self.log.append(f"start {unit.id}")
+        self.running.append(unit)
+
+    def wait(self) -> list[UnitResult]:
+        unit = self.running.pop(0)
+        self.log.append(f"end {unit.id}")
+        return [UnitResult(unit.id, "failed" if unit.id in self.failing else "done",
+                           error="told to fail" if unit.id in self.failing else None)]
+
+    def close(self) -> None:
+        self.log.append("close")
+
+
+def test_one_scheduler_starts_a_unit_once_its_prerequisites_are_done(scratch, monkeypatch):
+    from rlkit.scale import units as units_module
+
+    log: list[str] = []
+    made = []
+
+    def make_executor(backend, fn, root, name, units):
+        made.append([u.id for u in units])
+        return ScriptedExecutor(2, {"b"}, log)
+
+    monkeypatch.setattr(units_module, "make_executor", make_executor)
+    units = [Unit("slow"), Unit("a"), Unit("c", after=("a",)), Unit("d", after=("b",)),
+             Unit("e", after=("d",)), Unit("b"), Unit("f", after=("c", "slow"))]
+    seen: list[str] = []
+    for backend in (Backend("local", workers=2), Backend("ray")):  # one model for both
+        log.clear()
+        results = run_units(units, toy_unit, scratch / backend.name, backend,
+                            on_result=lambda r: seen.append(r.id))
+        assert log == ["start slow", "start a", "end slow", "start b",  # room for two
+                       "end a", "start c",  # c as soon as a is done, before f, which needs c too
+                       "end b", "end c", "start f", "end f", "close"]
+        assert {k: r.status for k, r in results.items()} == {
+            "slow": "done", "a": "done", "c": "done", "d": "failed", "e": "failed",
+            "b": "failed", "f": "done"}
+        assert results["d"].error == "not run: b did not finish"
+        assert results["e"].error == "not run: d did not finish"
+        assert status(scratch / backend.name, "e")["error"] == "not run: d did not finish"
+    assert made == [[u.id for u in units]] * 2
+    # resume: the finished units are not handed over again, and start the bar and on_result
+    log.clear()
+    seen.clear()
+    again = run_units(units, toy_unit, scratch / "local", Backend("local"), resume=True,
+                      on_result=lambda r: seen.append(r.id))
+    assert [k for k, r in again.items() if r.skipped] == ["slow", "a", "c", "f"]
+    assert seen[:4] == ["slow", "a", "c", "f"] and made[-1] == ["d", "e", "b"]
+    assert log == ["start b", "end b", "close"]
+    # with nothing left to run no executor is made (no Ray started)
+    assert all(r.skipped for r in run_units(units[:3], toy_unit, scratch / "local", resume=True).values())
+    assert len(made) == 3
 
 
 def toy_unit(unit: Unit, report) -> dict:
@@ -216,38 +288,51 @@ def toy_unit(unit: Unit, report) -> dict:
     return {"value": unit.payload["value"] * 2, "pid": os.getpid(), "start": start, "end": time.time()}
 
 
-def test_local_units_run_in_their_own_processes_in_stages_and_resume(scratch):
+def check_units_run_fail_and_resume(backend: Backend, scratch: Path) -> dict:
+    """Units on ``backend``: results come back, a failure blocks its dependants (even one listed
+    before its prerequisite), and a resumed run skips the finished units and reruns the others.
+    Returns the first run's results."""
     units = [Unit("a", {"dir": str(scratch), "value": 1}),
              Unit("b", {"dir": str(scratch), "value": 2, "fail": True}),
              Unit("c", {"dir": str(scratch), "value": 3}, after=("a",)),
              Unit("e", {"dir": str(scratch), "value": 5}, after=("d",)),  # before its prerequisite
              Unit("d", {"dir": str(scratch), "value": 4}, after=("b",))]
-    results = run_units(units, toy_unit, scratch / "root", Backend("local", workers=2))
+    results = run_units(units, toy_unit, scratch / "root", backend)
     assert {k: r.status for k, r in results.items()} == {
         "a": "done", "b": "failed", "c": "done", "e": "failed", "d": "failed"}
     assert results["a"].result["value"] == 2 and results["c"].result["value"] == 6
     assert "told to fail" in results["b"].error
     assert "b did not finish" in results["d"].error and not (scratch / "d.runs").exists()
     assert "d did not finish" in results["e"].error and not (scratch / "e.runs").exists()
-    pids = {results["a"].result["pid"], results["c"].result["pid"], os.getpid()}
-    assert len(pids) == 3  # a fresh process per unit, none of them this one
     # resume: the finished units are not run again; the failed one is (and its dependant)
-    again = run_units(units, toy_unit, scratch / "root", Backend("local", workers=2), resume=True)
+    again = run_units(units, toy_unit, scratch / "root", backend, resume=True)
     assert again["a"].skipped and again["c"].skipped and again["a"].result["value"] == 2
     assert (scratch / "a.runs").read_text() == "x" and (scratch / "b.runs").read_text() == "xx"
+    return results
 
 
-def test_a_local_unit_starts_when_its_prerequisites_are_done_not_its_stage(scratch):
-    # "b" needs only "a"; staged, it would wait for the slow unit of a's stage as well
+def check_a_unit_starts_when_its_prerequisites_are_done(backend: Backend, scratch: Path) -> None:
+    """On ``backend`` with room for two units: ``b`` needs only ``a`` and starts while the slow
+    unit listed beside ``a`` still runs; ``c`` starts once both it needs are done."""
     units = [Unit("slow", {"dir": str(scratch), "value": 1, "sleep": 6.0}),
              Unit("a", {"dir": str(scratch), "value": 2}),
              Unit("b", {"dir": str(scratch), "value": 3}, after=("a",)),
              Unit("c", {"dir": str(scratch), "value": 4}, after=("b", "slow"))]
-    results = run_units(units, toy_unit, scratch / "root", Backend("local", workers=2))
+    results = run_units(units, toy_unit, scratch / "root", backend)
     assert {k: r.status for k, r in results.items()} == dict.fromkeys("slow a b c".split(), "done")
     started = {k: r.result["start"] for k, r in results.items()}
     assert started["a"] <= results["b"].result["start"] < results["slow"].result["end"]
     assert started["c"] >= max(results["b"].result["end"], results["slow"].result["end"])
+
+
+def test_local_units_run_in_their_own_processes_and_resume(scratch):
+    results = check_units_run_fail_and_resume(Backend("local", workers=2), scratch)
+    pids = {results["a"].result["pid"], results["c"].result["pid"], os.getpid()}
+    assert len(pids) == 3  # a fresh process per unit, none of them this one
+
+
+def test_a_local_unit_starts_when_its_prerequisites_are_done(scratch):
+    check_a_unit_starts_when_its_prerequisites_are_done(Backend("local", workers=2), scratch)
 
 
 SLEEPY_DRIVER = """
@@ -378,7 +463,7 @@ ORDINAL_TINY = ["seeds=[0,1]", 'tasks=[{"id":"Pendulum-v1","checkpoint_steps":[2
 
 
 @pytest.mark.slow
-def test_ordinal_experiment_runs_its_units_in_stages_and_resumes(scratch, capsys):
+def test_ordinal_experiment_runs_its_units_after_their_prerequisites_and_resumes(scratch, capsys):
     from experiments.ordinal_feedback import main
 
     out = scratch / "ordinal"

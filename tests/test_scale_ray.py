@@ -1,5 +1,6 @@
-"""rlkit.scale on a local Ray (num_cpus=2): sweeps as Tune trials, a failing trial, resume after the
-driver is killed, ASHA early stopping on a metric the command logs while it runs."""
+"""rlkit.scale on a local Ray (num_cpus=2): units as Tune trials scheduled as on the local backend,
+sweeps, a failing trial, resume after the driver is killed, ASHA early stopping on a metric the
+command logs while it runs."""
 
 from __future__ import annotations
 
@@ -11,10 +12,13 @@ import pytest
 
 pytest.importorskip("ray.tune", reason="needs the ray extra: pip install 'rlkit[ray]'")
 
+from rlkit.scale.units import Backend  # noqa: E402
 from tests.test_scale import (  # noqa: E402
     LONG,
     TINY,
+    check_a_unit_starts_when_its_prerequisites_are_done,
     check_aggregate_against_trials,
+    check_units_run_fail_and_resume,
     kill_driver_midway,
     make_dataset,
     rlkit,
@@ -61,7 +65,6 @@ def test_ray_sweep_resumes_after_its_driver_is_killed(scratch, dataset):
 def local_ray():
     """A local Ray started as ``rlkit sweep --backend ray`` starts it."""
     from rlkit.scale.ray_backend import import_ray, init_ray
-    from rlkit.scale.units import Backend
 
     ray = import_ray()
     assert init_ray(ray, Backend("ray", num_cpus=2))
@@ -78,6 +81,16 @@ def test_a_local_ray_runs_its_workers_at_the_callers_priority(local_ray):
 
     assert local_ray.get(local_ray.remote(num_cpus=1)(niceness).remote()) == os.nice(0)
     assert "RAY_worker_niceness" not in os.environ  # set for the raylet's start only
+
+
+def test_ray_units_run_fail_and_resume_as_local_ones(scratch, local_ray):
+    check_units_run_fail_and_resume(Backend("ray"), scratch)
+
+
+@pytest.mark.slow
+def test_a_ray_unit_starts_when_its_prerequisites_are_done(scratch, local_ray):
+    """Two 1-CPU units at a time on the 2-CPU Ray, as on two local workers: not in stages."""
+    check_a_unit_starts_when_its_prerequisites_are_done(Backend("ray"), scratch)
 
 
 def tune_reports(sweep_dir: Path) -> dict[str, list[dict]]:
@@ -117,7 +130,6 @@ def test_ray_sweep_of_four_trials_with_one_failing_point(scratch, dataset, local
 @pytest.mark.slow
 def test_asha_stops_a_trial_on_a_metric_reported_while_it_runs(scratch, dataset, local_ray):
     from rlkit.scale.sweep import SweepSpec, run_sweep
-    from rlkit.scale.units import Backend
 
     # two good rates first (two trials at a time): they set the bar for the poor ones
     spec = SweepSpec("train-reward", {"trainer.lr": ["1e-2", "3e-3", "1e-6", "1e-7"]},

@@ -1,5 +1,6 @@
-"""Runs beyond one process: sweeps of any ``rlkit`` command and experiment units on a local
-process pool or on Ray Tune (the ``ray`` extra), with early stopping, resume and aggregates."""
+"""Runs beyond one process: sweeps of any ``rlkit`` command and experiment units, scheduled by
+their dependencies onto a local process pool or Ray Tune (the ``ray`` extra), with early
+stopping, resume and aggregates."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ if TYPE_CHECKING:
     from rlkit.scale.report import TuneLogger
     from rlkit.scale.sweep import SweepSpec, parse_grid, parse_resources, run_sweep
     from rlkit.scale.trial import read_summary, run_trial
-    from rlkit.scale.units import Backend, Unit, UnitError, UnitResult, run_units, stages
+    from rlkit.scale.units import Backend, Unit, UnitError, UnitResult, run_units
 
 __all__ = [
     "Backend",
@@ -32,7 +33,6 @@ __all__ = [
     "run_sweep",
     "run_trial",
     "run_units",
-    "stages",
     "write_aggregate",
 ]
 
@@ -42,5 +42,5 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "rlkit.scale.report": ["TuneLogger"],
     "rlkit.scale.sweep": ["SweepSpec", "parse_grid", "parse_resources", "run_sweep"],
     "rlkit.scale.trial": ["read_summary", "run_trial"],
-    "rlkit.scale.units": ["Backend", "Unit", "UnitError", "UnitResult", "run_units", "stages"],
+    "rlkit.scale.units": ["Backend", "Unit", "UnitError", "UnitResult", "run_units"],
 })

@@ -1,30 +1,29 @@
-"""The local backend: one fresh Python process per unit on this machine, ``workers`` at a time,
-each unit started as soon as its prerequisites are done.
+"""The local backend's executor: one fresh Python process per unit on this machine, ``workers``
+at a time (which unit starts when is ``rlkit.scale.units.run_units``'s).
 
 Each unit runs as ``python -m rlkit.scale.worker`` (not a ``multiprocessing`` pool: a pool's
 children re-import the caller's ``__main__``, which breaks scripts without a main guard and
 ``python -c``). The unit function is named by module and qualified name (a function in the
 script being run is loaded from its file under another name, so its main block does not run);
 the result comes back as a JSON file. A worker dies with the driver (Linux); a driver that stops
-early (SIGTERM, an error, a caller that stops iterating) first ends its workers, so its temporary
-folder goes too.
+early (SIGTERM, an error) first ends its workers, so its temporary folder goes too.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
-from rlkit.errors import InvalidDataError, WrongTypeError
-from rlkit.scale.units import Backend, Unit, UnitFn, UnitResult, not_run
+from rlkit.errors import WrongTypeError
+from rlkit.scale.units import Backend, Unit, UnitFn, UnitResult
 
 
 def die_with_parent() -> None:
@@ -62,79 +61,44 @@ def function_ref(fn: UnitFn) -> dict[str, str]:
     return ref
 
 
-class LocalRunner:
-    def __init__(self, backend: Backend) -> None:
+class LocalExecutor:
+    """The ``Executor`` of the local backend: a fresh worker process per unit, ``workers`` at once
+    (default: the CPUs this process may use / the ``cpu`` each unit asks for).
+
+    Closing it ends the workers still running (a driver that stops early: SIGTERM, an error),
+    lets the pool's threads return, then removes the temporary folder of the jobs and results.
+    """
+
+    def __init__(self, backend: Backend, fn: UnitFn) -> None:
         cpu = backend.resources.get("cpu", 1) or 1
         self.workers = backend.workers or max(1, int(len(os.sched_getaffinity(0)) // cpu))
+        self.ref = function_ref(fn)
+        self.running: set[Future[UnitResult]] = set()
+        self.stack = contextlib.ExitStack()  # left in reverse: workers, the pool's threads, the folder
+        self.tmp = Path(self.stack.enter_context(tempfile.TemporaryDirectory(prefix="rlkit-units-")))
+        self.pool = self.stack.enter_context(ThreadPoolExecutor(max_workers=self.workers))
+        self.processes = self.stack.enter_context(_Processes())
 
-    def run(self, units: Sequence[Unit], fn: UnitFn, stage: int = 0,
-            settled: Mapping[str, UnitResult] | None = None) -> Iterator[UnitResult]:
-        """Run ``units``, each as soon as its prerequisites are done (the first ready in the given
-        order when a worker frees), and yield their results as they finish.
+    def has_room(self) -> bool:
+        return len(self.running) < self.workers
 
-        Args:
-            units: the units to run; a prerequisite is one of them or a unit in ``settled``.
-            fn: the unit function (module-level).
-            stage: unused here (the Ray backend names its experiments by it).
-            settled: results known before this call (units finished in an earlier run); read as
-                the run goes, so the driver's own dict can be passed.
+    def start(self, unit: Unit) -> None:
+        self.running.add(self.pool.submit(_run_one, self.ref, unit, self.tmp, self.processes))
 
-        Returns:
-            An iterator of the results; a unit whose prerequisite did not finish is failed
-            without running (``units.not_run``).
-        """
-        ref = function_ref(fn)
-        known: dict[str, UnitResult] = {}
-        waiting = list(units)
-
-        def result_of(uid: str) -> UnitResult | None:
-            return known.get(uid) or (settled or {}).get(uid)
-
-        # on leaving, in reverse order: the running workers are ended (when the driver stops
-        # early: SIGTERM, an error, a caller that stops iterating), the pool's threads return,
-        # then the temporary folder goes
-        with tempfile.TemporaryDirectory(prefix="rlkit-units-") as tmp, \
-                ThreadPoolExecutor(max_workers=max(1, min(self.workers, len(units)))) as pool, \
-                _Processes() as units_running:
-            running: dict[Future[UnitResult], Unit] = {}
-            while waiting or running:
-                settling = True
-                while settling:  # until no unit is newly blocked (one may block one before it)
-                    settling = False
-                    for unit in list(waiting):
-                        deps = [result_of(dep) for dep in unit.after]
-                        blocked = [dep for dep, r in zip(unit.after, deps, strict=True)
-                                   if r is not None and r.status != "done"]
-                        if blocked:
-                            waiting.remove(unit)
-                            known[unit.id] = not_run(unit.id, blocked)
-                            settling = True
-                            yield known[unit.id]
-                        elif all(r is not None for r in deps) and len(running) < self.workers:
-                            waiting.remove(unit)
-                            future = pool.submit(_run_one, ref, unit, Path(tmp), units_running)
-                            running[future] = unit
-                if not running:
-                    if waiting:  # a prerequisite that is neither run here nor settled
-                        raise InvalidDataError(f"units {[u.id for u in waiting]} wait on units "
-                                               "that are not given")
-                    break
-                done, _ = wait(running, return_when=FIRST_COMPLETED)
-                for future in done:
-                    del running[future]
-                    result = future.result()
-                    known[result.id] = result
-                    yield result
+    def wait(self) -> list[UnitResult]:
+        done, _ = wait(self.running, return_when=FIRST_COMPLETED)
+        self.running -= done
+        return [future.result() for future in done]
 
     def close(self) -> None:
-        return None
+        self.stack.close()
 
 
 _lock = threading.Lock()
 
 
 class _Processes:
-    """The worker processes of one ``run``; leaving its ``with`` block ends those still running
+    """The worker processes of one executor; leaving its ``with`` block ends those still running
     (a driver that stops early) and starts no more."""
 
     def __init__(self) -> None:

@@ -1,35 +1,25 @@
-"""The ray backend: each unit is a Ray Tune trial (Tune schedules; rlkit only lists the units).
+"""The connection to Ray that the ray backend's units (``rlkit.scale.tune_executor``) and tasks
+(``rlkit.scale.tasks``) share.
 
-Ray comes with the ``ray`` extra and is imported only here, when this backend is used. Without an
-address a local Ray starts (``num_cpus`` of them); with one (``auto``, ``ray://head:10001``) the
-units go to that cluster, and the status root must be a path every node sees: that is checked at
-start by a task on every alive node, and the run refused by name when a node cannot see it.
-
-What a trial costs beyond its own work is kept small: a local Ray runs its workers at the
-caller's priority (Ray's default niceness, 15, let any other work on the machine starve the
-trials); of Tune's own loggers only the JSON one stays (``result.json``, read by Tune's result
-analysis), not its CSV and TensorBoard copies of every report; and a unit's interim metrics go to
-Tune only when a scheduler reads them (``metric``): each report is a round trip through Tune's
-driver, and a trial that logged 150 epochs made 150 of them.
+Ray comes with the ``ray`` extra and is imported only when that backend is used. Without an
+address a local Ray starts (``num_cpus`` of them), its workers at the caller's priority (Ray's
+default niceness, 15, let any other work on the machine starve the trials); with one (``auto``,
+``ray://head:10001``) the work goes to that cluster, and the status root must be a path every
+node sees: that is checked at start by a task on every alive node, and the run refused by name
+when a node cannot see it.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from rlkit.errors import ConfigError, StateError
-from rlkit.scale.units import Backend, Unit, UnitFn, UnitResult, execute, write_status
-
-STATUS = "rlkit_status"  # the last report of a finished trial carries its result under these keys
-RESULT = "rlkit_result"
-ERROR = "rlkit_error"
+from rlkit.errors import ConfigError
+from rlkit.scale.units import Backend
 
 
 def import_ray() -> Any:
@@ -93,7 +83,6 @@ def init_ray(ray: Any, backend: Backend) -> bool:
 
 
 WORKER_PRIORITY = {"RAY_worker_niceness": "0"}
-QUIET_TUNE = {"TUNE_DISABLE_AUTO_CALLBACK_LOGGERS": "1"}  # only the loggers given (JSON)
 
 
 @contextlib.contextmanager
@@ -113,103 +102,6 @@ def scoped_env(values: Mapping[str, str]) -> Iterator[None]:
     finally:
         for key in added:
             os.environ.pop(key, None)
-
-
-def _trainable(config: dict[str, Any], fn: UnitFn, units: dict[str, Unit], root: str,
-               forward: bool) -> None:
-    """One Tune trial: ``fn`` on the unit ``config`` names; interim metrics reach Tune only when
-    ``forward`` (a scheduler reads them), the unit's result always, in the last report."""
-    from ray import tune
-
-    unit = units[config["unit"]]
-    last: dict[str, float] = {}
-
-    def report(metrics: dict[str, float]) -> None:
-        last.clear()
-        last.update(metrics)
-        if forward:
-            tune.report(dict(metrics))
-
-    result = execute(fn, unit, report)
-    # on shared storage, known even if the driver dies now; a file of its own, since a trial
-    # ASHA stopped may still get here after the driver has written "stopped"
-    write_status(Path(root), result, by_trial=True)
-    tune.report({**last, STATUS: result.status, RESULT: json.dumps(result.result),
-                 ERROR: result.error or ""})
-
-
-class RayRunner:
-    def __init__(self, backend: Backend, root: Path, name: str) -> None:
-        self.ray = import_ray()
-        self.backend = backend
-        self.root = root
-        self.name = name
-        self.started = init_ray(self.ray, backend)
-        alive = [n for n in self.ray.nodes() if n.get("Alive")]
-        # one node that this process started or shares (local Ray): nothing to check
-        self.nodes = (check_shared_storage(self.ray, root) if backend.address is not None
-                      or len(alive) > 1 else [n.get("NodeManagerAddress", "?") for n in alive])
-
-    def run(self, units: Sequence[Unit], fn: UnitFn, stage: int = 0,
-            settled: Mapping[str, UnitResult] | None = None) -> Iterator[UnitResult]:
-        """One Tune experiment over ``units`` (one stage: their prerequisites are ``settled``)."""
-        from ray import tune
-        from ray.tune.logger import JsonLoggerCallback
-
-        backend = self.backend
-        trainable = tune.with_resources(
-            tune.with_parameters(_trainable, fn=fn, units={u.id: u for u in units},
-                                 root=str(self.root), forward=backend.metric is not None),
-            {"cpu": float(backend.resources.get("cpu", 1)),
-             "gpu": float(backend.resources.get("gpu", 0))},
-        )
-        scheduler = None
-        if backend.metric is not None:
-            from ray.tune.schedulers import ASHAScheduler
-
-            scheduler = ASHAScheduler(grace_period=1, reduction_factor=2)
-        storage = backend.storage or str(self.root / "tune")
-        tuner = tune.Tuner(
-            trainable,
-            param_space={"unit": tune.grid_search([u.id for u in units])},
-            # reuse_actors saves a worker start per trial; not with ASHA: a trial it stops leaves
-            # its actor to the next trial, whose command was seen to fail
-            tune_config=tune.TuneConfig(metric=backend.metric, mode=backend.mode,
-                                        scheduler=scheduler, num_samples=1,
-                                        reuse_actors=scheduler is None),
-            run_config=tune.RunConfig(
-                name=f"{self.name}-stage{stage}-{time.strftime('%Y%m%d-%H%M%S')}",
-                storage_path=storage if "://" in storage else str(Path(storage).absolute()),
-                verbose=0, failure_config=tune.FailureConfig(max_failures=0),
-                callbacks=[JsonLoggerCallback()]),
-        )
-        with scoped_env(QUIET_TUNE):  # read when fit() makes its callbacks
-            grid = tuner.fit()
-        seen = set()
-        for index in range(len(grid)):
-            entry = grid[index]
-            if entry.config is None:
-                raise StateError(f"a Tune result of stage {stage} holds no config")
-            unit_id = entry.config["unit"]
-            seen.add(unit_id)
-            metrics = entry.metrics or {}
-            if entry.error is not None:
-                yield UnitResult(unit_id, "failed", error=f"trial error: {entry.error}")
-            elif STATUS in metrics:
-                error = metrics.get(ERROR) or None
-                yield UnitResult(unit_id, metrics[STATUS], json.loads(metrics.get(RESULT) or "{}"), error,
-                                 float(metrics.get("time_total_s", 0.0)))
-            else:  # stopped by the scheduler (ASHA) before it finished
-                numbers = {k: v for k, v in metrics.items() if isinstance(v, int | float)}
-                yield UnitResult(unit_id, "stopped", {"last_report": numbers},
-                                 "stopped early by ASHA", float(metrics.get("time_total_s", 0.0)))
-        for unit in units:
-            if unit.id not in seen:
-                yield UnitResult(unit.id, "failed", error="Tune returned no result for it")
-
-    def close(self) -> None:
-        if self.started:
-            self.ray.shutdown()
 
 
 def _look(path: str, token: str) -> tuple[str, bool]:

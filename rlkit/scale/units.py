@@ -1,19 +1,21 @@
-"""Units of work and the one runner that executes them on a backend (``local`` or ``ray``).
+"""Units of work and the one scheduler that runs them on an executor (``local`` or ``ray``).
 
 A *unit* is one independent piece of an experiment or a sweep (a trial, a task x seed x arm cell),
-named by a stable ``id`` and described by a JSON-able ``payload``. ``run_units(units, fn, root)``
-calls ``fn(unit, report)`` once per unit, in its own process, on the chosen backend:
+named by a stable ``id`` and described by a JSON-able ``payload``; it may name others it needs in
+``after``. ``run_units(units, fn, root)`` calls ``fn(unit, report)`` once per unit, in a process
+of its own. Which unit runs when is decided here, the same for both backends: a unit starts as
+soon as every unit it needs is done and the executor has room (the first ready in the given order
+when there is more than room); a unit whose prerequisite failed or was stopped is failed without
+running; a unit that raises is failed with its error and the others go on. The executor only
+starts the units it is handed and reports their ends:
 
-- ``local``: a process pool on this machine (one fresh process per unit), no Ray needed;
-- ``ray``: Ray Tune trials (local Ray, or a cluster through ``address``), with ASHA early stopping
-  on a metric when ``metric`` and ``mode`` are given.
+- ``local`` (``rlkit.scale.local``): a fresh process per unit on this machine, ``workers`` at once;
+- ``ray`` (``rlkit.scale.tune_executor``): a Ray Tune trial per unit (a local Ray, or a cluster
+  through ``address``), as many at once as the cluster's CPUs and GPUs hold, with ASHA early
+  stopping on a metric when ``metric`` and ``mode`` are given.
 
 ``fn`` must be a module-level function (it is pickled to the worker). It returns a JSON-able dict;
 ``report(metrics)`` passes interim numbers to Tune while it runs (a no-op on the local backend).
-A unit that raises is recorded as failed with its error and the others go on. Units may name
-others in ``after``: locally a unit starts as soon as they are done, on Ray in stages (every
-unit of one stage after all of the one before); a unit whose prerequisite failed is failed without
-running.
 
 Every finished unit leaves ``root/units/<id>.json`` (status, result, error, seconds), written
 atomically; with ``resume=True`` units whose file says ``done`` (or ``stopped`` by the scheduler)
@@ -33,7 +35,7 @@ import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from rich.console import Console
 
@@ -100,14 +102,33 @@ class Backend:
                 raise ConfigError(f"resources take cpu=N,gpu=N (>= 0), got {key}={value}")
 
 
-def stages(units: Sequence[Unit]) -> list[list[Unit]]:
-    """The units in stages: each after every stage holding one of its prerequisites.
+class Executor(Protocol):
+    """Where units run. It starts the units it is handed and reports their ends; which unit
+    starts when is ``run_units``'s to decide."""
+
+    def has_room(self) -> bool:
+        """Whether a unit started now would run at once (a free worker, room on the cluster)."""
+        ...
+
+    def start(self, unit: Unit) -> None:
+        """Start ``fn(unit, report)`` in a process of its own; its end comes from ``wait``."""
+        ...
+
+    def wait(self) -> list[UnitResult]:
+        """Block until a started unit ends; the results of those that ended (``[]`` when the
+        executor only has more room to offer)."""
+        ...
+
+    def close(self) -> None:
+        """End the units still running and release what the executor started."""
+        ...
+
+
+def check_units(units: Sequence[Unit]) -> None:
+    """Refuse a set of units that cannot all be scheduled.
 
     Args:
         units: the units; ids unique, each ``after`` naming other units.
-
-    Returns:
-        Stage lists in run order; within a stage, the units' given order.
 
     Raises:
         InvalidDataError: on an id that is not a plain file name, a repeated id, an unknown
@@ -121,25 +142,21 @@ def stages(units: Sequence[Unit]) -> list[list[Unit]]:
         if unit.id in by_id:
             raise InvalidDataError(f"unit id {unit.id!r} appears twice")
         by_id[unit.id] = unit
-    level: dict[str, int] = {}
+    checked: set[str] = set()
 
-    def depth(uid: str, seen: tuple[str, ...]) -> int:
-        if uid in seen:
-            raise InvalidDataError(f"units depend on each other in a cycle: {' -> '.join(seen + (uid,))}")
-        if uid not in level:
-            unit = by_id[uid]
-            for dep in unit.after:
-                if dep not in by_id:
-                    raise InvalidDataError(f"unit {uid!r} runs after {dep!r}, which is not a unit")
-            level[uid] = 1 + max((depth(dep, seen + (uid,)) for dep in unit.after), default=-1)
-        return level[uid]
+    def visit(uid: str, path: tuple[str, ...]) -> None:
+        if uid in path:
+            raise InvalidDataError(f"units depend on each other in a cycle: {' -> '.join(path + (uid,))}")
+        if uid in checked:
+            return
+        for dep in by_id[uid].after:
+            if dep not in by_id:
+                raise InvalidDataError(f"unit {uid!r} runs after {dep!r}, which is not a unit")
+            visit(dep, path + (uid,))
+        checked.add(uid)
 
     for unit in units:
-        depth(unit.id, ())
-    out: list[list[Unit]] = [[] for _ in range(max(level.values(), default=-1) + 1)]
-    for unit in units:
-        out[level[unit.id]].append(unit)
-    return out
+        visit(unit.id, ())
 
 
 def status_path(root: Path, unit_id: str, by_trial: bool = False) -> Path:
@@ -197,8 +214,8 @@ def run_units(
     on_result: Callable[[UnitResult], None] | None = None,
     progress: ProgressDisplay | None = None,
 ) -> dict[str, UnitResult]:
-    """Run every unit on ``backend``; returns each unit's result by id. Locally a unit starts as
-    soon as its prerequisites are done (no worker waits for a whole stage); on Ray stage by stage.
+    """Run every unit on ``backend``, each as soon as its prerequisites are done and the
+    executor has room; returns each unit's result by id.
 
     ``root`` holds the status files (on a cluster: a path every node sees). ``on_result`` is called
     in the driver as each unit's result is known. ``progress`` shows the units done with an ETA
@@ -206,7 +223,8 @@ def run_units(
     an earlier run count as done from the start, not as speed.
 
     Args:
-        units: the units; see ``stages``.
+        units: the units; see ``check_units``. Among the units ready at once, the first in this
+            order starts first.
         fn: runs one unit: ``fn(unit, report) -> result``; raising fails the unit.
         root: the folder of the status files.
         backend: where units run; local processes when ``None``.
@@ -220,58 +238,73 @@ def run_units(
         (with its error; a unit whose prerequisite did not finish fails without running).
 
     Raises:
-        InvalidDataError: when the units' ids or prerequisites are malformed (see ``stages``).
+        InvalidDataError: when the units' ids or prerequisites are malformed (see ``check_units``).
     """
     if not units:
         return {}
+    check_units(units)  # before anything runs
     backend = backend or Backend()
     root = Path(root).absolute()
     root.mkdir(parents=True, exist_ok=True)
     results: dict[str, UnitResult] = {}
-    runner: Any = None
+    waiting: list[Unit] = []
+    for unit in units:
+        previous = read_status(root, unit.id) if resume else None
+        if previous is not None and previous.status in FINISHED:
+            previous.skipped = True
+            results[unit.id] = previous
+            if not status_path(root, unit.id).is_file():  # known from the trial's own file
+                write_status(root, previous)
+        else:
+            waiting.append(unit)
+    to_run = list(waiting)
     display = progress or ProgressDisplay(Console(stderr=True))
-    earlier = sum(1 for unit in units if resume and (status := read_status(root, unit.id)) is not None
-                  and status.status in FINISHED)
-    bar = display.add(f"{name or root.name} units", len(units), completed=earlier)
-    order = stages(units)  # checks ids and prerequisites before anything runs
-    # The local backend starts each unit as soon as its prerequisites are done (in the given
-    # order among those ready); Ray runs one Tune experiment per stage.
-    batches = [list(units)] if backend.name == "local" else order
+    bar = display.add(f"{name or root.name} units", len(units), completed=len(results))
+    if on_result is not None:
+        for result in list(results.values()):
+            on_result(result)
+
+    def settle(result: UnitResult) -> None:
+        results[result.id] = result
+        write_status(root, result)
+        bar.advance()
+        if on_result is not None:
+            on_result(result)
+
+    executor: Executor | None = None
+    running: set[str] = set()
+
+    def start_ready() -> None:
+        """Fail the units a prerequisite blocks; start those ready while there is room."""
+        nonlocal executor
+        blocking = True
+        while blocking:  # until no unit is newly blocked (one may block one before it)
+            blocking = False
+            for unit in list(waiting):
+                blocked = [dep for dep in unit.after if dep in results and results[dep].status != "done"]
+                if blocked:
+                    waiting.remove(unit)
+                    settle(not_run(unit.id, blocked))
+                    blocking = True
+                elif all(dep in results for dep in unit.after) and (
+                        executor is None or not running or executor.has_room()):
+                    executor = executor or make_executor(backend, fn, root, name or root.name, to_run)
+                    waiting.remove(unit)
+                    executor.start(unit)
+                    running.add(unit.id)
+
     previous_handler = _exit_on_sigterm()
     try:
-        for number, batch in enumerate(batches):
-            todo: list[Unit] = []
-            for unit in batch:
-                previous = read_status(root, unit.id) if resume else None
-                blocked = [dep for dep in unit.after if dep in results and results[dep].status != "done"]
-                if previous is not None and previous.status in FINISHED:
-                    previous.skipped = True
-                    results[unit.id] = previous
-                    if not status_path(root, unit.id).is_file():  # known from the trial's own file
-                        write_status(root, previous)
-                elif blocked:
-                    results[unit.id] = not_run(unit.id, blocked)
-                    write_status(root, results[unit.id])
-                else:
-                    todo.append(unit)
-                    continue
-                if not results[unit.id].skipped:
-                    bar.advance()
-                if on_result is not None:
-                    on_result(results[unit.id])
-            if not todo:
-                continue
-            if runner is None:
-                runner = _make_runner(backend, root, name or root.name)
-            for result in runner.run(todo, fn, stage=number, settled=results):
-                results[result.id] = result
-                write_status(root, result)
-                bar.advance()
-                if on_result is not None:
-                    on_result(result)
+        start_ready()
+        while running:
+            assert executor is not None
+            for result in executor.wait():
+                running.discard(result.id)
+                settle(result)
+            start_ready()
     finally:
-        if runner is not None:
-            runner.close()
+        if executor is not None:
+            executor.close()
         bar.finish()
         display.close()
         if previous_handler is not None:
@@ -281,9 +314,9 @@ def run_units(
 
 def _exit_on_sigterm() -> Any:
     """In the main thread, make SIGTERM raise ``SystemExit(143)`` (Python's default ends the
-    process at once, no ``finally`` run) so a terminated driver unwinds: the local backend stops
-    its running units and removes its temporary folder. Returns the handler to restore, or
-    ``None`` where none was changed (another thread, or a handler the caller installed)."""
+    process at once, no ``finally`` run) so a terminated driver unwinds: its executor ends the
+    running units and removes its temporary folder. Returns the handler to restore, or ``None``
+    where none was changed (another thread, or a handler the caller installed)."""
     if threading.current_thread() is not threading.main_thread():
         return None
     if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
@@ -300,11 +333,27 @@ def not_run(unit_id: str, blocked: Sequence[str]) -> UnitResult:
     return UnitResult(unit_id, "failed", error=f"not run: {', '.join(blocked)} did not finish")
 
 
-def _make_runner(backend: Backend, root: Path, name: str) -> Any:
+def make_executor(backend: Backend, fn: UnitFn, root: Path, name: str,
+                  units: Sequence[Unit]) -> Executor:
+    """The executor of ``backend`` for ``fn``.
+
+    Args:
+        backend: where the units run.
+        fn: the unit function (module-level).
+        root: the folder of the status files.
+        name: the run's name (the Ray experiment's).
+        units: every unit it may be handed.
+
+    Returns:
+        A ``LocalExecutor`` or, for ``ray``, a ``TuneExecutor`` (Ray connected).
+    """
     if backend.name == "local":
-        from rlkit.scale.local import LocalRunner
+        from rlkit.scale.local import LocalExecutor
 
-        return LocalRunner(backend)
-    from rlkit.scale.ray_backend import RayRunner
+        return LocalExecutor(backend, fn)
+    from rlkit.scale.ray_backend import import_ray
 
-    return RayRunner(backend, root, name)
+    import_ray()  # a missing extra is named before Tune's module is imported
+    from rlkit.scale.tune_executor import TuneExecutor
+
+    return TuneExecutor(backend, fn, root, name, units)
