@@ -148,12 +148,11 @@ def test_drq_encoder_follows_the_reference() -> None:
                          encoder="drq")
 
 
-def test_specs_record_the_layout_and_old_specs_load_as_before(tmp_path: Path) -> None:
+def test_specs_record_the_layout_and_specs_lacking_the_image_settings_are_refused(tmp_path: Path) -> None:
     old = {"kind": "cnn", "obs_shape": [8, 8, 3], "act_shape": [], "n_actions": 4,
            "inputs": ["obs", "act"], "hidden": [16], "activation": "relu", "channels": [16, 32, 32]}
-    spec = RewardNetSpec.from_dict(old)
-    assert not spec.channels_first and spec.encoder == "compact"
-    assert spec.to_dict() == old  # unchanged files for nets without the new settings
+    with pytest.raises(InvalidDataError, match="lacks .*'channels_first', 'encoder', 'feature_dim'"):
+        RewardNetSpec.from_dict(old)
     net = build_reward_net(STACK, spaces.Discrete(3), hidden=(8,), encoder="drq", feature_dim=7,
                            channels=(4, 4), seed=0)
     save_reward_model(net, tmp_path)

@@ -127,5 +127,5 @@ def test_running_norm_state_is_json_and_exact() -> None:
 
 
 def test_spec_from_json_with_unknown_field_is_refused() -> None:
-    with pytest.raises(InvalidDataError, match="not a reward net spec"):
-        RewardNetSpec.from_dict({"kind": "mlp", "obs_shape": [3], "act_shape": [], "depth": 2})
+    with pytest.raises(InvalidDataError, match="not a reward net spec: .*'depth'"):
+        RewardNetSpec.from_dict({**RewardNetSpec("mlp", (3,), ()).to_dict(), "depth": 2})

@@ -29,6 +29,7 @@ from rlkit.apec.rollouts import (
     sequential_map,
 )
 from rlkit.data import Trajectory, TrajectoryStore, collect_trajectories
+from rlkit.data.absorbing import is_absorbing
 from rlkit.data.rollout import ActionFn, Predictor
 from rlkit.data.segments import gather
 from rlkit.errors import InvalidDataError
@@ -177,7 +178,7 @@ def _returns(store: TrajectoryStore) -> np.ndarray:
 def _real_steps(trajectory: Trajectory, absorbing_flag: bool) -> np.ndarray:
     """Per step: was it taken from a real (non-absorbing) state?"""
     states = trajectory.obs[:-1].reshape(len(trajectory), -1)
-    return states[:, -1] < 0.5 if absorbing_flag else np.ones(len(trajectory), bool)
+    return ~is_absorbing(states) if absorbing_flag else np.ones(len(trajectory), bool)
 
 
 def step_predictions(reward: RewardFn | nn.Module, store: TrajectoryStore) -> list[np.ndarray]:

@@ -16,6 +16,7 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from rlkit.ail.checkpoints import CheckpointStore
 from rlkit.apec.config import RolloutConfig
+from rlkit.data.absorbing import is_absorbing
 from rlkit.data.rollout import ActionFn, Predictor, collect_trajectories
 from rlkit.data.store import TrajectoryStore
 from rlkit.data.trajectory import Trajectory
@@ -262,7 +263,7 @@ def real_part(trajectory: Trajectory) -> Trajectory:
     Returns:
         Its real part, ``terminal`` when it was cut.
     """
-    absorbing = np.flatnonzero(trajectory.obs[1:, -1] > 0.5)
+    absorbing = np.flatnonzero(is_absorbing(trajectory.obs[1:]))
     if not len(absorbing):
         return trajectory
     n = int(absorbing[0])  # transitions before the first one into an absorbing state

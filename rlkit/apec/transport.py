@@ -16,6 +16,7 @@ with extra("apec"):
     import ot
 
 from rlkit.apec.config import OT_SCALE
+from rlkit.data.absorbing import is_absorbing
 from rlkit.data.store import TrajectoryStore
 from rlkit.data.trajectory import Trajectory
 from rlkit.errors import InvalidDataError
@@ -40,7 +41,7 @@ def real_states(trajectory: Trajectory, absorbing_flag: bool = False, downsample
         obs = block_mean(obs, downsample)
     states = obs.reshape(len(trajectory), -1).astype(np.float64)
     if absorbing_flag:
-        states = states[states[:, -1] < 0.5, :-1]
+        states = states[~is_absorbing(states), :-1]
     return states
 
 

@@ -1,182 +1,37 @@
-"""Reward networks: a JSON-able spec and the torch module built from it (the numpy adapter
-that env wrappers call is ``rlkit.reward.numpy_rewards``)."""
+"""Reward networks: the torch module built from a ``RewardNetSpec`` (``rlkit.reward.spec``; the
+numpy adapter that env wrappers call is ``rlkit.reward.numpy_rewards``)."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, fields
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
 
+import numpy as np
 import torch
 from gymnasium import spaces
 from torch import nn
 
+from rlkit.data.absorbing import is_absorbing
 from rlkit.errors import InvalidDataError
 from rlkit.reward.encoders import (
     ACTIVATIONS,
     DEFAULT_CHANNELS,
-    ENCODERS,
     image_encoder,
     image_layout,
     is_image_space,
 )
+from rlkit.reward.spec import (
+    IMAGE_INPUTS,
+    INPUT_NAMES,
+    RewardNetSpec,
+    action_shape,
+    observation_shape,
+)
 
-INPUT_NAMES = ("obs", "act", "next_obs", "done")
 # Rows per pass through an MLP head: a block's activations stay in the CPU's cache, so a training
 # step on APEC's 500k-state batches is ~1.3x faster on one thread than one pass over all rows
 # (benchmarks/reward_head_rows.py); the values are the same and the gradients sum over the blocks.
 HEAD_ROWS = 4096
-
-
-@dataclass(frozen=True)
-class RewardNetSpec:
-    """Everything needed to rebuild a reward net, so a saved model is a spec plus weights.
-
-    ``n_actions`` is the action count of a discrete action space (actions are one-hot encoded) and
-    ``None`` for continuous actions. ``kind="cnn"`` reads uint8 images: ``C x H x W`` when
-    ``channels_first`` (frame stacks, ``envs.pixels.StackFrames``), else ``H x W x C`` (gymnasium's
-    layout); floats in [0, 255] are read too. ``obs`` and ``next_obs``, when both are read, are
-    stacked on the channel axis and encoded together. ``hidden`` are the widths of the MLP head.
-
-    ``encoder`` picks the convolutions (``channels`` their widths), see ``ENCODERS``:
-    ``"compact"``: stride-2 3x3 convolutions with padding, pixels / 255, flattened straight into
-    the head (cheap enough for CPU training: a 64 x 64 image becomes 8 x 8). ``"drq"``: the
-    DrQ-v2 encoder of APEC's pixel reference (``apec_dmc/src/agent/encoder.py``): 3x3 convolutions
-    without padding, the first of stride 2 and the rest stride 1, always ReLU, orthogonal
-    initialisation, pixels / 255 - 0.5, then the reference's trunk ``Linear -> LayerNorm -> Tanh``
-    to ``feature_dim`` features (``feature_dim`` is read by ``"drq"`` only).
-
-    ``absorbing_flag``: the observation's last entry flags an absorbing state
-    (``envs.fixed_horizon``) and the net's reward there is 0, so a padded trajectory's return sums
-    its real steps only, as APEC's reference masks absorbing steps out of every return
-    (apec_mjc/train_pbrl.py:32-42, f_div.py:238); read from ``obs`` (``next_obs`` when the net
-    reads no ``obs``).
-
-    ``linear_first``: no activation after the head's first hidden layer, as every reward MLP of
-    APEC's reference (``first_fc``, then ``Linear -> activation`` blocks, then ``last_fc``:
-    apec_mjc/model/reward.py:59-82,141-152, apec_dmc/src/reward/pref_reward.py:71-83). Its first
-    two layers then compose to one linear map, so 2x512 acts as one hidden layer of 512 units.
-    """
-
-    kind: str
-    obs_shape: tuple[int, ...]
-    act_shape: tuple[int, ...]
-    n_actions: int | None = None
-    inputs: tuple[str, ...] = ("obs", "act")
-    hidden: tuple[int, ...] = (256, 256)
-    activation: str = "relu"
-    channels: tuple[int, ...] = (16, 32, 32)
-    channels_first: bool = False
-    encoder: str = "compact"
-    feature_dim: int = 50
-    absorbing_flag: bool = False
-    linear_first: bool = False
-
-    def __post_init__(self) -> None:
-        for name in ("obs_shape", "act_shape", "inputs", "hidden", "channels"):
-            object.__setattr__(self, name, tuple(getattr(self, name)))
-        if self.kind not in ("mlp", "cnn"):
-            raise InvalidDataError(f"kind must be 'mlp' or 'cnn', got {self.kind!r}")
-        unknown = [name for name in self.inputs if name not in INPUT_NAMES]
-        if not self.inputs or unknown or len(set(self.inputs)) != len(self.inputs):
-            raise InvalidDataError(
-                f"inputs must be distinct names from {INPUT_NAMES}, got {self.inputs}"
-            )
-        if self.activation not in ACTIVATIONS:
-            raise InvalidDataError(
-                f"activation must be one of {sorted(ACTIVATIONS)}, got {self.activation!r}"
-            )
-        if self.linear_first and not self.hidden:
-            raise InvalidDataError("linear_first needs a hidden layer (hidden is empty)")
-        if any(int(h) < 1 for h in (*self.hidden, *self.channels)):
-            raise InvalidDataError(f"hidden and channels must be >= 1, got {self.hidden}, "
-                                   f"{self.channels}")
-        if self.n_actions is not None and (self.n_actions < 1 or self.act_shape != ()):
-            raise InvalidDataError(
-                f"a discrete action space needs n_actions >= 1 and act_shape (), got "
-                f"n_actions={self.n_actions}, act_shape={self.act_shape}"
-            )
-        if self.kind == "cnn" and len(self.obs_shape) != 3:
-            raise InvalidDataError(
-                f"kind 'cnn' needs C x H x W or H x W x C observations, got {self.obs_shape}"
-            )
-        if self.channels_first and self.kind != "cnn":
-            raise InvalidDataError("channels_first is a setting of kind 'cnn' only")
-        if self.encoder not in ENCODERS:
-            raise InvalidDataError(f"encoder must be one of {ENCODERS}, got {self.encoder!r}")
-        if self.feature_dim < 1:
-            raise InvalidDataError(f"feature_dim must be >= 1, got {self.feature_dim}")
-        if self.absorbing_flag and (self.kind != "mlp" or len(self.obs_shape) != 1
-                                    or self.flag_input is None):
-            raise InvalidDataError("absorbing_flag needs an MLP reading flat obs or next_obs "
-                                   f"(the flag their last entry), got kind {self.kind!r}, obs "
-                                   f"{self.obs_shape}, inputs {self.inputs}")
-
-    @property
-    def flag_input(self) -> str | None:
-        """The input whose last entry is the absorbing flag: ``obs``, else ``next_obs``."""
-        return next((name for name in ("obs", "next_obs") if name in self.inputs), None)
-
-    @property
-    def image_size(self) -> tuple[int, int]:
-        """``(H, W)`` of a CNN's images.
-
-        Returns:
-            Height and width in pixels.
-
-        Raises:
-            InvalidDataError: for kind ``"mlp"``.
-        """
-        if self.kind != "cnn":
-            raise InvalidDataError(f"kind {self.kind!r} reads no images")
-        height, width = self.obs_shape[1:] if self.channels_first else self.obs_shape[:2]
-        return height, width
-
-    def to_dict(self) -> dict[str, Any]:
-        """The spec as JSON-able data; the image settings added later (``channels_first``,
-        ``encoder``, ``feature_dim``) only when they differ from their defaults, so a spec
-        without them reads as it always did.
-
-        Returns:
-            A dict of lists, strings, numbers and None that ``from_dict`` turns back into the spec.
-        """
-        data = {key: list(v) if isinstance(v, tuple) else v for key, v in asdict(self).items()}
-        for name in _WRITTEN_WHEN_SET:
-            if data[name] == _FIELD_DEFAULTS[name]:
-                del data[name]
-        return data
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RewardNetSpec:
-        try:
-            return cls(**data)
-        except TypeError as error:
-            raise InvalidDataError(f"not a reward net spec: {error}") from None
-
-
-_WRITTEN_WHEN_SET = ("channels_first", "encoder", "feature_dim", "absorbing_flag", "linear_first")
-_FIELD_DEFAULTS = {f.name: f.default for f in fields(RewardNetSpec)}
-
-
-def observation_shape(space: spaces.Space) -> tuple[int, ...]:
-    """The observation shape a reward net reads; only Box observations are supported."""
-    if not isinstance(space, spaces.Box):
-        raise InvalidDataError(f"observation_space must be a Box, got {type(space).__name__}")
-    return tuple(space.shape)
-
-
-def action_shape(space: spaces.Space) -> tuple[tuple[int, ...], int | None]:
-    """(act_shape, n_actions): ``n_actions`` is the count of a Discrete space, None for a Box."""
-    if isinstance(space, spaces.Discrete):
-        if int(space.start) != 0:
-            raise InvalidDataError(
-                f"Discrete action spaces must start at 0, got start={int(space.start)}"
-            )
-        return (), int(space.n)
-    if isinstance(space, spaces.Box):
-        return tuple(space.shape), None
-    raise InvalidDataError(f"action_space must be a Box or Discrete, got {type(space).__name__}")
 
 
 def build_reward_net(
@@ -335,7 +190,7 @@ class RewardNet(nn.Module):
         """Per step: is its flagged observation a real (non-absorbing) state?"""
         flagged = obs if self.spec.flag_input == "obs" else next_obs
         assert flagged is not None  # features() checked the inputs the net reads
-        return flagged[..., -1] < 0.5
+        return ~is_absorbing(flagged)
 
     def features(
         self,
@@ -356,29 +211,50 @@ class RewardNet(nn.Module):
             The ``(n, in_features)`` float rows and the leading batch shape.
         """
         spec = self.spec
-        given = {"obs": obs, "act": acts, "next_obs": next_obs, "done": dones}
+        given = dict(zip(INPUT_NAMES, (obs, acts, next_obs, dones), strict=True))
         missing = [name for name in spec.inputs if given[name] is None]
         if missing:
             raise InvalidDataError(f"the reward net reads {missing} but got None for them")
         read = {name: tensor for name in spec.inputs if (tensor := given[name]) is not None}
         lead = self._leading_shape(read)
         n = math.prod(lead)
-        images = [read[name].reshape(n, *spec.obs_shape) for name in ("obs", "next_obs")
-                  if name in spec.inputs]
         parts: list[torch.Tensor] = []
         if self.encoder is not None:
-            parts.append(self.encoder(self._pixels(images)))
-        else:
-            parts += [image.reshape(n, -1).float() for image in images]
-        if "act" in spec.inputs:
-            act = read["act"]
-            if spec.n_actions is not None:
-                act = nn.functional.one_hot(act.reshape(n).long(), spec.n_actions)
-            parts.append(act.reshape(n, -1).float())
-        if "done" in spec.inputs:
-            parts.append(read["done"].reshape(n, 1).float())
+            parts.append(self.encoder(self._pixels([read[name].reshape(n, *spec.obs_shape)
+                                                    for name in spec.feature_inputs
+                                                    if name in IMAGE_INPUTS])))
+        for name in spec.feature_inputs:
+            if self.encoder is not None and name in IMAGE_INPUTS:
+                continue  # encoded together above
+            value = read[name]
+            if name == "act" and spec.n_actions is not None:
+                parts.append(nn.functional.one_hot(value.reshape(n).long(), spec.n_actions).float())
+            else:
+                parts.append(value.reshape(n, math.prod(value.shape[len(lead):])).float())
         features = parts[0] if len(parts) == 1 else torch.cat(parts, dim=-1)
         return features, lead
+
+    def numpy_features(self, inputs: Mapping[str, np.ndarray]) -> np.ndarray | None:
+        """``features`` of numpy inputs with a first batch axis, for a net whose spec has
+        ``flat_features``: the same rows, built without a torch op (a few µs on an env step's
+        handful of rows, where each torch op costs ~10 µs).
+
+        Args:
+            inputs: the step inputs by name (at least those the net reads), each ``(n, ...)``.
+
+        Returns:
+            The ``(n, in_features)`` float32 rows, or None when the inputs do not fit the head
+            (``features`` names what is wrong).
+        """
+        read = [np.asarray(inputs[name]) for name in self.spec.feature_inputs]
+        n = len(read[0])
+        if any(len(array) != n for array in read):
+            return None
+        rows = np.concatenate([array.reshape(n, math.prod(array.shape[1:])) for array in read],
+                              axis=1, dtype=np.float32)
+        first = self.head[0]
+        assert isinstance(first, nn.Linear)  # _mlp's first layer
+        return rows if rows.shape[1] == first.in_features else None
 
     def _pixels(self, images: list[torch.Tensor]) -> torch.Tensor:
         """The images read, stacked on the channel axis, ``(n, C, H, W)`` floats as the encoder

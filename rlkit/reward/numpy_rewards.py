@@ -11,7 +11,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from rlkit.reward.nets import INPUT_NAMES, RewardNet
+from rlkit.data.absorbing import is_absorbing
+from rlkit.reward.nets import RewardNet
+from rlkit.reward.spec import INPUT_NAMES
 
 INFERENCE_ROWS = 1024  # rows per no-grad forward of TorchRewardFn and discriminator rewards
 
@@ -22,7 +24,8 @@ class TorchRewardFn:
 
     It runs on every environment step, where a handful of rows meets per-op dispatch costs of
     ~10 us each. For MLPs on continuous actions (on the CPU) it therefore builds the feature row in
-    numpy and runs the MLP heads directly (``RewardNet.run_head``); anything else, or input that
+    numpy (``RewardNet.numpy_features``) and runs the MLP heads directly (``RewardNet.run_head``),
+    masking absorbing states as the net does; anything else, or input that
     does not fit, goes through the module's own ``forward`` (which names what is wrong),
     ``INFERENCE_ROWS`` rows (first-axis entries) at a time, so relabelling a replay buffer of
     images stays within memory.
@@ -32,13 +35,10 @@ class TorchRewardFn:
         self.module = module
         spec = getattr(module, "spec", None)
         self.reads = frozenset(spec.inputs if spec is not None else INPUT_NAMES)
-        members = getattr(module, "members", [module])
-        fast = spec is not None and spec.kind == "mlp" and spec.n_actions is None and all(
-            isinstance(m, RewardNet) for m in members
-        )
-        self._nets: list[RewardNet] | None = list(members) if fast else None
+        members = list(getattr(module, "members", [module]))
+        fast = all(isinstance(m, RewardNet) and m.spec.flat_features for m in members)
+        self._nets: list[RewardNet] | None = members if fast else None
         self._flag = spec.flag_input if spec is not None and spec.absorbing_flag else None
-        self._order = [n for n in ("obs", "next_obs", "act", "done") if n in self.reads]
         # .to() moves parameters in place, so this one parameter always knows the device
         self._probe = next(module.parameters())
 
@@ -59,12 +59,11 @@ class TorchRewardFn:
                                                for n in INPUT_NAMES])
 
     def _mlp_rewards(self, given: dict[str, np.ndarray]) -> np.ndarray | None:
-        n = len(given["obs"])
-        parts = [np.asarray(given[name]).reshape(n, -1) for name in self._order]
-        features = np.concatenate(parts, axis=1, dtype=np.float32)
         nets = self._nets or []
-        if features.shape[1] != nets[0].head[0].in_features:
+        features = nets[0].numpy_features(given)
+        if features is None:
             return None  # let the module's forward report the shape problem
+        n = len(features)
         x = torch.from_numpy(features)
         with torch.inference_mode():
             total = nets[0].run_head(x)
@@ -72,7 +71,7 @@ class TorchRewardFn:
                 total = total + net.run_head(x)
         rewards = (total.reshape(n) / len(nets)).numpy()
         if self._flag is not None:
-            rewards = rewards * (np.asarray(given[self._flag]).reshape(n, -1)[:, -1] < 0.5)
+            rewards = rewards * ~is_absorbing(np.asarray(given[self._flag]).reshape(n, -1))
         return rewards
 
 
