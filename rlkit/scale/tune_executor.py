@@ -159,9 +159,8 @@ class TuneExecutor:
         self.backend = backend
         self.started = init_ray(self.ray, backend)
         alive = [n for n in self.ray.nodes() if n.get("Alive")]
-        # one node that this process started or shares (local Ray): nothing to check
-        self.nodes = (check_shared_storage(self.ray, root) if backend.address is not None
-                      or len(alive) > 1 else [n.get("NodeManagerAddress", "?") for n in alive])
+        if backend.address is not None or len(alive) > 1:  # one local node sees what this one does
+            check_shared_storage(self.ray, root)
         self.need = {"CPU": float(backend.resources.get("cpu", 1)),
                      "GPU": float(backend.resources.get("gpu", 0))}
         self.token = uuid.uuid4().hex
