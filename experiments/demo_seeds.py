@@ -18,13 +18,13 @@ import argparse
 import json
 import os
 import platform
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from rlkit.cli import main as rlkit_main
 from rlkit.persistence import atomic_write_json, read_json
 
 START, END = "<!-- demo-tables -->", "<!-- /demo-tables -->"
@@ -36,8 +36,10 @@ def run_seeds(seeds: list[int], out: Path, overrides: list[str]) -> None:
         folder = out / f"seed{seed}"
         if (folder / "summary.json").is_file():
             continue
-        code = rlkit_main(["demo", f"seed={seed}", f"env.seed={seed}", *overrides, "--run-dir", str(folder),
-                           "--logger", "jsonl,wandb"])
+        # a process of its own, as `make demo` runs: it pins torch's CPU kernels before torch loads
+        command = [sys.executable, "-m", "rlkit.cli", "demo", f"seed={seed}", f"env.seed={seed}", *overrides,
+                   "--run-dir", str(folder), "--logger", "jsonl,wandb"]
+        code = subprocess.run(command, check=False).returncode
         if code:
             raise SystemExit(f"rlkit demo seed={seed} ended with status {code}")
 
@@ -47,6 +49,11 @@ def rows_of(seeds: list[int], out: Path) -> list[dict[str, Any]]:
     rows = []
     for seed in seeds:
         summary = read_json(out / f"seed{seed}" / "summary.json")
+        unpinned = sorted(name for name, value in summary["cpu_kernels"].items() if not value)
+        if unpinned:  # then its floats are not what `make demo` gives on another machine
+            raise SystemExit(f"{out / f'seed{seed}'}: ran with {', '.join(unpinned)} unset (torch "
+                             "was loaded before `rlkit demo` could pin its CPU kernels); run it again "
+                             "as its own process")
         for arm, stats in summary["arms"].items():
             rows.append({"seed": seed, "arm": arm, "true_return": stats["mean"], "episode_sd": stats["sd"],
                          "episodes": stats["n"], "actions": summary["evaluation"]["actions"],
