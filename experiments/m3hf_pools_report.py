@@ -209,11 +209,14 @@ def plot(path: Path, pools: list[dict[str, Any]]) -> None:
     ax.errorbar(mean, np.arange(len(mean)), xerr=err, fmt="none", ecolor="grey", lw=0.8)
     ax.scatter(mean, np.arange(len(mean)), c=colours, s=10, zorder=3)
     ax.axvline(0, color="k", lw=0.8)
+    lead = [e["mean"] for e in (worst(p, 0.0) for p in chosen) if e is not None]
+    ax.axvline(min(lead), color="grey", ls="--", lw=0.8, label="env reward alone")
+    ax.legend(fontsize=7, loc="lower left")
     ax.set_yticks(np.arange(len(chosen)))
     ax.set_yticklabels([p["name"][:60] for p in chosen], fontsize=6)
     ax.invert_yaxis()
-    ax.set_xlabel("deliver minus the worst waiting team, shaped return of the pool's worst agent "
-                  "(scale 1; red, < 0: waiting pays more)", fontsize=8)
+    ax.set_xlabel("shaped return, deliver minus the worst waiting team, of the pool's worst agent\n"
+                  "(arm pools at their scale, texts at x1; red, < 0: waiting pays more)", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
