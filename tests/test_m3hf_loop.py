@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from rlkit.cli import main
-from rlkit.errors import InvalidDataError
+from rlkit.errors import ConfigError
 from rlkit.m3hf import LLMConfig, LLMParser, ScriptedSource, TeamPools
 from rlkit.m3hf.loop import M3HFRun, best_generation
 from rlkit.m3hf.run_config import M3HFConfig
@@ -147,8 +147,11 @@ def test_a_stopped_run_resumes_at_its_last_phase_and_ends_as_an_unbroken_run(tmp
 
 def test_resume_refuses_a_changed_config_but_may_add_phases(tmp_path):
     run_m3hf(tiny_config(video="none", phases=1), tmp_path)
-    with pytest.raises(InvalidDataError, match="generation_steps"):
+    with pytest.raises(ConfigError, match=r"other settings for \['generation_steps'\] "
+                                          r"\(generation_steps: saved 64, now 32\)"):
         run_m3hf(tiny_config(video="none", phases=1, generation_steps=32), tmp_path)
+    with pytest.raises(ConfigError, match=r"other settings for \['env.max_steps'\] .*only \['phases'\] may"):
+        run_m3hf(tiny_config(video="none", phases=1, env={"recipe": "tomato", "max_steps": 10}), tmp_path)
     state = run_m3hf(tiny_config(video="none", phases=2), tmp_path)
     assert [row["generation"] for row in state["history"]] == [0, 1, 2]
 

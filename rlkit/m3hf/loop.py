@@ -20,6 +20,8 @@ text on the console), and each generation's checkpoint is a version of the W&B a
 The run directory is the run's memory. A phase's artefacts (checkpoint, pools, feedback, video)
 are written first and ``state.json`` last, atomically, so a run killed at any point restarts at
 the last completed generation with its pools and RNG states, and continues as if never stopped.
+A run resumed with other settings than it was started with (bar ``phases``: more phases may be
+added) is refused, each changed setting named (``rlkit.persistence.resume_config``, ``m3hf``).
 ``state.json`` (format ``rlkit.m3hf.run``) holds the SHA-256 of that generation's pools file and
 checkpoint header (which covers its policies), so a damaged one is refused by name on resume.
 """
@@ -37,7 +39,7 @@ import numpy as np
 from envs.overcooked.parallel import OvercookedParallelEnv
 from envs.overcooked.vector import OvercookedVecEnv
 from envs.overcooked.video import record_episode
-from rlkit.errors import ConfigError, FileFormatError, InvalidDataError
+from rlkit.errors import ConfigError, FileFormatError
 from rlkit.logging import Logger, log_artifacts, log_table
 from rlkit.logging.local import rewind_metrics
 from rlkit.m3hf.parser_llm import LLMParser, make_parser
@@ -59,6 +61,7 @@ from rlkit.marl import MultiAgentPPO, OvercookedRows, load_checkpoint, save_chec
 from rlkit.marl.evaluate import evaluate
 from rlkit.persistence import atomic_open, atomic_write_json, read_header, tag, write_header
 from rlkit.persistence.formats import CHECKSUMS, SELF_CHECKSUM
+from rlkit.persistence.resume_config import refuse_changed_config
 
 log = logging.getLogger(__name__)
 STATE_KIND = "rlkit.m3hf.run"
@@ -330,7 +333,8 @@ class M3HFRun:
         if not rows_ok or state["completed"] < 0 or len(state["history"]) != state["completed"] + 1:
             raise FileFormatError(f"{path}: completed={state['completed']} with "
                                   f"{len(state['history'])} generations of history")
-        _check_settings(self.run_dir, self.config, state["config"])
+        refuse_changed_config("m3hf", state["config"], self.config.model_dump(mode="json"),
+                              where=self.run_dir)
         return state
 
 
@@ -341,19 +345,8 @@ def resumable(run_dir: str | Path, config: M3HFConfig) -> bool:
     if not path.is_file():
         return False
     saved = read_header(path, STATE_KIND, _STATE_FIELDS, verify=False)["config"]
-    _check_settings(Path(run_dir), config, saved)
+    refuse_changed_config("m3hf", saved, config.model_dump(mode="json"), where=run_dir)
     return True
-
-
-def _check_settings(run_dir: Path, config: M3HFConfig, saved: dict[str, Any]) -> None:
-    # more phases may be added to a finished run; anything else would mix two experiments
-    now = config.model_dump(mode="json")
-    changed = sorted(k for k in now if k != "phases" and now[k] != saved.get(k))
-    if changed:
-        raise InvalidDataError(
-            f"{run_dir} was run with other settings for {changed}; resume with the same "
-            "config (only 'phases' may grow) or use a new run directory"
-        )
 
 
 def _load_pools(path: Path) -> TeamPools:
