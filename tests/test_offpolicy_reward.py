@@ -1,6 +1,7 @@
 """Off-policy agents on a learned reward labelled in batches (issue 14): SAC trains on exactly the
 rewards the per-step wrapper gives, while the reward model runs far fewer times than env steps."""
 
+from types import SimpleNamespace
 from typing import Any
 
 import gymnasium as gym
@@ -11,7 +12,7 @@ from stable_baselines3 import SAC
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecNormalize
 
-from rlkit.errors import ConfigError
+from rlkit.errors import ConfigError, InvalidDataError
 from rlkit.reward import RunningNorm, build_reward_net
 from rlkit.reward.normalize import NormalizedReward
 from rlkit.reward.numpy_rewards import TorchRewardFn
@@ -20,6 +21,7 @@ from rlkit.wrappers import (
     RewardVecEnvWrapper,
     check_reward_env,
     per_sample_reward,
+    relabel_replay_buffer,
 )
 
 Array = np.ndarray
@@ -137,6 +139,28 @@ def test_rows_about_to_be_overwritten_are_labelled_first() -> None:
     expected = [reward.fn(*t)[0] for t in transitions[-5:]]
     order = [(buffer.pos + i) % 5 for i in range(5)]  # oldest surviving row first
     np.testing.assert_allclose(buffer.rewards[order, 0], expected, rtol=1e-5)
+
+
+def test_a_relabelled_buffer_gets_its_rewards_checked_like_every_other_path() -> None:
+    venv = DummyVecEnv([lambda: gym.make("Pendulum-v1")] * 2)
+    buffer = LazyRewardReplayBuffer(6, venv.observation_space, venv.action_space, device="cpu",
+                                    n_envs=2, reward_fn=CountingReward(venv))  # 3 rows of 2 envs
+    for _ in range(2):
+        buffer.add(np.zeros((2, 3)), np.zeros((2, 3)), np.zeros((2, 1)), np.zeros(2),
+                   np.zeros(2), [{}, {}])
+    agent = SimpleNamespace(replay_buffer=buffer)
+
+    def nan_at_row_1(obs: Array, acts: Array, next_obs: Array, dones: Array) -> Array:
+        return np.where(np.arange(len(obs)) == 2, np.nan, 1.0)  # row 1's first env
+
+    with pytest.raises(InvalidDataError,
+                       match=r"non-finite reward .*nan.* relabelling replay rows 0 to 1 \(batch index 2\)"):
+        relabel_replay_buffer(agent, nan_at_row_1)  # type: ignore[arg-type]
+    with pytest.raises(InvalidDataError, match=r"must return shape \(2,\) relabelling replay rows 0 to 0"):
+        relabel_replay_buffer(agent, lambda obs, *_: np.ones((len(obs), 1)), chunk=2)  # type: ignore[arg-type]
+    assert relabel_replay_buffer(agent, lambda obs, *_: np.full(len(obs), 3.0)) == 4  # type: ignore[arg-type]
+    np.testing.assert_array_equal(buffer.rewards[:2], 3.0)
+    assert buffer.n_waiting == 0
 
 
 def test_vec_normalize_that_cannot_see_the_learned_reward_is_refused() -> None:

@@ -121,6 +121,7 @@ class RewardNet(nn.Module):
         # linear_first: the first two layers as one map on large batches (run_head); False runs
         # them layer by layer (the baseline of benchmarks/reward_linear_first.py)
         self.compose_first = True
+        self._row_inputs, self._row_width = spec.feature_inputs, in_dim  # for numpy_features
 
     def _build_encoder(self) -> tuple[nn.Sequential | None, int]:
         spec = self.spec
@@ -246,15 +247,15 @@ class RewardNet(nn.Module):
             The ``(n, in_features)`` float32 rows, or None when the inputs do not fit the head
             (``features`` names what is wrong).
         """
-        read = [np.asarray(inputs[name]) for name in self.spec.feature_inputs]
-        n = len(read[0])
-        if any(len(array) != n for array in read):
-            return None
-        rows = np.concatenate([array.reshape(n, math.prod(array.shape[1:])) for array in read],
-                              axis=1, dtype=np.float32)
-        first = self.head[0]
-        assert isinstance(first, nn.Linear)  # _mlp's first layer
-        return rows if rows.shape[1] == first.in_features else None
+        n = len(inputs[self._row_inputs[0]])
+        parts = []
+        for name in self._row_inputs:
+            array = np.asarray(inputs[name])
+            if len(array) != n:
+                return None
+            parts.append(array.reshape(n, math.prod(array.shape[1:])))
+        rows = np.concatenate(parts, axis=1, dtype=np.float32)
+        return rows if rows.shape[1] == self._row_width else None
 
     def _pixels(self, images: list[torch.Tensor]) -> torch.Tensor:
         """The images read, stacked on the channel axis, ``(n, C, H, W)`` floats as the encoder

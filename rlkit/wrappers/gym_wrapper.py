@@ -10,6 +10,7 @@ from gymnasium import spaces
 
 from rlkit.errors import InvalidDataError, StateError
 from rlkit.types import RewardFn
+from rlkit.wrappers.reward_batch import transition_rewards
 
 RewardMode = Literal["replace", "add"]
 REWARD_MODES: tuple[RewardMode, ...] = ("replace", "add")
@@ -30,26 +31,6 @@ def validate_array_space(space: spaces.Space, field: str) -> None:
             f"{field} is a {type(space).__name__} space; reward wrappers need array observations "
             "(flatten them first, e.g. gymnasium.wrappers.FlattenObservation)"
         )
-
-
-def checked_rewards(values: Any, batch_size: int, where: str) -> np.ndarray:
-    """The reward_fn output as a ``(batch_size,)`` array, or an error naming where and what broke.
-
-    A NaN or inf reward would poison the learner's value targets without any visible failure,
-    so it stops training here instead.
-    """
-    rewards = np.asarray(values)
-    if rewards.shape != (batch_size,):
-        raise InvalidDataError(
-            f"reward_fn must return shape ({batch_size},) {where}, got shape {rewards.shape}"
-        )
-    finite = np.isfinite(rewards)
-    if not finite.all():
-        bad = int(np.flatnonzero(~finite)[0])
-        raise InvalidDataError(
-            f"reward_fn returned a non-finite reward {rewards[bad]!r} {where} (batch index {bad})"
-        )
-    return rewards
 
 
 def monitored(env: gym.Env) -> gym.Env:
@@ -111,16 +92,9 @@ class RewardWrapper(gym.Wrapper):
         obs, env_reward, terminated, truncated, info = self.env.step(action)
         next_obs = np.array(obs)
         where = f"at step {self._episode_length} of the episode (step {self._total_steps} overall)"
-        learned = checked_rewards(
-            self.reward_fn(
-                self._prev_obs[None],
-                np.asarray(action)[None],
-                next_obs[None],
-                np.array([terminated], dtype=bool),
-            ),
-            1,
-            where,
-        )[0]
+        transition = (self._prev_obs[None], np.asarray(action)[None], next_obs[None],
+                      np.array([terminated], dtype=bool))
+        learned = transition_rewards(self.reward_fn, transition, 1, where)[0, 0]
         true_reward = float(env_reward)
         reward = float(learned) if self.mode == "replace" else true_reward + float(learned)
 

@@ -12,12 +12,8 @@ from pettingzoo.utils.wrappers import BaseParallelWrapper
 
 from rlkit.errors import InvalidDataError
 from rlkit.types import RewardFn
-from rlkit.wrappers.gym_wrapper import (
-    RewardMode,
-    checked_rewards,
-    validate_array_space,
-    validate_mode,
-)
+from rlkit.wrappers.gym_wrapper import RewardMode, validate_array_space, validate_mode
+from rlkit.wrappers.reward_batch import transition_rewards
 
 
 class PettingZooRewardWrapper(BaseParallelWrapper[AgentID, ObsType, ActionType]):
@@ -152,15 +148,8 @@ class PettingZooRewardWrapper(BaseParallelWrapper[AgentID, ObsType, ActionType])
             raise InvalidDataError(f"the env returned no observation for acting agent {agent!r}")
         next_obs = np.array(obs[agent])
         where = f"for agent {agent!r} at step {self._lengths.get(agent, 0)} of its episode"
-        learned = checked_rewards(
-            self.reward_fns[agent](
-                self._prev_obs[agent][None],
-                np.asarray(actions[agent])[None],
-                next_obs[None],
-                np.array([bool(terminations.get(agent, False))]),
-            ),
-            1,
-            where,
-        )[0]
+        transition = (self._prev_obs[agent][None], np.asarray(actions[agent])[None], next_obs[None],
+                      np.array([bool(terminations.get(agent, False))]))
+        learned = transition_rewards(self.reward_fns[agent], transition, 1, where)[0, 0]
         self._prev_obs[agent] = next_obs
         return float(learned)

@@ -14,6 +14,9 @@ for. ``LazyRewardReplayBuffer`` stores each transition with a placeholder reward
 unlabelled rows, oldest first, in one batched call when a sampled batch first includes one of
 them: with a uniform sample of 256 from a buffer of N rows, that is every ~sqrt(N / 128) steps
 (~9 at 10k rows, ~28 at 100k), each a single forward over all the rows waiting.
+
+Every path computes its rewards with ``rlkit.wrappers.reward_batch.transition_rewards``, as the
+per-step ``RewardVecEnvWrapper`` does.
 """
 
 from __future__ import annotations
@@ -31,44 +34,9 @@ from stable_baselines3.common.type_aliases import ReplayBufferSamples
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, VecNormalize
 
 from rlkit.errors import ConfigError, StateError, WrongTypeError
-from rlkit.reward.normalize import NormalizedReward
 from rlkit.types import RewardFn
-from rlkit.wrappers.gym_wrapper import checked_rewards
+from rlkit.wrappers.reward_batch import transition_rewards
 from rlkit.wrappers.vec_wrapper import RewardVecEnvWrapper, StepObserver, innermost_vec_normalize
-
-
-def stepwise_rewards(reward_fn: RewardFn, transitions: tuple[np.ndarray, ...], n_envs: int,
-                     where: str) -> np.ndarray:
-    """``reward_fn`` of a batch of vectorised steps, as one call per step would have given them.
-
-    The rewards come from one ``reward_fn`` call over every transition. A ``NormalizedReward``
-    that updates its statistics is then applied step by step (each row of ``n_envs`` values
-    updates the statistics, then is normalised by them), exactly as a call per step moves them.
-
-    Args:
-        reward_fn: the reward, called on the flattened transitions.
-        transitions: ``(obs, acts, next_obs, terminal)`` of ``steps * n_envs`` transitions, step
-            by step (each step's ``n_envs`` transitions together).
-        n_envs: transitions per step.
-        where: names the batch in the error a bad reward raises.
-
-    Returns:
-        The ``(steps, n_envs)`` float32 rewards.
-
-    Raises:
-        InvalidDataError: when the rewards are misshapen or not finite.
-    """
-    n = len(transitions[0])
-    steps = n // n_envs
-    if isinstance(reward_fn, NormalizedReward) and reward_fn.update:
-        raw = checked_rewards(reward_fn.reward_fn(*transitions), n, where).reshape(steps, n_envs)
-        rewards = np.empty(raw.shape, dtype=np.float32)
-        norm = reward_fn.norm
-        for step, values in enumerate(raw):  # the statistics move one env step at a time
-            norm.update(values)
-            rewards[step] = norm.normalize(values)
-        return rewards
-    return checked_rewards(reward_fn(*transitions), n, where).reshape(steps, n_envs)
 
 
 class RolloutRewardRelabeller(BaseCallback):
@@ -133,7 +101,7 @@ class RolloutRewardRelabeller(BaseCallback):
         obs, acts, next_obs, terminal = (np.stack(column) for column in zip(*self._steps,
                                                                             strict=True))
         flat = n_steps * n_envs
-        self._rewards.append(stepwise_rewards(
+        self._rewards.append(transition_rewards(
             self.reward_fn,
             (obs.reshape(flat, *obs.shape[2:]), acts.reshape(flat, *acts.shape[2:]),
              next_obs.reshape(flat, *next_obs.shape[2:]), terminal.reshape(flat)),
@@ -194,6 +162,7 @@ def relabel_replay_buffer(agent: OffPolicyAlgorithm, reward_fn: RewardFn,
 
     Raises:
         StateError: when the agent has no replay buffer.
+        InvalidDataError: when ``reward_fn`` gives misshapen or non-finite rewards.
     """
     buffer = agent.replay_buffer
     if buffer is None:
@@ -202,8 +171,9 @@ def relabel_replay_buffer(agent: OffPolicyAlgorithm, reward_fn: RewardFn,
     step = max(chunk // buffer.n_envs, 1)
     for start in range(0, size, step):
         rows = np.arange(start, min(start + step, size))
-        rewards = reward_fn(*buffer_transitions(buffer, rows))
-        buffer.rewards[rows] = np.asarray(rewards).reshape(len(rows), buffer.n_envs)
+        buffer.rewards[rows] = transition_rewards(
+            reward_fn, buffer_transitions(buffer, rows), buffer.n_envs,
+            f"relabelling replay rows {start} to {rows[-1]}", stepwise=False)
     if isinstance(buffer, LazyRewardReplayBuffer):
         buffer.mark_labelled()
     return size * buffer.n_envs
@@ -280,8 +250,8 @@ class LazyRewardReplayBuffer(ReplayBuffer):
             return
         rows = self.waiting_rows()
         where = f"labelling {len(rows) * self.n_envs} replay transitions"
-        rewards = stepwise_rewards(self.reward_fn, buffer_transitions(self, rows), self.n_envs, where)
-        self.rewards[rows] = rewards
+        self.rewards[rows] = transition_rewards(self.reward_fn, buffer_transitions(self, rows),
+                                                self.n_envs, where)
         self.n_labelled_calls += 1
         self.mark_labelled()
 

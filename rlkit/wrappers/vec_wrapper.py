@@ -13,12 +13,8 @@ from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepR
 from rlkit.data.rollout import array_obs
 from rlkit.errors import InvalidDataError, StateError
 from rlkit.types import RewardFn
-from rlkit.wrappers.gym_wrapper import (
-    RewardMode,
-    checked_rewards,
-    validate_array_space,
-    validate_mode,
-)
+from rlkit.wrappers.gym_wrapper import RewardMode, validate_array_space, validate_mode
+from rlkit.wrappers.reward_batch import transition_rewards
 
 
 class StepObserver(Protocol):
@@ -150,11 +146,10 @@ class RewardVecEnvWrapper(VecEnvWrapper):
         if self.reward_fn is None:
             learned = np.zeros(self.num_envs, dtype=np.float32)
         else:
-            learned = checked_rewards(
-                self.reward_fn(self._prev_obs, self._actions, next_obs, terminal),
-                self.num_envs,
-                f"at vectorised step {self._total_steps}",
-            )
+            learned = transition_rewards(
+                self.reward_fn, (self._prev_obs, self._actions, next_obs, terminal),
+                self.num_envs, f"at vectorised step {self._total_steps}",
+            )[0]
         rewards = learned if self.mode == "replace" else true_rews + learned
 
         self._true_returns += true_rews
