@@ -79,7 +79,9 @@ def test_a_newer_or_unknown_version_is_refused_by_name(tmp_path):
         with pytest.raises(FileFormatError, match=message) as caught:
             read_header(path, "rlkit.marl.checkpoint")
         assert str(path) in str(caught.value)
-    assert check_tag("rlkit.marl.checkpoint/1", "rlkit.marl.checkpoint", path) == 1  # read as before
+    with pytest.raises(FileFormatError, match=r"'rlkit.marl.checkpoint/1', an old version this rlkit no "
+                                              r"longer reads \(it reads 'rlkit.marl.checkpoint/2'\)"):
+        check_tag("rlkit.marl.checkpoint/1", "rlkit.marl.checkpoint", path)
     with pytest.raises(FileFormatError, match="written by a newer rlkit"):
         check_tag("rlkit.reward_model/2", "rlkit.reward_model", "model.json")
 
@@ -198,7 +200,7 @@ def make_ail_checkpoint(root: Path):
     discriminator = build_discriminator(DiscriminatorConfig(hidden=(8,)), venv.observation_space,
                                         venv.action_space, seed=0)
     optimizer = torch.optim.Adam(discriminator.parameters())
-    state = trainer_state(optimizer, np.random.default_rng(0), torch.Generator())
+    state = trainer_state(optimizer, np.random.default_rng(0), torch.Generator(), generator)
     store = CheckpointStore(root)
     folder = store.save(0, generator, discriminator, {"true_return": 1.0}, state)
 
@@ -364,7 +366,7 @@ def test_a_replay_file_of_another_kind_is_refused(tmp_path):
     store = TrajectoryStore()
     store.extend(trajectories())
     path = store.save(tmp_path / "trajectories")
-    with pytest.raises(FileFormatError, match=r"trajectories.npz: format is 'rlkit.trajectories/1'"):
+    with pytest.raises(FileFormatError, match=r"trajectories.npz: format is 'rlkit.trajectories/2'"):
         load_replay(replay_buffer(), path)
 
 
@@ -410,15 +412,17 @@ def test_the_writers_stage_their_folders_and_a_failed_save_keeps_the_last_checkp
     load()
 
 
-def test_a_checkpoint_written_before_checksums_is_still_read(tmp_path):
-    """Old run directories: a ``rlkit.marl.checkpoint/1`` header (no checksums) loads as before."""
+def test_a_checkpoint_written_before_checksums_is_refused_by_its_version(tmp_path):
+    """Pre-release files: a ``rlkit.marl.checkpoint/1`` header (no checksums) is refused by name."""
     files, _, load = make_marl_checkpoint(tmp_path)
     meta = files[0]
     header = json.loads(meta.read_text())
+    assert load().num_timesteps == 32
     for key in ("sha256", SELF_CHECKSUM):
         del header[key]
     meta.write_text(json.dumps(header | {"format": "rlkit.marl.checkpoint/1"}))
-    assert load().num_timesteps == 32
+    with pytest.raises(FileFormatError, match="meta.json: format is 'rlkit.marl.checkpoint/1', an old"):
+        load()
     meta.write_text(json.dumps(header))  # the current version without its checksums is refused
     with pytest.raises(FileFormatError, match="meta.json: missing field 'sha256'"):
         load()

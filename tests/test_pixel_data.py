@@ -20,7 +20,6 @@ from rlkit.data.frames import frames_of_stacks, stacked_view
 from rlkit.errors import ConfigError, FileFormatError, InvalidDataError
 from rlkit.feedback import FIVE, PreferenceDataset
 from rlkit.persistence.arrays import load_npz, save_npz
-from rlkit.persistence.formats import npz_header
 
 K, C, H, W = 3, 3, 5, 4
 
@@ -143,24 +142,21 @@ def header_format(path) -> str:
     return json.loads(bytes(load_npz(path)["_header"]))["format"]
 
 
-def test_stacked_frames_are_format_2_which_an_older_reader_refuses_by_version(trajectories, tmp_path):
-    """Frames in place of obs are a format change: /2, so an rlkit before frame stacks says the file
-    is newer instead of naming a missing ``obs``; single observations still write /1."""
+def test_every_store_is_format_2_and_another_version_is_refused_by_name(trajectories, tmp_path):
+    """Frames in place of obs came with /2 (an rlkit before frame stacks says the file is newer
+    instead of naming a missing ``obs``); single observations are /2 too, and a /1 file is refused."""
     stacked = stacked_store(trajectories).save(tmp_path / "pixels")
     assert header_format(stacked) == "rlkit.trajectories/2"
     plain = TrajectoryStore()
     plain.extend(trajectories)
-    assert header_format(plain.save(tmp_path / "plain")) == "rlkit.trajectories/1"
+    assert header_format(plain.save(tmp_path / "plain")) == "rlkit.trajectories/2"
     arrays = load_npz(stacked)
-    # written between frame stacks and the version bump: frames under /1, still read
-    save_npz(tmp_path / "interim.npz", {**arrays, "_header": npz_header("rlkit.trajectories", 1)})
-    assert_same_trajectories(TrajectoryStore.load(tmp_path / "interim.npz"), trajectories)
-    newer = np.frombuffer(json.dumps({"format": "rlkit.trajectories/3"}).encode(), dtype=np.uint8)
-    save_npz(tmp_path / "newer.npz", {**arrays, "_header": newer})
-    with pytest.raises(FileFormatError, match=r"newer.npz: format is 'rlkit.trajectories/3', written by"):
-        TrajectoryStore.load(tmp_path / "newer.npz")
-    with pytest.raises(FileFormatError, match=r"has no version 3; this rlkit writes \[1, 2\]"):
-        npz_header("rlkit.trajectories", 3)
+    for version, says in ((1, "an old version this rlkit no longer reads"), (3, "written by a newer rlkit")):
+        found = f"rlkit.trajectories/{version}"
+        tagged = np.frombuffer(json.dumps({"format": found}).encode(), dtype=np.uint8)
+        save_npz(tmp_path / f"v{version}.npz", {**arrays, "_header": tagged})
+        with pytest.raises(FileFormatError, match=rf"v{version}.npz: format is '{found}', {says}"):
+            TrajectoryStore.load(tmp_path / f"v{version}.npz")
 
 
 def test_a_store_of_single_frames_writes_the_arrays_it_always_wrote(tmp_path):

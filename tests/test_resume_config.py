@@ -122,7 +122,7 @@ def resume_resumable_training(run_dir: Path) -> None:
                 device="cpu", seed=0)
     write_header(run_dir / "point-000000000008.json", SB3_RESUME_KIND, {
         "settings": {"seed": 0}, "algo": "PPO", "n_envs": 1, "counters": {}, "rngs": {}, "exact": True,
-        "replay": None, "progress": {}})
+        "episode": False, "replay": None, "progress": {}})
     ResumableTraining(run_dir, 16, 8, settings={"seed": 1}).resume(agent)
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 
-from rlkit.data import Trajectory, sample_pairs
+from rlkit.data import Trajectory
 from rlkit.errors import ConfigError, FileFormatError
 from rlkit.factories.agent import EpisodeLogCallback
 from rlkit.logging import JsonlLogger, rewind_metrics
@@ -265,36 +265,26 @@ def test_a_save_killed_before_its_commit_leaves_the_previous_point(tmp_path, mon
         set(point.state["chunk_sha256"]) | {"state.json"})
 
 
-def test_a_point_written_whole_by_an_earlier_rlkit_loads_and_its_next_save_is_chunked(tmp_path):
+def test_a_point_written_whole_by_a_pre_release_rlkit_is_refused_by_name(tmp_path):
+    """Format versions 1 and 2 wrote a point whole (``tensors.pt``, ``replay.npz``,
+    ``preferences.*``, ``reward/`` in the folder): refused naming the version, or the layout."""
     loop, rng = sac_loop(20_000), np.random.default_rng(2)
     grow(loop, 4_000, rng)
-    labels = np.array([0, 0.2, 0.5, 0.8, 1, np.nan])  # the five-level scale, one skipped
-    loop.dataset.append(sample_pairs(loop.store, 6, 10, rng), labels, source="t",
-                        meta={"oracle_p": np.full(6, 0.5)})
     folder = tmp_path / "resume"
     folder.mkdir()
-    prefrl_resume._write_tensors(loop, folder)  # the layout of format versions 1 and 2
+    prefrl_resume._write_tensors(loop, folder)
     save_replay(loop.agent.replay_buffer, folder / "replay.npz")
     loop.dataset.save(folder / "preferences")
     save_reward_model(loop.model, folder / "reward", norm=loop.reward_norm)
     write_header(folder / "state.json", prefrl_resume.KIND, prefrl_resume._state(loop, 10),
                  covers=payload_files(folder))
     config_json = loop.config.model_dump(mode="json")
-    for point in (prefrl_resume.load(folder, config_json), None):
-        if point is None:  # the next round's save turns the folder into the chunked layout
-            prefrl_resume.save(loop, folder, pending_pairs=10)
-            assert not (folder / "replay.npz").exists() and not (folder / "tensors.pt").exists()
-            point = prefrl_resume.load(folder, config_json)
-            assert point.state["layout"] == prefrl_resume.LAYOUT
-        assert point.timestep == 4_000
-        np.testing.assert_array_equal(point.dataset.labels, loop.dataset.labels)
-        np.testing.assert_array_equal(point.dataset.pairs.left, loop.dataset.pairs.left)
-        np.testing.assert_array_equal(point.dataset.meta["oracle_p"], loop.dataset.meta["oracle_p"])
-        assert list(point.dataset.sources) == list(loop.dataset.sources)
-        fresh = sac_loop(20_000)
-        point.restore_agent(fresh.agent)
-        np.testing.assert_array_equal(fresh.agent.replay_buffer.observations,
-                                      loop.agent.replay_buffer.observations)
+    with pytest.raises(FileFormatError, match=r"state.json: field 'layout' missing"):
+        prefrl_resume.load(folder, config_json)
+    header = json.loads((folder / "state.json").read_text())
+    (folder / "state.json").write_text(json.dumps(header | {"format": "rlkit.prefrl.resume/2"}))
+    with pytest.raises(FileFormatError, match=r"state.json: format is 'rlkit.prefrl.resume/2', an old"):
+        prefrl_resume.load(folder, config_json)
 
 
 def test_a_damaged_replay_chunk_is_refused_naming_it(tmp_path):

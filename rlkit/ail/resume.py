@@ -14,9 +14,9 @@ checkpoint it belongs to is written:
   wrapper with the agent-transition buffer it feeds, the agent's last observation).
 
 A run resumed from there goes on bit-identically: the rounds after ``resume/``'s are trained again
-exactly as they were. A folder from before ``episode.npz`` was kept (or of an env whose state
-cannot be kept) resumes from the latest checkpoint with a new episode, equal in rounds and steps
-but not in numbers.
+exactly as they were. Without ``resume/`` (a run killed between a checkpoint and its folder) or
+with an env whose state cannot be kept, a run resumes from the latest checkpoint with a new
+episode, equal in rounds and steps but not in numbers.
 """
 
 from __future__ import annotations
@@ -54,15 +54,12 @@ ROUND = "round"  # in EPISODE_FILE: the checkpoint the folder belongs to
 
 
 def trainer_state(optimizer: torch.optim.Optimizer, rng: np.random.Generator,
-                  torch_rng: torch.Generator, generator: BaseAlgorithm | None = None) -> dict[str, Any]:
-    """The discriminator's optimiser, the trainer's RNGs and (given the generator) the RNGs its
-    ``learn`` draws from."""
-    state = {"optimizer": optimizer.state_dict(), "numpy_rng": numpy_rng_state(rng),
-             "torch_rng": torch_rng_state(torch_rng)}
-    if generator is not None:
-        state["learn_rngs"] = {"torch": torch_rng_state(), "own": own_rngs(generator),
-                               **learn_rngs(generator)}
-    return state
+                  torch_rng: torch.Generator, generator: BaseAlgorithm) -> dict[str, Any]:
+    """The discriminator's optimiser, the trainer's RNGs and the RNGs the generator's ``learn``
+    draws from."""
+    return {"optimizer": optimizer.state_dict(), "numpy_rng": numpy_rng_state(rng),
+            "torch_rng": torch_rng_state(torch_rng),
+            "learn_rngs": {"torch": torch_rng_state(), "own": own_rngs(generator), **learn_rngs(generator)}}
 
 
 def save_trainer_state(state: dict[str, Any], directory: Path) -> None:
@@ -70,9 +67,9 @@ def save_trainer_state(state: dict[str, Any], directory: Path) -> None:
 
 
 def restore_trainer_state(directory: Path, optimizer: torch.optim.Optimizer, rng: np.random.Generator,
-                          torch_rng: torch.Generator) -> dict[str, Any] | None:
+                          torch_rng: torch.Generator) -> dict[str, Any]:
     """Put the optimiser and the trainer's RNGs back; returns the generator's RNGs for
-    ``restore_generator_rngs`` (None in a checkpoint from before they were kept)."""
+    ``restore_generator_rngs``."""
     path = directory / TRAINER_STATE_FILE
     try:
         # saved on any device; the optimiser moves its state to its parameters' device
@@ -80,12 +77,11 @@ def restore_trainer_state(directory: Path, optimizer: torch.optim.Optimizer, rng
         optimizer.load_state_dict(state["optimizer"])
         restore_numpy_rng(rng, state["numpy_rng"], path)
         restore_torch_rng(state["torch_rng"], torch_rng, path)
-        generator_rngs = state.get("learn_rngs")
-        if generator_rngs is not None:  # checked before anything of the generator is touched
-            for state_of in (generator_rngs["torch"], *generator_rngs["own"].values()):
-                check_torch_rng_state(state_of, path)
-            random_state_from_json(generator_rngs["numpy_global"], path)
-            python_random_state_from_json(generator_rngs["python"], path)
+        generator_rngs = state["learn_rngs"]  # checked before anything of the generator is touched
+        for state_of in (generator_rngs["torch"], *generator_rngs["own"].values()):
+            check_torch_rng_state(state_of, path)
+        random_state_from_json(generator_rngs["numpy_global"], path)
+        python_random_state_from_json(generator_rngs["python"], path)
     except FileNotFoundError:
         raise FileFormatError(f"{path}: missing; this checkpoint cannot resume a run") from None
     except Exception as error:  # torch's unpickler and the state setters raise their own kinds
@@ -112,8 +108,7 @@ def save_resume_folder(directory: Path, round_index: int, replay: ReplayBuffer |
 
 def read_resume_folder(directory: Path) -> tuple[int | None, dict[str, np.ndarray] | None]:
     """The checkpoint ``resume/`` belongs to and its episode in progress, from one read of
-    ``episode.npz`` (round None: a folder from before it said so, or none; episode None: it could
-    not be kept)."""
+    ``episode.npz`` (round None: there is no such folder; episode None: it could not be kept)."""
     path = directory / EPISODE_FILE
     if not path.is_file():
         return None, None

@@ -339,8 +339,7 @@ class TrajectoryStore:
             The path written.
         """
         path = Path(path).with_suffix(".npz")
-        version = 1 if self.frame_stack == 1 else None  # only stacked frames need the newer format
-        save_npz(path, {"_header": npz_header(_KIND, version), **writable(self.arrays(start, stop), path)})
+        save_npz(path, {"_header": npz_header(_KIND), **writable(self.arrays(start, stop), path)})
         return path
 
     @classmethod
@@ -394,7 +393,7 @@ def _read(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
 
 def _observation_layout(arrays: dict[str, np.ndarray], origin: str) -> tuple[str, int]:
     """Where ``arrays`` keep their observations: ``("obs", 1)``, or ``("frames", k)`` for frames
-    stacked ``k`` deep (files of rlkit before frame stacks have only ``obs``)."""
+    stacked ``k`` deep."""
     if "frames" not in arrays:
         if "frame_stack" in arrays:
             raise FileFormatError(f"{origin}: frame_stack without frames")

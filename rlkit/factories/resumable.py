@@ -101,7 +101,7 @@ REPLAY_DIR = "replay"
 COUNTERS = ("num_timesteps", "_n_updates", "_episode_num", "_n_calls")
 _FIELDS: dict[str, type | tuple[type, ...]] = {
     "settings": dict, "algo": str, "n_envs": int, "counters": dict, "rngs": dict, "exact": bool,
-    "replay": (dict, type(None)), "progress": dict,
+    "episode": bool, "replay": (dict, type(None)), "progress": dict,
 }
 _HEADER = re.compile(r"^point-(\d{12})\.json$")
 
@@ -247,7 +247,7 @@ class ResumableTraining:
             tensors = torch.load(tensors_path, map_location="cpu", weights_only=True)
             check_torch_rng_state(tensors["torch"], tensors_path)
             cuda = list(tensors["cuda"])
-            own = dict(tensors.get("own", {}))  # points from before they were kept have none
+            own = dict(tensors["own"])
             for state in own.values():
                 check_torch_rng_state(state, tensors_path)
         except FileFormatError:
@@ -258,10 +258,7 @@ class ResumableTraining:
         counters = header["counters"]
         if not all(isinstance(counters.get(name), int) for name in COUNTERS[:3]):
             raise FileFormatError(f"{path}: field 'counters' lacks one of {list(COUNTERS[:3])}")
-        episode = header.get("episode", False)  # points from before it was kept have no field
-        if not isinstance(episode, bool):
-            raise FileFormatError(f"{path}: field 'episode' must be true or false, got {episode!r}")
-        arrays = load_npz(path.with_suffix("") / EPISODE_FILE) if episode else None
+        arrays = load_npz(path.with_suffix("") / EPISODE_FILE) if header["episode"] else None
         return {"torch": tensors["torch"], "cuda": cuda, "own": own, "episode": arrays}
 
     def _save(self, agent: BaseAlgorithm, boundary: _ChunkEnd, progress: dict[str, Any]) -> None:

@@ -5,12 +5,12 @@ A header is a JSON object naming its format (``"format": "<kind>/<version>"``), 
 own fields (``"header_sha256"``: a flipped digit in the header is caught too) and, for the kinds
 whose payload has no check of its own (torch files), the SHA-256 of each payload file it covers
 (``"sha256": {"relative/path": hex}``), written last so its presence marks a complete artefact.
-A header of a kind's current version without its digest (or, for a ``checksummed`` kind, without
-its payload checksums) is refused: stripping the digest must not make an edit pass. Files of an
-older version (``Format.older``), written before the digest, are read as before.
+A header without its digest (or, for a ``checksummed`` kind, without its payload checksums) is
+refused: stripping the digest must not make an edit pass. Each kind is read in its one version;
+a file of an older or a newer version is refused, naming the version found and the one read.
 Reading checks, in order: a regular file within its size limit (``rlkit.persistence.reading``),
-readable JSON, an object, the kind, a version this rlkit reads (a newer one is refused by name), the
-checksum fields present, the fields' types, and the checksums. Every defect is a
+readable JSON, an object, the kind, its version, the checksum fields present, the fields' types,
+and the checksums. Every defect is a
 ``FileFormatError`` naming the file and what is wrong, never a raw traceback.
 """
 
@@ -36,9 +36,8 @@ SELF_CHECKSUM = "header_sha256"  # the SHA-256 of the header's other fields (can
 class Format:
     """One kind of artefact: its tag, where its header lives, what it covers and how it is checked.
 
-    ``older`` are earlier versions still read (their files carry no checksums; they are read as
-    before). Every current version's header must carry its own digest; ``checksummed``: it must
-    also list its payload's SHA-256."""
+    Every header must carry its own digest; ``checksummed``: it must also list its payload's
+    SHA-256."""
 
     kind: str
     version: int
@@ -46,16 +45,11 @@ class Format:
     payload: str
     check: str
     writer: str
-    older: tuple[int, ...] = ()
     checksummed: bool = False
 
     @property
     def tag(self) -> str:
         return f"{self.kind}/{self.version}"
-
-    @property
-    def reads(self) -> tuple[int, ...]:
-        return (*self.older, self.version)
 
 
 FORMATS: dict[str, Format] = {f.kind: f for f in (
@@ -63,10 +57,9 @@ FORMATS: dict[str, Format] = {f.kind: f for f in (
            "zip CRC-32 per member; pickled fields refused", "rlkit.persistence.agents"),
     Format("rlkit.reward_model", 1, "model.json", "model.safetensors",
            "weights_sha256 in model.json; safetensors header", "rlkit.reward.serialization"),
-    # /2: pixel frames stacked k deep (``frames`` + ``frame_stack`` in place of ``obs``); a store of
-    # single observations still writes /1, byte for byte as before
+    # /2: observations as ``obs``, or pixel frames stacked k deep (``frames`` + ``frame_stack``)
     Format("rlkit.trajectories", 2, "_header array inside the .npz", "the .npz arrays",
-           "zip CRC-32 per array; shapes checked against the lengths", "rlkit.data.store", older=(1,)),
+           "zip CRC-32 per array; shapes checked against the lengths", "rlkit.data.store"),
     Format("rlkit.preferences", 1, "<name>.json", "<name>.npz (pairs, labels, trajectories)",
            "npz_sha256 in the .json; zip CRC-32", "rlkit.feedback.dataset"),
     Format("rlkit.replay", 1, "_header array inside replay.npz", "an SB3 replay buffer's filled rows",
@@ -75,23 +68,21 @@ FORMATS: dict[str, Format] = {f.kind: f for f in (
            "sha256 of every payload file in inputs.json", "rlkit.apec.inputs", checksummed=True),
     Format("rlkit.ail_checkpoint", 2, "round_NNNNNN/meta.json",
            "generator.zip/.json, reward/, shaping/, trainer_state.pt",
-           "sha256 of every payload file in meta.json", "rlkit.ail.checkpoints", older=(1,),
-           checksummed=True),
-    # /3: written a round at a time (only new trajectory and replay chunks); /1 and /2 still load
+           "sha256 of every payload file in meta.json", "rlkit.ail.checkpoints", checksummed=True),
+    # /3: written a round at a time (only new trajectory and replay chunks)
     Format("rlkit.prefrl.resume", 3, "resume/state.json",
            "round-NNNNNNN/ (tensors.pt, pairs.npz, reward/), store/traj-*.npz, "
            "replay/rows-*.npz + rewards-*.npz",
            "sha256 of the round's files and of every chunk in state.json", "rlkit.prefrl.resume",
-           older=(1, 2), checksummed=True),
+           checksummed=True),
     # an SB3 run trained in chunks (rlkit.factories.resumable: APEC's demonstrator and policies)
     Format("rlkit.sb3-resume", 1, "point-<steps>.json",
            "point-<steps>/ (agent.zip/.json, tensors.pt), replay/rows-*.npz + rewards-*.npz",
            "sha256 of the point's files and of every replay chunk in the header",
            "rlkit.factories.resumable", checksummed=True),
     Format("rlkit.marl.checkpoint", 2, "meta.json", "policies.pt",
-           "sha256 of policies.pt in meta.json", "rlkit.marl.checkpoint", older=(1,), checksummed=True),
-    # /3: generations carry the performance signal and the best is chosen by it (rollback); runs of
-    # /1 and /2 cannot resume under the reference mechanics and are refused by name
+           "sha256 of policies.pt in meta.json", "rlkit.marl.checkpoint", checksummed=True),
+    # /3: generations carry the performance signal and the best is chosen by it (rollback)
     Format("rlkit.m3hf.run", 3, "state.json",
            "pools/gen_NNN.json and checkpoints/gen_NNN/meta.json of the last completed generation",
            "sha256 of both in state.json (the checkpoint's meta.json covers its policies.pt)",
@@ -128,8 +119,8 @@ def tag(kind: str) -> str:
 
 
 def check_tag(found: Any, kind: str, where: str | os.PathLike[str]) -> int:
-    """The version of a format tag ``found`` in ``where``; FileFormatError unless it is a version
-    of ``kind`` this rlkit reads.
+    """The version of a format tag ``found`` in ``where``; FileFormatError unless it is ``kind``'s
+    version.
 
     Args:
         found: the ``format`` value read from the file (any JSON value).
@@ -137,11 +128,10 @@ def check_tag(found: Any, kind: str, where: str | os.PathLike[str]) -> int:
         where: the file, for the message.
 
     Returns:
-        The version number, one of ``FORMATS[kind].reads``.
+        The version number, ``FORMATS[kind].version``.
 
     Raises:
-        FileFormatError: when ``found`` is another kind, not a tag, a newer version or an old one no
-            longer read.
+        FileFormatError: when ``found`` is another kind, not a tag, a newer or an older version.
     """
     spec = FORMATS[kind]
     name, _, version = found.rpartition("/") if isinstance(found, str) else ("", "", "")
@@ -150,10 +140,10 @@ def check_tag(found: Any, kind: str, where: str | os.PathLike[str]) -> int:
     number = int(version)
     if number > spec.version:
         raise FileFormatError(f"{where}: format is {found!r}, written by a newer rlkit; this one reads "
-                              f"{kind} versions {list(spec.reads)}")
-    if number not in spec.reads:
+                              f"{spec.tag!r}")
+    if number < spec.version:
         raise FileFormatError(f"{where}: format is {found!r}, an old version this rlkit no longer reads "
-                              f"(it reads {list(spec.reads)})")
+                              f"(it reads {spec.tag!r}); write the file again with this rlkit")
     return number
 
 
@@ -299,13 +289,13 @@ def read_header(path: str | os.PathLike[str], kind: str,
         raise FileFormatError(f"{path}: a JSON {type(header).__name__}, expected an object of format "
                               f"{tag(kind)!r}")
     spec = FORMATS[kind]
-    if check_tag(header.get("format"), kind, path) == spec.version:
-        for name in (CHECKSUMS, SELF_CHECKSUM) if spec.checksummed else (SELF_CHECKSUM,):
-            if name not in header:
-                raise FileFormatError(f"{path}: missing field {name!r} (checksums): a {spec.tag} file "
-                                      "carries its checksums")
-        if spec.checksummed:
-            _check_digest(path, header)
+    check_tag(header.get("format"), kind, path)
+    for name in (CHECKSUMS, SELF_CHECKSUM) if spec.checksummed else (SELF_CHECKSUM,):
+        if name not in header:
+            raise FileFormatError(f"{path}: missing field {name!r} (checksums): a {spec.tag} file "
+                                  "carries its checksums")
+    if spec.checksummed:
+        _check_digest(path, header)
     for name, types in (fields or {}).items():
         if name not in header:
             raise FileFormatError(f"{path}: missing field {name!r}")
@@ -355,7 +345,7 @@ def read_format_json(path: str | os.PathLike[str], expected_format: str) -> dict
     Args:
         path: the JSON file.
         expected_format: the full tag, ``"<kind>/<version>"``; a kind of ``FORMATS`` is read with
-            ``read_header`` (any version it reads is accepted).
+            ``read_header`` (its version checked there).
 
     Returns:
         The object as a dict.
@@ -373,27 +363,19 @@ def read_format_json(path: str | os.PathLike[str], expected_format: str) -> dict
     return data
 
 
-def npz_header(kind: str, version: int | None = None) -> Any:
-    """The ``_header`` array that tags an ``.npz`` of ``kind`` (uint8 bytes of a JSON object), at
-    ``version`` (one this rlkit reads; None: the current one)."""
+def npz_header(kind: str) -> Any:
+    """The ``_header`` array that tags an ``.npz`` of ``kind`` (uint8 bytes of a JSON object)."""
     import numpy as np
 
-    spec = FORMATS[kind]
-    if version is not None and version not in spec.reads:
-        raise FileFormatError(f"{kind} has no version {version}; this rlkit writes {list(spec.reads)}")
-    found = spec.tag if version is None else f"{kind}/{version}"
-    return np.frombuffer(json.dumps({"format": found}).encode(), dtype=np.uint8)
+    return np.frombuffer(json.dumps({"format": FORMATS[kind].tag}).encode(), dtype=np.uint8)
 
 
-def check_npz_header(arrays: Mapping[str, Any], kind: str, where: str | os.PathLike[str],
-                     required: bool = True) -> int | None:
-    """The version in an ``.npz``'s ``_header`` array (None when it has none and none is
-    ``required``); a missing or foreign header is a FileFormatError naming the file."""
+def check_npz_header(arrays: Mapping[str, Any], kind: str, where: str | os.PathLike[str]) -> int:
+    """The version in an ``.npz``'s ``_header`` array; a missing, foreign or other version's header
+    is a FileFormatError naming the file."""
     raw = arrays.get("_header")
     if raw is None:
-        if required:
-            raise FileFormatError(f"{where}: format header missing (not a {kind} file)")
-        return None
+        raise FileFormatError(f"{where}: format header missing (not a {kind} file)")
     try:
         header = json.loads(bytes(raw.tobytes()))
     except (AttributeError, ValueError, RecursionError) as error:

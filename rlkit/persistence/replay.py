@@ -34,10 +34,10 @@ def save_replay(buffer: ReplayBuffer, path: str | os.PathLike[str]) -> None:
 
 
 def load_replay(buffer: ReplayBuffer, path: str | os.PathLike[str]) -> None:
-    """Fill ``buffer`` (same size and spaces as the saved one) back from ``save_replay``'s file.
-    A file from before the format header is read as before; a foreign header is refused."""
+    """Fill ``buffer`` (same size and spaces as the saved one) back from ``save_replay``'s file;
+    a file without its format header, or of another kind or version, is refused."""
     arrays = load_npz(path)
-    check_npz_header(arrays, KIND, path, required=False)
+    check_npz_header(arrays, KIND, path)
     for name in ("pos", "full"):
         if name not in arrays or arrays[name].shape != ():
             raise FileFormatError(f"{path}: not a replay buffer (no scalar {name!r})")

@@ -21,9 +21,7 @@ existing point names are never rewritten; ``state.json`` (format ``rlkit.prefrl.
 atomically last, is the commit: it names the round folder and every chunk with its SHA-256, so a run
 killed mid-write keeps the previous point whole, and a damaged file is refused by name, never
 loaded. Files no point names any more (a superseded chunk, the last round's folder, a killed
-write's leftovers) are removed after the commit. Points written whole by earlier rlkits (format
-versions 1 and 2: ``tensors.pt``, ``replay.npz``, ``preferences.*``, ``reward/`` in the folder) are
-still read; the next round's save turns the folder into the chunked layout.
+write's leftovers) are removed after the commit.
 """
 
 from __future__ import annotations
@@ -48,9 +46,7 @@ from rlkit.persistence import atomic_write_bytes, read_header, tag, write_header
 from rlkit.persistence.arrays import load_npz, save_npz
 from rlkit.persistence.formats import payload_files, sha256_file, verify_checksums
 from rlkit.persistence.replay import (
-    REPLAY_FILE,
     chunk_files,
-    load_replay,
     load_replay_chunks,
     save_replay_chunks,
 )
@@ -73,7 +69,7 @@ PAIRS_FILE = "pairs.npz"
 KIND = "rlkit.prefrl.resume"
 FORMAT = tag(KIND)
 STATE_FILE = "state.json"
-LAYOUT = "chunked/1"  # state.json's "layout": a point written a round at a time (absent: whole)
+LAYOUT = "chunked/1"  # state.json's "layout": a point written a round at a time
 _FIELDS = {"config": dict, "timestep": int, "agent_updates": int, "agent_episodes": int,
            "pending_pairs": int, "numpy_rng": dict, "rounds": list, "episodes": dict}
 
@@ -87,7 +83,7 @@ class ResumePoint:
     dataset: PreferenceDataset
     reward: LoadedRewardModel
     tensors: dict[str, Any]
-    payload: Path  # the folder of tensors.pt and reward/: the round's, or the point's own (whole)
+    payload: Path  # the round's folder: tensors.pt, pairs.npz, reward/
 
     @property
     def timestep(self) -> int:
@@ -111,7 +107,7 @@ class ResumePoint:
         run's rows of the round asked again and of the steps trained again); returns how many."""
         start = self.rollout_start  # where there is one, the rows from its start are logged again
         size = self.state.get("metrics_bytes") if start is None else start["metrics_bytes"]
-        if size is None:  # a point written before sizes were kept: rows past its step go
+        if size is None:  # a point saved without a run directory: rows past its step go
             return rewind_metrics(run_dir, after_step=self.timestep)
         return rewind_metrics(run_dir, size=size)
 
@@ -134,11 +130,9 @@ class ResumePoint:
         agent.num_timesteps = self.timestep
         agent._n_updates = int(self.state["agent_updates"])
         agent._episode_num = int(self.state["agent_episodes"])
-        if isinstance(agent, OffPolicyAlgorithm) and agent.replay_buffer is not None:
-            if "replay" not in self.state:  # a point written whole
-                load_replay(agent.replay_buffer, self.directory / REPLAY_FILE)
-            elif self.state["replay"] is not None:
-                load_replay_chunks(agent.replay_buffer, self.directory, self.state["replay"])
+        replay = self.state["replay"]
+        if isinstance(agent, OffPolicyAlgorithm) and agent.replay_buffer is not None and replay is not None:
+            load_replay_chunks(agent.replay_buffer, self.directory, replay)
         if self.rollout_start is not None:
             rollout_start.restore_episode(agent, self.rollout_start, self.payload)
 
@@ -213,7 +207,7 @@ def _save_store(store: TrajectoryStore, directory: Path, previous: dict[str, Any
 
 
 def _remove_unnamed(directory: Path, keep: set[str]) -> None:
-    """Remove what no point names: superseded chunks, old round folders, a whole point's files."""
+    """Remove what no point names: superseded chunks, old round folders, a killed write's files."""
     for path in sorted(directory.iterdir()):
         if path.name in ("store", "replay") and path.is_dir():
             for chunk in path.iterdir():
@@ -291,12 +285,8 @@ def load(directory: Path, config_json: dict[str, Any]) -> ResumePoint | None:
     state = read_header(directory / STATE_FILE, KIND, _FIELDS, verify=False)
     refuse_changed_config("pref-rl", state["config"], config_json, where=directory.parent)
     read_header(directory / STATE_FILE, KIND)  # now every payload file against its SHA-256
-    chunked = "layout" in state
-    if chunked:
-        payload = _check_chunked(directory, state)
-        verify_checksums(directory / STATE_FILE, {"sha256": state["chunk_sha256"]})
-    else:
-        payload = directory
+    payload = _check_chunked(directory, state)
+    verify_checksums(directory / STATE_FILE, {"sha256": state["chunk_sha256"]})
     tensors_path = payload / "tensors.pt"
     try:
         tensors = torch.load(tensors_path, map_location="cpu", weights_only=True)
@@ -312,16 +302,13 @@ def load(directory: Path, config_json: dict[str, Any]) -> ResumePoint | None:
     if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size < 0):
         raise FileFormatError(f"{directory / STATE_FILE}: metrics_bytes={size!r} is not a byte count")
     restore_numpy_rng(np.random.default_rng(), state["numpy_rng"], directory / STATE_FILE)  # a check
-    if chunked:
-        store = TrajectoryStore.load_chunks(directory / chunk["file"] for chunk in state["store_chunks"])
-        dataset = _load_dataset(store, payload / PAIRS_FILE, state["dataset"])
-    else:
-        dataset = PreferenceDataset.load(directory / "preferences")
+    store = TrajectoryStore.load_chunks(directory / chunk["file"] for chunk in state["store_chunks"])
+    dataset = _load_dataset(store, payload / PAIRS_FILE, state["dataset"])
     return ResumePoint(directory, state, dataset, load_reward_model(payload / "reward"), tensors, payload)
 
 
 _CHUNKED_FIELDS: dict[str, type | tuple[type, ...]] = {
-    "generation": int, "round": str, "store_chunks": list, "replay": (dict, type(None)),
+    "layout": str, "generation": int, "round": str, "store_chunks": list, "replay": (dict, type(None)),
     "chunk_sha256": dict, "dataset": dict,
 }
 
@@ -329,11 +316,11 @@ _CHUNKED_FIELDS: dict[str, type | tuple[type, ...]] = {
 def _check_chunked(directory: Path, state: dict[str, Any]) -> Path:
     """The round folder of a chunked point, after checking the fields that name its files."""
     where = directory / STATE_FILE
-    if state["layout"] != LAYOUT:
-        raise FileFormatError(f"{where}: layout {state['layout']!r}, this rlkit reads {LAYOUT!r}")
     for name, types in _CHUNKED_FIELDS.items():
         if not isinstance(state.get(name), types):
             raise FileFormatError(f"{where}: field {name!r} missing or of the wrong type")
+    if state["layout"] != LAYOUT:
+        raise FileFormatError(f"{where}: layout {state['layout']!r}, this rlkit reads {LAYOUT!r}")
     round_dir = state["round"]
     if not round_dir.startswith("round-") or "/" in round_dir or not state["store_chunks"]:
         raise FileFormatError(f"{where}: round {round_dir!r} or its trajectory chunks are not a point's")
