@@ -135,7 +135,6 @@ RESUMES: dict[str, Callable[[Path], None]] = {
     "demos": resume_from_config_yaml("demos"),
     "resumable": resume_resumable_training,
 }
-BYPASSING = {"m3hf": "rlkit/m3hf/loop.py's _check_settings does its own diff"}
 
 
 def test_the_commands_that_resume_are_those_listed_and_every_allow_list_is_used():
@@ -145,9 +144,7 @@ def test_the_commands_that_resume_are_those_listed_and_every_allow_list_is_used(
     assert set(MAY_CHANGE) == set(RESUMES)
 
 
-@pytest.mark.parametrize("command", [
-    pytest.param(command, marks=pytest.mark.xfail(strict=True, reason=BYPASSING[command]))
-    if command in BYPASSING else command for command in RESUMES])
+@pytest.mark.parametrize("command", RESUMES)
 def test_every_resume_refuses_a_changed_seed_through_refuse_changed_config(command, tmp_path, monkeypatch):
     recording = Recording(MAY_CHANGE)
     monkeypatch.setattr(resume_config, "MAY_CHANGE", recording)

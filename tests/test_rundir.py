@@ -8,7 +8,7 @@ import pytest
 
 from rlkit.cli import _resume_check, main
 from rlkit.config import load_config
-from rlkit.errors import ConfigError, InvalidDataError
+from rlkit.errors import ConfigError
 from rlkit.factories.configs import PrefRLConfig
 from rlkit.m3hf.loop import STATE_KIND
 from rlkit.m3hf.run_config import M3HFConfig
@@ -96,7 +96,7 @@ def test_m3hf_goes_on_from_its_state_with_its_settings_only(tmp_path):
     more = config.model_copy(update={"phases": config.phases + 1})
     assert make_run_dir("m3hf", str(tmp_path), more, resumes=_resume_check("m3hf", more))
     other = config.model_copy(update={"seed": config.seed + 1})
-    with pytest.raises(InvalidDataError, match=r"other settings for \['seed'\]"):
+    with pytest.raises(ConfigError, match=r"other settings for \['seed'\] \(seed: saved 0, now 1\)"):
         make_run_dir("m3hf", str(tmp_path), other, resumes=_resume_check("m3hf", other))
 
 
