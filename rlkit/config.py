@@ -9,8 +9,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Self, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator, model_serializer
-from pydantic_core import to_jsonable_python
+from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator
 
 from rlkit.errors import ConfigError
 from rlkit.persistence import atomic_open
@@ -69,22 +68,6 @@ class StrictModel(BaseModel):
     def replace(self, **changes: Any) -> Self:
         """A copy with ``changes``, validated again (``model_copy`` would not check them)."""
         return type(self)(**{**dict(self), **changes})
-
-
-class GrowingModel(StrictModel):
-    """A config that gained fields after runs saved it: the ``written_when_set`` fields are left out
-    of its dump while they hold their defaults, so a run saved before they existed (and resumed
-    with the config compared field by field) still matches one that does not set them."""
-
-    written_when_set: ClassVar[tuple[str, ...]] = ()
-
-    @model_serializer(mode="wrap")
-    def _omit_unset_extras(self, handler: Any) -> dict[str, Any]:
-        data = handler(self)
-        for name in self.written_when_set:
-            if name in data and getattr(self, name) == type(self).model_fields[name].default:
-                del data[name]
-        return data
 
 
 def describe_errors(owner: str, error: ValidationError) -> str:
@@ -286,20 +269,6 @@ def save_config(config: BaseModel, path: str | os.PathLike[str]) -> None:
         config: the resolved config.
         path: the YAML file to write (atomically).
     """
-    data = _as_loaded_back(config, config.model_dump(mode="json"), type(config)().model_dump(mode="json"))
+    data = config.model_dump(mode="json")
     with atomic_open(path, "w") as handle:
         yaml.safe_dump(data, handle, sort_keys=False)
-
-
-def _as_loaded_back(config: BaseModel, data: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
-    """``data`` (the dump of ``config``) with every field it leaves out (a ``GrowingModel``'s
-    unset field at its field default) written back where ``load_config`` would otherwise fill it
-    from ``defaults`` (the command's defaults, whose section may hold another value: pref-rl's
-    trainer has ``refit: steps``, the field ``epochs``), so the file loads back as ``config``."""
-    for key, default in defaults.items():
-        value = getattr(config, key, None)
-        if key not in data and key in type(config).model_fields:
-            data[key] = to_jsonable_python(value)
-        elif isinstance(value, BaseModel) and isinstance(data.get(key), dict) and isinstance(default, dict):
-            _as_loaded_back(value, data[key], default)
-    return data

@@ -26,10 +26,10 @@ TINY = [
     "demos.baseline=random", "demos.eval_episodes=4",
     "demos.kwargs={n_steps: 64, batch_size: 64, learning_rate: 0.001}",
     "ail.rounds=4", "ail.steps_per_round=256", "ail.generator=ppo", "ail.generator_kwargs={}",
-    "ail.hidden=[16, 16]",  # linear_first (the default): one hidden ReLU layer
-    "ail.batch_size=64", "ail.agent_buffer=256",
+    "ail.discriminator.hidden=[16, 16]",  # linear_first (the default): one hidden ReLU layer
+    "ail.discriminator.batch_size=64", "ail.agent_buffer=256",
     "rollouts.per_checkpoint=2", "pairs.n_pairs=24", "pairs.gap=1", "pairs.ot_threshold=0",
-    "drex.noise_step=0.25", "drex.rollouts_per_level=2", "drex.bc_epochs=5",
+    "drex.noise_levels=[0.0, 0.25, 0.5, 0.75]", "drex.rollouts_per_level=2", "drex.bc_epochs=5",
     "reward.hidden=[16, 16]", "reward.trainer.max_epochs=3",
     "heldout.episodes_per_policy=1", "heldout.random_episodes=2", "heldout.n_pairs=64",
     "heldout.segment_length=10",
@@ -200,7 +200,8 @@ def test_heldout_ail_trajectories_come_from_a_separate_run_and_every_figure_name
     # epochs), the discriminator one step a round; the demonstrator's last checkpoint, saved at
     # step 2048 before the rollout ending there trains, 15 rollouts of 64 x 2 envs; the reward
     # model ceil(pairs / batch) steps an epoch
-    assert results["ail"] == {"agent_updates": 4 * 10, "reward_updates": 4 * config.ail.updates_per_round}
+    assert results["ail"] == {"agent_updates": 4 * 10,
+                              "reward_updates": 4 * config.ail.discriminator.updates_per_round}
     assert results["demos"]["agent_updates"] == (2048 // (64 * 2) - 1) * 10
     batches = -(-metrics["train_pairs"] // config.reward.trainer.batch_size)
     assert metrics["reward_updates"] == metrics["epochs"] * batches > 0
@@ -323,7 +324,7 @@ def test_the_demonstrator_killed_part_way_goes_on_from_its_last_checkpoint(tmp_p
     from rlkit.apec.demonstrator import RESUME_DIR, demonstrator_checkpoints, train_demonstrator
     from rlkit.config import load_config
     from rlkit.factories.algorithms import ALGORITHMS
-    from rlkit.runners.apec import demonstrator_config, venv_factory
+    from rlkit.runners.apec import venv_factory
 
     class DiesAt(VecEnvWrapper):
         def __init__(self, venv, steps):
@@ -340,7 +341,7 @@ def test_the_demonstrator_killed_part_way_goes_on_from_its_last_checkpoint(tmp_p
             return self.venv.step_wait()
 
     config = load_config(ApecConfig, None, TINY)  # PPO, 2048 steps on 2 envs, a checkpoint every 512
-    demonstrator = demonstrator_config(config.demos, config.seed)
+    demonstrator = config.demos.replace(seed=config.seed)
     make_venv, out = venv_factory(config.env), tmp_path / "demonstrator"
     with pytest.raises(_Killed):  # at step 1200 (600 steps of 2 envs), past the checkpoint at 1024
         train_demonstrator(lambda seed: DiesAt(make_venv(seed), 600), demonstrator, out, ALGORITHMS)

@@ -42,14 +42,13 @@ def test_a_pixel_task_id_sets_pixels_and_leaves_the_horizon_unset():
     env = ApecEnvConfig(id=PIXEL_ID)
     assert env.pixels and env.horizon is None and env.frame_stack == 3
     assert ApecEnvConfig(id="rlkit/PixelPendulum-v0", frame_stack=1).frame_stack == 1
-    # A vector task's saved config is what it was before the pixel fields existed.
-    assert set(ApecEnvConfig().model_dump(mode="json")) == {"id", "n_envs", "horizon", "kwargs"}
+    assert not ApecEnvConfig().pixels and ApecEnvConfig().horizon == 1000
 
 
 @pytest.mark.parametrize("fields, words", [
     ({"id": PIXEL_ID, "horizon": 200}, "env.horizon=200: absorbing-state padding"),
-    ({"id": "Pendulum-v1", "pixels": True}, "'Pendulum-v1' has no pixel form"),
-    ({"id": PIXEL_ID, "pixels": False}, "is a pixel task"),
+    ({"id": "Pendulum-v1", "pixels": True}, "ApecEnvConfig.pixels is not a field"),  # the id says it
+    ({"id": PIXEL_ID, "pixels": False}, "ApecEnvConfig.pixels is not a field"),
 ])
 def test_pixel_settings_that_cannot_run_are_refused_by_name(fields, words):
     with pytest.raises(ConfigError, match=words):
@@ -138,10 +137,10 @@ TINY = [
     "demos.algo=sac", "demos.total_timesteps=120", "demos.checkpoint_every=40", "demos.baseline=random",
     "demos.eval_episodes=1", f"demos.kwargs={{{SMALL_SAC}}}",
     "ail.rounds=4", "ail.steps_per_round=40", "ail.generator=sac", f"ail.generator_kwargs={{{KEYPOINT_SAC}}}",
-    "ail.hidden=[16]", "ail.batch_size=32", "ail.agent_buffer=40",
+    "ail.discriminator.hidden=[16]", "ail.discriminator.batch_size=32", "ail.agent_buffer=40",
     "rollouts.per_checkpoint=2", "pairs.n_pairs=24", "pairs.gap=1", "pairs.ot_threshold=0",
     "pairs.segment_length=5",
-    "drex.noise_step=0.5", "drex.rollouts_per_level=2", "drex.bc_epochs=3",
+    "drex.noise_levels=[0.0, 0.5]", "drex.rollouts_per_level=2", "drex.bc_epochs=3",
     "reward.hidden=[16]", "reward.trainer.max_epochs=3", "reward.trainer.batch_size=8",
     "heldout.episodes_per_policy=1", "heldout.random_episodes=2",
     "policy.methods=[apec]", "policy.agent.algo=sac", "policy.agent.total_timesteps=40",
@@ -208,7 +207,7 @@ def test_the_pixel_experiment_runs_its_config_at_a_tiny_budget_and_reports(tmp_p
     out = tmp_path / "out"
     overrides = [f"out_dir={out}", "seeds=[0]", f"tasks=[{{id: {PIXEL_ID}}}]",
                  *(f"pipeline.{o}" for o in TINY if not o.startswith("env.id=")),
-                 "pipeline.methods=[apec, drex, raw_ail]", "pipeline.ail.updates_per_round=2",
+                 "pipeline.methods=[apec, drex, raw_ail]", "pipeline.ail.discriminator.updates_per_round=2",
                  "pipeline.heldout.ail_checkpoints=2", "pipeline.policy.methods=[apec, drex]"]
     config = load_config(ApecExperimentConfig, apec_pixels.CONFIG, overrides)
     # The units the script hands to rlkit.scale, run here in order (its workers are processes).

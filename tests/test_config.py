@@ -5,7 +5,7 @@ import yaml
 from pydantic import BaseModel
 
 from rlkit.cli import RUNNERS, command_schema
-from rlkit.config import ConfigError, GrowingModel, load_config, save_config
+from rlkit.config import ConfigError, load_config, save_config
 from rlkit.factories.configs import DemoConfig, PrefRLConfig
 
 
@@ -62,36 +62,43 @@ def test_free_form_kwargs_are_replaced_whole_by_a_file_but_a_dotted_key_edits_on
     assert edited == {"n_steps": 128, "batch_size": 32}
 
 
-def growing_fields(config: BaseModel, prefix: str = "") -> list[tuple[str, object]]:
-    """Every ``written_when_set`` field of the config's sections: (dotted key, its field default)."""
+def fields_off_their_default(config: BaseModel, prefix: str = "") -> list[tuple[str, object]]:
+    """Every field of the config's sections whose value there differs from its field default:
+    (dotted key, the field default)."""
     found = []
     for name in type(config).model_fields:
         value = getattr(config, name)
-        if isinstance(value, GrowingModel):
-            found += [(f"{prefix}{name}.{field}", type(value).model_fields[field].default)
-                      for field in value.written_when_set]
         if isinstance(value, BaseModel):
-            found += growing_fields(value, f"{prefix}{name}.")
+            fields = type(value).model_fields.items()
+            found += [(f"{prefix}{name}.{field}", info.default) for field, info in fields
+                      if not info.is_required() and not isinstance(getattr(value, field), BaseModel)
+                      and getattr(value, field) != info.default]
+            found += fields_off_their_default(value, f"{prefix}{name}.")
     return found
 
 
 @pytest.mark.parametrize("command", sorted(RUNNERS))
-def test_a_growing_field_set_to_its_default_loads_back_as_set(command, tmp_path):
-    """A growing field is left out of a dump at its field default; loading fills it from the section's
-    default, which may differ (pref-rl's trainer: ``refit: steps``, the field: ``epochs``). Each such
-    field, set to its field default, must load back as set."""
+def test_a_field_set_to_its_field_default_loads_back_as_set(command, tmp_path):
+    """A saved config holds every field: one set to its field default, where the command's section
+    default differs (pref-rl's trainer: ``refit: steps``, the field: ``epochs``), loads back as set."""
     schema = command_schema(command)
-    for key, default in growing_fields(schema()):
-        config = load_config(schema, None, [f"{key}={yaml.safe_dump(default).splitlines()[0]}"])
+    keys = fields_off_their_default(schema())
+    assert keys or command not in ("apec", "pref-rl")
+    for key, default in keys:
+        try:
+            config = load_config(schema, None, [f"{key}={yaml.safe_dump(default).splitlines()[0]}"])
+        except ConfigError:  # not a valid change on its own (ail.discriminator.state_only with r(s'))
+            continue
         save_config(config, tmp_path / "config.yaml")
         assert load_config(schema, tmp_path / "config.yaml") == config, key
 
 
-def test_pref_rl_writes_its_refit_and_leaves_out_unset_growing_fields(tmp_path):
+def test_pref_rl_writes_every_field_of_its_config(tmp_path):
     config = load_config(PrefRLConfig, None, ["trainer.refit=epochs"])
     assert PrefRLConfig().trainer.refit == "steps" and config.trainer.refit == "epochs"
     path = tmp_path / "config.yaml"
     save_config(config, path)
     saved = yaml.safe_load(path.read_text())
     assert saved["trainer"]["refit"] == "epochs"
-    assert "unsupervised_steps" not in saved["query"]  # unset, at its default: runs saved before it match
+    assert saved["query"]["unsupervised_steps"] == 0
+    assert set(saved["trainer"]) == set(type(config.trainer).model_fields)

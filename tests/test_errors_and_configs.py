@@ -81,8 +81,8 @@ def test_replace_validates_and_files_keep_their_fields(tmp_path):
     assert config.replace(seed=7).seed == 7 and config.replace(seed=7).max_epochs == 3
     with pytest.raises(ConfigError, match="max_epochs"):
         config.replace(max_epochs=0)
-    # fields a command's file never had are written only when set, so resolved files read as before
-    assert "seed" not in config.model_dump() and config.replace(seed=7).model_dump()["seed"] == 7
+    # every field is written, at its default too
+    assert config.model_dump()["seed"] == 0 and config.replace(seed=7).model_dump()["seed"] == 7
     path = tmp_path / "pref.yaml"
     path.write_text("trainer: {patience: 3}\nteacher: {human: {redundancy: 0}}\n")
     with pytest.raises(ConfigError, match="teacher.human.redundancy"):

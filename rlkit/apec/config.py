@@ -1,7 +1,10 @@
 """The typed config of ``rlkit apec`` and ``rlkit demos`` (YAML + ``key=value`` overrides).
 
-Defaults follow APEC's reference implementation (github.com/Zzl35/APEC, ``apec_mjc/``; file:line
-cited at each setting) and the paper's budget; ``experiments/configs/apec.yaml`` holds the per-task
+Each stage's library config is nested as it is (``demos``: ``DemonstratorConfig``; ``ail``: the
+AIL loop's ``AILConfig`` with its ``discriminator``, plus the generator; ``drex``: ``DrexConfig``),
+and the sections' defaults are APEC's reference preset: the ``REFERENCE_*`` constants below, which
+follow APEC's reference implementation (github.com/Zzl35/APEC, ``apec_mjc/``; file:line cited at
+each setting) and the paper's budget. ``experiments/configs/apec.yaml`` holds the per-task
 demonstrator budgets and the measured cost.
 """
 
@@ -10,9 +13,11 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 import numpy as np
-from pydantic import AfterValidator, Field, model_validator
+from pydantic import AfterValidator, Field, field_validator, model_validator
 
-from rlkit.apec.tasks import is_pixel_task, pixel_task_ids
+from rlkit.ail.discriminator import DiscriminatorConfig
+from rlkit.ail.trainer import AILConfig
+from rlkit.apec.tasks import is_pixel_task
 from rlkit.config import StrictModel
 from rlkit.devices import Device
 from rlkit.errors import InvalidDataError
@@ -67,24 +72,10 @@ index gap on the five-level scale, fitted with the ordinal cross-entropy) and th
 margins (``ot_only@0.05``)."""
 
 
-def _device_field(default: str, networks: str) -> Any:
-    """A section's ``device``: written to a saved config only when it differs from ``default``, so
-    the ``config.yaml`` of a run made before the field existed still matches (and resumes)."""
-    return Field(default, exclude_if=default.__eq__,
-                 description=f"where {networks} run; auto: CUDA when present")
-
-
 def _sb3_kwargs_leave_device_and_seed(section: str, name: str, kwargs: dict[str, Any]) -> None:
     """SB3 arguments must not set what the config sets itself (SB3 would get them twice)."""
     if taken := sorted({"device", "seed"} & set(kwargs)):
         raise InvalidDataError(f"{name} sets {taken}: use {section}.device and the config's seed")
-
-
-def _new_field(default: Any, description: str, **constraints: Any) -> Any:
-    """A field added after runs were saved: written to a saved config only when it differs from
-    ``default``, so an older run's ``config.yaml`` still matches (and resumes)."""
-    return Field(default, exclude_if=lambda value: value == default, description=description,
-                 **constraints)
 
 
 VECTOR_HORIZON = 1000
@@ -98,11 +89,11 @@ class ApecEnvConfig(StrictModel):
     episodes that end where the task terminates (``agent_episodes: end``), as the reference's
     SAC does (apec_mjc/envs/mujocoFH.py returns ``done`` there, rl_alg/sac.py:441-458 resets), with
     the same observations (the absorbing flag 0); ``pad``: they play the absorbing states to the
-    horizon too (rlkit before 2026-12-01: a Hopper demonstrator's replay buffer then holds mostly
-    absorbing states, and SAC reached a best checkpoint return of 998 in 300k steps).
+    horizon too (a Hopper demonstrator's replay buffer then holds mostly absorbing states, and SAC
+    reached a best checkpoint return of 998 in 300k steps).
 
-    Pixel tasks (``pixels=true``, or an id that is one: ``envs.pixels.PIXEL_ENV_IDS``, the DMC
-    pixel ids of ``envs.dmc``) observe ``frame_stack`` uint8 frames stacked channel-first
+    Pixel tasks (an id that is one: ``envs.pixels.PIXEL_ENV_IDS``, the DMC pixel ids of
+    ``envs.dmc``; ``pixels``) observe ``frame_stack`` uint8 frames stacked channel-first
     (``envs.pixels.StackFrames``); their trajectories are stored with each frame once. The
     absorbing-state padding is for vector observations: on a pixel task ``horizon`` is None (the
     vector default, 1000, the value every command line starts from, means none there) and any
@@ -112,10 +103,15 @@ class ApecEnvConfig(StrictModel):
     n_envs: int = Field(1, ge=1)
     horizon: int | None = Field(VECTOR_HORIZON, ge=1)
     kwargs: dict[str, Any] = {}
-    pixels: bool = _new_field(False, "observe stacked uint8 frames (set by a pixel task's id)")
-    frame_stack: int = _new_field(3, "frames per pixel observation (DrQ: 3)", ge=1)
-    agent_episodes: Literal["end", "pad"] = _new_field(
-        "end", "where the agents' training episodes end: at termination (end) or the horizon (pad)")
+    frame_stack: int = Field(3, ge=1, description="frames per pixel observation (DrQ: 3)")
+    agent_episodes: Literal["end", "pad"] = Field(
+        "end", description="where the agents' training episodes end: at termination (end) or the "
+        "horizon (pad)")
+
+    @property
+    def pixels(self) -> bool:
+        """The task observes stacked uint8 frames (its id is a pixel task's)."""
+        return is_pixel_task(self.id)
 
     @property
     def agents_end_at_termination(self) -> bool:
@@ -127,32 +123,41 @@ class ApecEnvConfig(StrictModel):
     @model_validator(mode="before")
     @classmethod
     def _pixel_task(cls, data: Any) -> Any:
-        if not isinstance(data, dict) or not is_pixel_task(str(data.get("id", "Hopper-v5"))):
-            return data
-        if data.get("pixels") is False:
-            raise InvalidDataError(f"env.pixels=false: {data['id']} is a pixel task")
-        if data.get("horizon", VECTOR_HORIZON) == VECTOR_HORIZON:
-            data = {**data, "horizon": None}
-        return {**data, "pixels": True}
+        if isinstance(data, dict) and is_pixel_task(str(data.get("id", "Hopper-v5"))) and (
+                data.get("horizon", VECTOR_HORIZON) == VECTOR_HORIZON):
+            return {**data, "horizon": None}
+        return data
 
     @model_validator(mode="after")
     def _pixels_without_absorbing_states(self) -> ApecEnvConfig:
-        if not self.pixels:
-            return self
-        if not is_pixel_task(self.id):
-            raise InvalidDataError(f"env.pixels=true: {self.id!r} has no pixel form; pixel tasks: "
-                                   f"{', '.join(pixel_task_ids())}")
-        if self.horizon is not None:
+        if self.pixels and self.horizon is not None:
             raise InvalidDataError(
                 f"env.horizon={self.horizon}: absorbing-state padding is for vector observations; "
                 f"the pixel task {self.id} runs without it (env.horizon=null)")
         return self
 
 
-class DemosSettings(StrictModel):
-    """Train a demonstrator with SB3, then take demos at ``target_fraction`` of its best return.
-    ``path``: use an existing demos ``.npz`` instead (nothing is trained). ``device``: ``auto``, as
-    SB3's own default, for the SAC demonstrator's 256x256 networks."""
+class DemonstratorConfig(StrictModel):
+    """The demos stage (``rlkit demos``, the first stage of ``rlkit apec``): train a demonstrator
+    with SB3 on the true reward, then take ``n_demos`` demos at ``target_fraction`` of its best
+    checkpoint's return (``rlkit.apec.demonstrator``); ``eval_episodes`` per checkpoint.
+    ``path``: use an existing demos ``.npz`` instead (nothing is trained). ``n_envs``: the
+    demonstrator's envs (None: ``env.n_envs``); SAC takes one update per vectorised step, so this
+    sets its update ratio.
+
+    ``fraction_tolerance``: each demo's own return must lie within ``target_fraction`` +/- this
+    fraction of the best (up to ``demo_tries`` draws of ``n_demos`` episodes per checkpoint, the
+    checkpoints nearest the target first); None: the first draw from the nearest checkpoint. A
+    checkpoint's mean over a few episodes says little about one episode where the task can end
+    early (a Hopper checkpoint scored 2,405 gave a demo of 3,426, 0.97 of the best).
+
+    ``baseline``: the return that counts as 0% — ``"zero"`` (MuJoCo locomotion, returns > 0) or
+    ``"random"`` (the random policy's mean return, for envs whose returns are negative).
+    ``kwargs``: the SB3 algorithm's arguments. ``device``: where the demonstrator trains
+    (``auto``, SB3's own default: CUDA when present, for the SAC demonstrator's 256x256 networks).
+    ``seed``: the demonstrator's seed; in ``rlkit apec`` and ``rlkit demos`` the config's own."""
+
+    invalid_error = InvalidDataError
 
     path: str | None = None
     n_envs: int | None = Field(None, ge=1, description="the demonstrator's envs (default: env.n_envs)")
@@ -160,17 +165,20 @@ class DemosSettings(StrictModel):
     total_timesteps: int = Field(100_000, ge=1)
     checkpoint_every: int = Field(10_000, ge=1)
     target_fraction: float = Field(0.65, gt=0, le=1)
-    fraction_tolerance: float | None = _new_field(
-        None, "each demo's return within target_fraction +/- this of the best (null: no check)", gt=0)
-    demo_tries: int = _new_field(10, "draws of n_demos episodes per checkpoint to find them", ge=1)
+    fraction_tolerance: float | None = Field(
+        None, gt=0, description="each demo's return within target_fraction +/- this of the best "
+        "(null: no check)")
+    demo_tries: int = Field(10, ge=1, description="draws of n_demos episodes per checkpoint to find them")
     n_demos: int = Field(1, ge=1)
     eval_episodes: int = Field(3, ge=1)
     baseline: Literal["zero", "random"] = Field("zero", description="the return that counts as 0%")
     kwargs: dict[str, Any] = {}
-    device: Device = _device_field("auto", "the demonstrator's networks")
+    device: Device = Field("auto", description="where the demonstrator's networks run; auto: CUDA "
+                           "when present")
+    seed: int = 0
 
     @model_validator(mode="after")
-    def _device_in_one_place(self) -> DemosSettings:
+    def _device_in_one_place(self) -> DemonstratorConfig:
         _sb3_kwargs_leave_device_and_seed("demos", "kwargs", self.kwargs)
         return self
 
@@ -186,47 +194,48 @@ reference starts them after 5k of those random steps). SB3's gamma 0.99 and tau 
 reference's gamma and 1 - polyak."""
 
 
-class AILSettings(StrictModel):
-    """APEC's AIL (apec_mjc/train_irl.py): a SAC generator (``REFERENCE_SAC``) paid ``r(s')``
-    (``reward_on="next_obs"``, rl_alg/sac.py:479-480), a state-only max-ent IRL reward r(s), MLP
-    2x512 clipped to +-10 (Parameter.py:123-137) with no activation after its first layer
-    (``linear_first``: model/reward.py:59-82, ``MLPReward``), Adam 1e-4 with weight decay 1e-3 on the loss
-    ``(E_agent[r] - E_expert[r]) * 1000`` (``loss_scale``: f_div.py:101-102), one step per round
-    (Parameter.py:139) on the last 1000 agent states (train_irl.py:248). 50 rounds of 5 x 1000 env
-    steps (the paper's length; the reference's default runs on to 400, Parameter.py:94).
+class ApecAILConfig(AILConfig):
+    """The AIL stage: the AIL loop (``AILConfig``: ``rounds``, ``steps_per_round``,
+    ``agent_buffer``, ``device``, the ``discriminator``) and what its trainer and checkpoints take
+    besides: the SB3 ``generator`` (built with ``generator_kwargs``) and a checkpoint every
+    ``checkpoint_every`` rounds. Its ``seed`` is set by the pipeline (the config's ``seed``, the
+    held-out run's ``heldout.ail_seed``)."""
 
-    ``loss_scale`` matters through the weight decay only (Adam is invariant to the scale of the
-    loss gradient): 1000 with decay 1e-3 is decay 1e-6 on the unscaled loss.
-
-    ``device``: ``auto``; the SAC generator (256x256, an update per env step) and the 512x512
-    discriminator on 1000-state batches are the pipeline's largest networks."""
-
-    rounds: int = Field(50, ge=1)
-    steps_per_round: int = Field(5000, ge=1)
-    generator: Literal["ppo", "sac"] = "sac"
-    generator_kwargs: dict[str, Any] = REFERENCE_SAC
-    loss: Literal["gail", "airl", "maxent"] = "maxent"
-    state_only: bool = True
-    reward_on: Literal["obs", "next_obs"] = "next_obs"
-    hidden: tuple[int, ...] = (512, 512)
-    linear_first: bool = True
-    lr: float = Field(1e-4, gt=0)
-    weight_decay: float = Field(1e-3, ge=0)
-    loss_scale: float = Field(1000.0, gt=0)
-    reward_clip: float | None = Field(10.0, gt=0)
-    grad_penalty: float = Field(0.0, ge=0)
-    batch_size: int = Field(1000, ge=1)
-    updates_per_round: int = Field(1, ge=0)
-    agent_buffer: int | None = Field(1000, ge=1)
+    generator: Literal["ppo", "sac"] = "ppo"
+    generator_kwargs: dict[str, Any] = {}
     checkpoint_every: int = Field(1, ge=1)
-    device: Device = _device_field("auto", "the generator and the discriminator")
-    encoder: Literal["compact", "drq"] = _new_field(
-        "compact", "a pixel discriminator's convolutions (drq: the reference's DrQ-v2 encoder)")
 
     @model_validator(mode="after")
-    def _device_in_one_place(self) -> AILSettings:
+    def _device_in_one_place(self) -> ApecAILConfig:
         _sb3_kwargs_leave_device_and_seed("ail", "generator_kwargs", self.generator_kwargs)
         return self
+
+
+REFERENCE_DISCRIMINATOR = DiscriminatorConfig(
+    loss="maxent", state_only=True, reward_on="next_obs", hidden=(512, 512), linear_first=True,
+    lr=1e-4, weight_decay=1e-3, loss_scale=1000.0, reward_clip=10.0, grad_penalty=0.0, batch_size=1000,
+    updates_per_round=1, encoder="compact",
+)
+"""APEC's AIL reward (apec_mjc/train_irl.py): a state-only max-ent IRL reward r(s) paid to the
+generator as ``r(s')`` (``reward_on="next_obs"``, rl_alg/sac.py:479-480), MLP 2x512 clipped to
++-10 (Parameter.py:123-137) with no activation after its first layer (``linear_first``:
+model/reward.py:59-82, ``MLPReward``), Adam 1e-4 with weight decay 1e-3 on the loss
+``(E_agent[r] - E_expert[r]) * 1000`` (``loss_scale``: f_div.py:101-102), one step per round
+(Parameter.py:139) of 1000-state batches.
+
+``loss_scale`` matters through the weight decay only (Adam is invariant to the scale of the loss
+gradient): 1000 with decay 1e-3 is decay 1e-6 on the unscaled loss."""
+
+REFERENCE_AIL = ApecAILConfig(
+    rounds=50, steps_per_round=5000, discriminator=REFERENCE_DISCRIMINATOR, agent_buffer=1000,
+    device="auto", generator="sac", generator_kwargs=REFERENCE_SAC, checkpoint_every=1,
+)
+"""APEC's AIL (apec_mjc/train_irl.py): a SAC generator (``REFERENCE_SAC``) on the
+``REFERENCE_DISCRIMINATOR``'s reward, the discriminator's step on the last 1000 agent states
+(train_irl.py:248). 50 rounds of 5 x 1000 env steps (the paper's length; the reference's default
+runs on to 400, Parameter.py:94), a checkpoint each. ``device``: ``auto``; the SAC generator
+(256x256, an update per env step) and the 512x512 discriminator on 1000-state batches are the
+pipeline's largest networks."""
 
 
 class RolloutConfig(StrictModel):
@@ -275,22 +284,62 @@ class PairConfig(StrictModel):
     ot_threshold: float | None = Field(0.1, ge=0)
     ot_reg: float = Field(0.01, gt=0)
     ot_iterations: int = Field(100, ge=1)
-    ot_downsample: int = _new_field(1, "average pixel observations over blocks this wide before "
-                                    "the OT cost (1: the raw frames, the reference's choice)", ge=1)
+    ot_downsample: int = Field(1, ge=1, description="average pixel observations over blocks this "
+                               "wide before the OT cost (1: the raw frames, the reference's choice)")
     segment_length: int | None = Field(None, ge=1)
     labels: Literal["binary", "gap"] = "binary"
     scale: str = "five"
     max_draws: int = Field(100, ge=1)
 
 
-class DrexSettings(StrictModel):
-    """``device``: ``cpu``; D-REX's behaviour-cloning MLP (64x64) is too small for a GPU to pay."""
+NOISE_GRID: tuple[float, ...] = tuple(round(0.05 * k, 2) for k in range(20))  # 0.0 .. 0.95
 
-    noise_step: float = Field(0.05, gt=0, le=1)
+
+class DrexConfig(StrictModel):
+    """The paper's D-REX: eps in 0..0.95 step 0.05, 5 rollouts per level, noise gap >= 0.5, as
+    APEC's reference (``apec_mjc/epsilon_noise_sample.py:139-141``, ``utils/replay_buffer.py:576``);
+    the less noisy trajectory preferred, as the D-REX paper and ``replay_buffer.py:641`` (the
+    released code then stores the noise levels as the label, lines 651-653, which its loss reads
+    as the noisier one preferred: not copied). The behaviour cloning is rlkit's (MSE; the
+    reference's differs, with no measurable gain: ``experiments/apec_drex_bc_check.py``).
+    ``device``: where the behaviour-cloning policy trains and acts (``cpu``: a 64x64 MLP is too
+    small for a GPU to pay).
+
+    Pixel observations (uint8 channel-first frame stacks) go through a convolutional encoder
+    first, as the reference's BC agent (apec_dmc/src/agent/bc.py: DrQ-v2's encoder, a trunk to
+    ``feature_dim`` with LayerNorm and tanh, random-shift augmentation): 3x3 convolutions of
+    ``conv_channels`` (the first with stride 2), then the trunk, then the ``hidden`` MLP;
+    minibatches shifted by up to ``augment_pad`` pixels (``rlkit.reward.augment.random_shift``).
+    ``frame_stack``: frames per observation, for the noisy rollouts' store (1: vector tasks).
+
+    In ``rlkit apec`` the pipeline sets ``n_pairs`` and ``segment_length`` (``pairs``'), ``seed``
+    (the config's) and ``frame_stack`` (``env``'s): the D-REX arm gets the other arms' budget."""
+
+    invalid_error = InvalidDataError
+
+    noise_levels: tuple[float, ...] = NOISE_GRID
     rollouts_per_level: int = Field(5, ge=1)
     min_gap: float = Field(0.5, gt=0)
+    n_pairs: int = Field(1000, ge=1)
+    segment_length: int | None = Field(None, ge=1)
+    hidden: tuple[int, ...] = (64, 64)
     bc_epochs: int = Field(200, ge=1)
-    device: Device = _device_field("cpu", "the behaviour-cloning policy's networks")
+    bc_lr: float = 1e-3
+    bc_batch_size: int = Field(256, ge=1)
+    seed: int = 0
+    max_draws: int = Field(100, ge=1)
+    device: Device = "cpu"
+    conv_channels: tuple[int, ...] = (32, 32)
+    feature_dim: int = Field(50, ge=1)
+    augment_pad: int = Field(4, ge=0)
+    frame_stack: int = Field(1, ge=1)
+
+    @field_validator("noise_levels")
+    @classmethod
+    def _levels(cls, value: tuple[float, ...]) -> tuple[float, ...]:
+        if not value or not all(0.0 <= e <= 1.0 for e in value):
+            raise InvalidDataError(f"noise_levels must be non-empty, in [0, 1]: {value}")
+        return value
 
 
 class HeldOutSettings(StrictModel):
@@ -319,8 +368,7 @@ class RewardSettings(StrictModel):
     1e-3 as an L2 term: ``torch.optim.Adam``, not AdamW) of 1000-pair batches: with 1000 pairs,
     batch 1000 and no validation split that is 100 full-batch epochs. Its MLP has no activation
     after its first layer (``linear_first``: model/reward.py:125-152, ``PrefRewardModel``; the
-    pixel reference's too, apec_dmc/src/reward/pref_reward.py:71-83); until 2026-12-02 rlkit's
-    had one after each hidden layer.
+    pixel reference's too, apec_dmc/src/reward/pref_reward.py:71-83).
 
     Pixel tasks get a convolutional net (``encoder``) whose training batches are randomly shifted
     (``trainer.augment``, DrQ's pad 4). The reference's pixel reward model
@@ -332,10 +380,11 @@ class RewardSettings(StrictModel):
     inputs: tuple[str, ...] = ("obs",)
     hidden: tuple[int, ...] = (512, 512)
     linear_first: bool = True
-    encoder: Literal["compact", "drq"] = _new_field(
-        "compact", "a pixel reward model's convolutions (drq: the reference's DrQ-v2 encoder)")
-    mask_absorbing: bool = _new_field(
-        True, "with env.horizon: every learned reward (the raw AIL one too) is 0 on absorbing "
+    encoder: Literal["compact", "drq"] = Field(
+        "compact", description="a pixel reward model's convolutions (drq: the reference's DrQ-v2 "
+        "encoder)")
+    mask_absorbing: bool = Field(
+        True, description="with env.horizon: every learned reward (the raw AIL one too) is 0 on absorbing "
         "states, so a trajectory's return sums its real steps, as the reference masks them "
         "(apec_mjc/train_pbrl.py:32-42, f_div.py:238); false: the nets learn a value for them")
     trainer: TrainerConfig = TrainerConfig(loss="bt", lr=1e-4, weight_decay=1e-3, batch_size=1000,
@@ -362,20 +411,36 @@ class PolicySettings(StrictModel):
     methods: list[Method] = ["apec", "drex"]
     reward_on: Literal["obs", "next_obs"] = "next_obs"
     seed_rollouts: int = Field(10, ge=0)
-    eval_every: int | None = _new_field(None, "env steps between deterministic evaluations "
-                                        "(null: at the end only)", ge=1)
+    eval_every: int | None = Field(None, ge=1, description="env steps between deterministic "
+                                   "evaluations (null: at the end only)")
     agent: AgentConfig = AgentConfig(algo="sac", total_timesteps=1_000_000, eval_episodes=10,
                                      normalize_reward=False, hyperparams="sb3",
                                      kwargs=REFERENCE_POLICY_SAC)
 
 
+def _set_by_the_pipeline(config: StrictModel, section: str, sources: dict[str, str]) -> None:
+    """Refuse a value in a nested library config for a field the pipeline sets itself: each of
+    ``sources`` (field name -> where its value comes from) must hold its field default."""
+    fields = type(config).model_fields
+    for name, source in sources.items():
+        if getattr(config, name) != fields[name].default:
+            raise InvalidDataError(f"{section}.{name}={getattr(config, name)!r}: the pipeline sets it "
+                                   f"from {source}; leave it out")
+
+
 class ApecConfig(StrictModel):
+    """``rlkit apec``'s stages, each section a stage's config; the defaults are APEC's reference
+    preset (``REFERENCE_AIL``, ``REFERENCE_SAC``, the reward and policy sections' own). The
+    stages' seeds derive from ``seed``, the D-REX arm's pair budget from ``pairs``: the nested
+    library configs' ``seed``, ``drex.n_pairs``, ``drex.segment_length`` and ``drex.frame_stack``
+    are set by the pipeline and refused here."""
+
     env: ApecEnvConfig = ApecEnvConfig()
-    demos: DemosSettings = DemosSettings()
-    ail: AILSettings = AILSettings()
+    demos: DemonstratorConfig = DemonstratorConfig()
+    ail: ApecAILConfig = REFERENCE_AIL
     rollouts: RolloutConfig = RolloutConfig()
     pairs: PairConfig = PairConfig()
-    drex: DrexSettings = DrexSettings()
+    drex: DrexConfig = DrexConfig()
     reward: RewardSettings = RewardSettings()
     heldout: HeldOutSettings = HeldOutSettings()
     methods: list[Method] = list(METHODS)
@@ -393,10 +458,24 @@ class ApecConfig(StrictModel):
                                    "held-out AIL run must not be the one that makes the training pairs")
         return self
 
+    @model_validator(mode="after")
+    def _pipeline_fields_left_out(self) -> ApecConfig:
+        _set_by_the_pipeline(self.demos, "demos", {"seed": "seed"})
+        _set_by_the_pipeline(self.ail, "ail", {"seed": "seed (the held-out run: heldout.ail_seed)"})
+        _set_by_the_pipeline(self.drex, "drex", {
+            "seed": "seed", "n_pairs": "pairs.n_pairs", "segment_length": "pairs.segment_length",
+            "frame_stack": "env.frame_stack"})
+        return self
+
 
 class DemosConfig(StrictModel):
     """``rlkit demos``: a demonstrator and suboptimal demos, nothing else."""
 
     env: ApecEnvConfig = ApecEnvConfig()
-    demos: DemosSettings = DemosSettings()
+    demos: DemonstratorConfig = DemonstratorConfig()
     seed: int = 0
+
+    @model_validator(mode="after")
+    def _pipeline_fields_left_out(self) -> DemosConfig:
+        _set_by_the_pipeline(self.demos, "demos", {"seed": "seed"})
+        return self

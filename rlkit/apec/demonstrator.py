@@ -13,18 +13,16 @@ import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Literal
 
 import numpy as np
-from pydantic import Field
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecEnv
 
 from rlkit.ail.demos import demos_from_policy, save_demos
-from rlkit.config import StrictModel
+from rlkit.apec.config import DemonstratorConfig
 from rlkit.data import Trajectory, collect_trajectories
-from rlkit.devices import Device, resolve_device
+from rlkit.devices import resolve_device
 from rlkit.errors import FileFormatError, InvalidDataError
 from rlkit.factories.pixel_sac import DrQSAC, is_pixel_space
 from rlkit.factories.resumable import ResumableTraining
@@ -34,35 +32,6 @@ from rlkit.persistence.agents import load_agent, save_agent
 RESUME_DIR = "resume"  # the resume points of a demonstrator in training (rlkit.factories.resumable)
 VenvFactory = Callable[[int], VecEnv]
 """Builds a fresh VecEnv from a seed; every stage of the APEC pipeline gets its envs this way."""
-
-
-class DemonstratorConfig(StrictModel):
-    """``target_fraction`` of the best checkpoint's return; ``eval_episodes`` per checkpoint.
-
-    ``fraction_tolerance``: each demo's own return must lie within ``target_fraction`` +/- this
-    fraction of the best (up to ``demo_tries`` draws of ``n_demos`` episodes per checkpoint, the
-    checkpoints nearest the target first); None: the first draw from the nearest checkpoint. A
-    checkpoint's mean over a few episodes says little about one episode where the task can end
-    early (a Hopper checkpoint scored 2,405 gave a demo of 3,426, 0.97 of the best).
-
-    ``baseline``: the return that counts as 0% — ``"zero"`` (MuJoCo locomotion, returns > 0) or
-    ``"random"`` (the random policy's mean return, for envs whose returns are negative).
-    ``device``: where the demonstrator trains (``auto``, SB3's default: CUDA when present)."""
-
-    invalid_error = InvalidDataError
-
-    algo: str = "sac"
-    total_timesteps: int = Field(100_000, ge=1)
-    checkpoint_every: int = Field(10_000, ge=1)
-    target_fraction: float = Field(0.65, gt=0.0, le=1.0)
-    fraction_tolerance: float | None = Field(None, gt=0.0)
-    demo_tries: int = Field(10, ge=1)
-    n_demos: int = Field(1, ge=1)
-    eval_episodes: int = Field(3, ge=1)
-    seed: int = 0
-    kwargs: tuple[tuple[str, Any], ...] = ()
-    baseline: Literal["zero", "random"] = "zero"
-    device: Device = "auto"
 
 
 @dataclass(frozen=True)

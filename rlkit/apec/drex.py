@@ -12,66 +12,20 @@ from typing import Any
 import numpy as np
 import torch
 from gymnasium import spaces
-from pydantic import Field, field_validator
 from stable_baselines3.common.vec_env import VecEnv
 from torch import nn
 
+from rlkit.apec.config import NOISE_GRID as NOISE_GRID  # rlkit.apec exports it from here
+from rlkit.apec.config import DrexConfig
 from rlkit.apec.pairs import shuffled_pairs
-from rlkit.config import StrictModel
 from rlkit.data.rollout import collect_trajectories, random_actions
 from rlkit.data.store import TrajectoryStore
 from rlkit.data.trajectory import Trajectory
-from rlkit.devices import Device, resolve_device
+from rlkit.devices import resolve_device
 from rlkit.errors import InvalidDataError
 from rlkit.feedback.dataset import PreferenceDataset
 from rlkit.feedback.scale import BINARY
 from rlkit.reward.augment import random_shift
-
-NOISE_GRID: tuple[float, ...] = tuple(round(0.05 * k, 2) for k in range(20))  # 0.0 .. 0.95
-
-
-class DrexConfig(StrictModel):
-    """The paper's D-REX: eps in 0..0.95 step 0.05, 5 rollouts per level, noise gap >= 0.5, as
-    APEC's reference (``apec_mjc/epsilon_noise_sample.py:139-141``, ``utils/replay_buffer.py:576``);
-    the less noisy trajectory preferred, as the D-REX paper and ``replay_buffer.py:641`` (the
-    released code then stores the noise levels as the label, lines 651-653, which its loss reads
-    as the noisier one preferred: not copied). The behaviour cloning is rlkit's (MSE; the
-    reference's differs, with no measurable gain: ``experiments/apec_drex_bc_check.py``).
-    ``device``: where the behaviour-cloning policy trains and acts (``cpu``: a 64x64 MLP).
-
-    Pixel observations (uint8 channel-first frame stacks) go through a convolutional encoder
-    first, as the reference's BC agent (apec_dmc/src/agent/bc.py: DrQ-v2's encoder, a trunk to
-    ``feature_dim`` with LayerNorm and tanh, random-shift augmentation): 3x3 convolutions of
-    ``conv_channels`` (the first with stride 2), then the trunk, then the ``hidden`` MLP;
-    minibatches shifted by up to ``augment_pad`` pixels (``rlkit.reward.augment.random_shift``).
-    ``frame_stack``: frames per observation, for the noisy rollouts' store (1: vector tasks)."""
-
-    invalid_error = InvalidDataError
-
-    noise_levels: tuple[float, ...] = NOISE_GRID
-    rollouts_per_level: int = Field(5, ge=1)
-    min_gap: float = Field(0.5, gt=0)
-    n_pairs: int = Field(1000, ge=1)
-    segment_length: int | None = Field(None, ge=1)
-    hidden: tuple[int, ...] = (64, 64)
-    bc_epochs: int = Field(200, ge=1)
-    bc_lr: float = 1e-3
-    bc_batch_size: int = Field(256, ge=1)
-    seed: int = 0
-    max_draws: int = Field(100, ge=1)
-    device: Device = "cpu"
-    conv_channels: tuple[int, ...] = (32, 32)
-    feature_dim: int = Field(50, ge=1)
-    augment_pad: int = Field(4, ge=0)
-    frame_stack: int = Field(1, ge=1)
-
-    @field_validator("noise_levels")
-    @classmethod
-    def _levels(cls, value: tuple[float, ...]) -> tuple[float, ...]:
-        if not value or not all(0.0 <= e <= 1.0 for e in value):
-            raise InvalidDataError(f"noise_levels must be non-empty, in [0, 1]: {value}")
-        return value
-
 
 DEFAULT_DREX = DrexConfig()
 

@@ -9,7 +9,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from rlkit.config import GrowingModel, StrictModel
+from rlkit.config import StrictModel
 from rlkit.devices import Device
 from rlkit.errors import ConfigError, InvalidLabelError
 from rlkit.factories.hyperparams import resolve_hyperparams
@@ -156,7 +156,7 @@ def _section(value: Any, schema: type[StrictModel]) -> Any:
     return value if isinstance(value, schema) else schema.model_validate(value)
 
 
-class QueryConfig(GrowingModel):
+class QueryConfig(StrictModel):
     every_steps: int = Field(10_000, ge=1, description="query and refit every this many steps")
     initial_pairs: int = Field(200, ge=1)
     pairs_per_round: int = Field(100, ge=1)

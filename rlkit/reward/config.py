@@ -8,14 +8,14 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from rlkit.config import GrowingModel
+from rlkit.config import StrictModel
 from rlkit.devices import Device
 from rlkit.errors import ConfigError
 
 Loss = Literal["ordinal", "bt", "rao_kupper", "hinge"]
 
 
-class TrainerConfig(GrowingModel):
+class TrainerConfig(StrictModel):
     """How to train.
 
     ``patience``: epochs without a better validation loss before stopping (None: never stop early).

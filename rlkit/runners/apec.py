@@ -33,11 +33,10 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecEnv
 
 from envs.fixed_horizon import make_fixed_horizon
-from rlkit.ail import AILConfig, AILTrainer, CheckpointStore, DiscriminatorConfig, load_demos, save_demos
-from rlkit.apec.config import ApecConfig, ApecEnvConfig, DemosSettings, Method, split_method
+from rlkit.ail import AILTrainer, CheckpointStore, load_demos, save_demos
+from rlkit.apec.config import ApecConfig, ApecEnvConfig, DemonstratorConfig, DrexConfig, Method, split_method
 from rlkit.apec.demonstrator import (
     RESUME_DIR,
-    DemonstratorConfig,
     VenvFactory,
     checkpoint_step,
     demonstrator_checkpoints,
@@ -46,7 +45,7 @@ from rlkit.apec.demonstrator import (
     suboptimal_demos,
     train_demonstrator,
 )
-from rlkit.apec.drex import DrexConfig, drex_pairs, noisy_rollouts, train_bc
+from rlkit.apec.drex import drex_pairs, noisy_rollouts, train_bc
 from rlkit.apec.evaluation import (
     ail_progress,
     heldout_pairs,
@@ -121,20 +120,11 @@ def venv_factory(env: ApecEnvConfig, training: bool = False) -> VenvFactory:
     return EnvFactory(env, training)
 
 
-def demonstrator_config(settings: DemosSettings, seed: int) -> DemonstratorConfig:
-    return DemonstratorConfig(
-        algo=settings.algo, total_timesteps=settings.total_timesteps,
-        checkpoint_every=settings.checkpoint_every, target_fraction=settings.target_fraction,
-        fraction_tolerance=settings.fraction_tolerance, demo_tries=settings.demo_tries,
-        n_demos=settings.n_demos, eval_episodes=settings.eval_episodes, seed=seed, baseline=settings.baseline,
-        kwargs=tuple(settings.kwargs.items()), device=settings.device,
-    )
-
-
-def run_demos(env: ApecEnvConfig, settings: DemosSettings, seed: int, out_dir: Path,
+def run_demos(env: ApecEnvConfig, settings: DemonstratorConfig, seed: int, out_dir: Path,
               logger: Logger | None = None) -> list[Trajectory]:
-    """The demos stage (``rlkit demos``): given demos are checked and copied, else trained for.
-    SAC takes one update per vectorised step, so ``settings.n_envs`` sets its update ratio."""
+    """The demos stage (``rlkit demos``): given demos are checked and copied, else trained for
+    (with ``seed``, the run's). SAC takes one update per vectorised step, so ``settings.n_envs``
+    sets its update ratio."""
     if settings.n_envs is not None:
         env = env.replace(n_envs=settings.n_envs)
     make_venv, train_venv = venv_factory(env), venv_factory(env, training=True)
@@ -144,7 +134,7 @@ def run_demos(env: ApecEnvConfig, settings: DemosSettings, seed: int, out_dir: P
         demos = load_demos(settings.path)
         save_demos(demos, out_dir / "demos.npz", frame_stack(env))
         return demos
-    config = demonstrator_config(settings, seed)
+    config = settings.replace(seed=seed)
     checkpoints = demonstrator_checkpoints(out_dir / "demonstrator")
     trained = bool(checkpoints) and not (out_dir / "demonstrator" / RESUME_DIR).is_dir() and (
         checkpoint_step(checkpoints[-1]) + settings.checkpoint_every > settings.total_timesteps)
@@ -241,17 +231,7 @@ def run_ail(config: ApecConfig, make_venv: VenvFactory, demos: list[Trajectory],
     settings = config.ail
     seed = config.seed if seed is None else seed
     checkpoints = CheckpointStore(out_dir, every=settings.checkpoint_every)
-    disc = DiscriminatorConfig(
-        loss=settings.loss, state_only=settings.state_only, hidden=settings.hidden,
-        linear_first=settings.linear_first, lr=settings.lr,
-        weight_decay=settings.weight_decay, loss_scale=settings.loss_scale, reward_on=settings.reward_on,
-        reward_clip=settings.reward_clip, grad_penalty=settings.grad_penalty,
-        batch_size=settings.batch_size, updates_per_round=settings.updates_per_round,
-        encoder=settings.encoder,
-    )
-    ail_config = AILConfig(rounds=settings.rounds, steps_per_round=settings.steps_per_round,
-                           discriminator=disc, agent_buffer=settings.agent_buffer, seed=seed,
-                           device=settings.device)
+    ail_config = settings.replace(seed=seed)
 
     def log(record: Any, _: AILTrainer) -> None:
         if logger is not None:
@@ -305,7 +285,7 @@ def build_dataset(method: str, config: ApecConfig, make_venv: VenvFactory, demos
     """The preference dataset of one method; all share the seed, so they differ only by method."""
     rng = np.random.default_rng(config.seed + 3)
     base, margin = split_method(method)  # ot_only@0.05: the OT-only arm at margin 0.05
-    p = pair_config = config.pairs if margin is None else config.pairs.replace(ot_threshold=margin)
+    pair_config = config.pairs if margin is None else config.pairs.replace(ot_threshold=margin)
     if base == "apec":
         return select_pairs(store, index, rng, pair_config, ot_distances=distances)
     if base == "apec_ordinal":
@@ -317,13 +297,7 @@ def build_dataset(method: str, config: ApecConfig, make_venv: VenvFactory, demos
     if base == "ot_only":
         return ot_only_pairs(store, index, distances, rng, pair_config)
     if base == "drex":
-        d = config.drex
-        drex_config = DrexConfig(
-            noise_levels=tuple(np.round(np.arange(0.0, 1.0, d.noise_step), 4)),
-            rollouts_per_level=d.rollouts_per_level, min_gap=d.min_gap, n_pairs=p.n_pairs,
-            segment_length=p.segment_length, bc_epochs=d.bc_epochs, seed=config.seed, device=d.device,
-            frame_stack=frame_stack(config.env),
-        )
+        drex_config = drex_settings(config)
         venv = make_venv(config.seed + 4)
         try:
             policy = train_bc(demos, venv.action_space, drex_config)
@@ -332,6 +306,13 @@ def build_dataset(method: str, config: ApecConfig, make_venv: VenvFactory, demos
             venv.close()
         return drex_pairs(noisy, noise, rng, drex_config)
     raise InvalidDataError(f"method {method!r}: has no preference dataset (the raw AIL reward has none)")
+
+
+def drex_settings(config: ApecConfig) -> DrexConfig:
+    """The D-REX arm's config: ``config.drex`` with the pipeline's ``n_pairs`` and
+    ``segment_length`` (the other arms' budget, ``config.pairs``), seed and frame stack."""
+    return config.drex.replace(n_pairs=config.pairs.n_pairs, segment_length=config.pairs.segment_length,
+                               seed=config.seed, frame_stack=frame_stack(config.env))
 
 
 def run_heldout(config: ApecConfig, make_venv: VenvFactory, demos: list[Trajectory], demos_dir: Path,
