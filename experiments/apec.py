@@ -194,7 +194,7 @@ def seed_rows(task_id: str, seed: int, results: dict[str, Any]) -> list[dict[str
 def units(config: ApecExperimentConfig, out: Path, backend: Backend | None = None) -> list[Unit]:
     """Per task, in task order, its demonstrator unit and its held-out unit (``shared_heldout``)
     after it; then one unit per (task, seed) after both, seed by seed (every task's first seed
-    before any task's second). Locally a unit starts as soon as its prerequisites are done, the
+    before any task's second). On either backend a unit starts as soon as its prerequisites are done, the
     first ready in this order: the long chains of demonstrator, held-out run and seeds start early,
     so no worker idles at the end waiting on one, and a cut-short run has each task's first seeds.
     Units whose work has begun in ``out`` go first (their order kept): a run spanning several

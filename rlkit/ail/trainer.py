@@ -187,7 +187,7 @@ class AILTrainer:
 
     def resume(self) -> int | None:
         """Continue from the checkpoint ``resume/`` belongs to (``rlkit.ail.resume``; the latest
-        checkpoint for a folder from before it said which): generator (policy, optimisers,
+        checkpoint where no ``resume/`` names one): generator (policy, optimisers,
         timestep count), discriminator and its optimiser, RNGs, the replay buffer of an off-policy
         generator, the episode in progress where it was kept, and the records so far. Returns the
         round resumed from, None when nothing is saved."""
@@ -205,7 +205,7 @@ class AILTrainer:
         replay = resume_dir / REPLAY_FILE
         if isinstance(self.generator, OffPolicyAlgorithm) and replay.is_file():
             load_replay(_replay_buffer(self.generator), replay)
-        if generator_rngs is not None and episode is not None:  # else learn() starts a new episode
+        if episode is not None:  # else learn() starts a new episode
             restore_generator_rngs(self.generator, generator_rngs, self.checkpoints.path(start))
             restore_episode(self.generator, episode, resume_dir / EPISODE_FILE)
         self.records = [AILRound(**self.checkpoints.meta(r)["diagnostics"])

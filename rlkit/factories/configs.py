@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -167,8 +167,6 @@ class QueryConfig(StrictModel):
     unsupervised_steps: int = Field(
         0, ge=0, description="of the first every_steps steps, this many train an off-policy agent "
         "to explore (PEBBLE's state-entropy pre-training) instead of acting at random")
-
-    written_when_set: ClassVar[tuple[str, ...]] = ("unsupervised_steps",)
 
     @model_validator(mode="after")
     def _unsupervised_within_first_round(self) -> QueryConfig:

@@ -4,7 +4,7 @@ configs and the argument of ``RewardTrainer``. Pydantic only, so configs load wi
 from __future__ import annotations
 
 import math
-from typing import ClassVar, Literal
+from typing import Literal
 
 from pydantic import Field, model_validator
 
@@ -88,12 +88,6 @@ class TrainerConfig(StrictModel):
     shift_pad: int | None = Field(None, ge=0)
     precision: Literal["float32", "bfloat16", "auto"] = "float32"
     optimizer: Literal["adamw", "adam"] = "adamw"
-
-    written_when_set: ClassVar[tuple[str, ...]] = (
-        "hinge_margin", "rao_kupper_theta", "discount", "bootstrap", "seed", "device",
-        "memory_budget_bytes", "eval_batch_size", "refit", "refit_epochs", "batch_members",
-        "augment", "shift_pad", "precision", "optimizer",
-    )
 
     @model_validator(mode="after")
     def _loss_parameters(self) -> TrainerConfig:
