@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
-from sqlalchemy import delete, text
+from sqlalchemy import select, text, update
 
 from rlkit.data import SegmentPairs, TrajectoryStore, sample_pairs
 from rlkit.errors import FileFormatError, InvalidLabelError
@@ -98,31 +98,26 @@ def test_a_shown_pair_is_held_for_its_annotator_until_answered_or_expired(locati
     assert store.next_query("bob").id == ids[1] and store.next_query("carol").id == ids[2]  # expired
 
 
-def test_an_older_database_is_migrated_when_opened_and_a_newer_one_refused(location):
+def test_an_older_or_newer_database_is_refused_naming_it_and_left_as_it_is(location):
     old = LabelStore(location)
     old.add_queries(make_pairs(make_trajectories(), 3))
-    old.submit(1, "ann", 1.0)
-    with old.engine.begin() as c:  # make it a version-1 database
-        c.execute(text("DROP TABLE leases"))
-        c.execute(text("ALTER TABLE phases DROP COLUMN closed_at"))
-        c.execute(text("ALTER TABLE labels DROP COLUMN checksum"))
-        c.execute(text("ALTER TABLE queries DROP COLUMN checksum"))
-        c.execute(delete(schema_version).where(schema_version.c.version > 1))
+    where = old.where
+    with old.engine.begin() as c:  # make it a version-3 database
+        c.execute(update(schema_version).values(version=3))
     old.close()
-    store = LabelStore(location)
-    assert store.next_query("ann", lease_s=60).id == 2 and store.next_query("bob").id == 3  # v2
-    store.add_phase(1)
-    store.take_phase_feedback(1)
-    assert store.latest_phase()["closed"]  # v3
-    store.close()
-    store = LabelStore(location)  # v4: the rows written before got their checksums, and pass
-    assert [(r.query_id, r.value) for r in store.live_labels()] == [(1, 1.0)]
-    with store.engine.begin() as c:
-        versions = c.execute(text("SELECT version FROM schema_version ORDER BY version")).scalars()
-        assert versions.all() == [1, 2, 3, 4] == list(range(1, CURRENT_VERSION + 1))
-        c.execute(text("INSERT INTO schema_version VALUES (:v, 0)"), {"v": CURRENT_VERSION + 1})
-    store.close()
-    with pytest.raises(FileFormatError, match="newer than this rlkit"):
+    with pytest.raises(FileFormatError) as refused:
+        LabelStore(location)
+    message = str(refused.value)
+    assert message.startswith(f"{where}: label store schema version 3 is older than the version "
+                              f"{CURRENT_VERSION} this rlkit reads")
+    assert "export its labels with the rlkit that wrote it" in message and "start a new store" in message
+    with old.engine.begin() as c:  # nothing was written to it
+        assert c.execute(select(schema_version.c.version)).scalars().all() == [3]
+        assert c.execute(text("SELECT count(*) FROM queries")).scalar() == 3
+        c.execute(update(schema_version).values(version=CURRENT_VERSION + 1))
+    old.close()
+    newer = f"schema version {CURRENT_VERSION + 1} is newer than this rlkit"
+    with pytest.raises(FileFormatError, match=newer):
         LabelStore(location)
 
 

@@ -1,6 +1,6 @@
 """The database under the label store: engine (SQLite in WAL mode, or any SQLAlchemy URL; a bare
-``postgresql://`` uses psycopg 3), migrations on open, transactions that take the write lock up
-front on both SQLite and PostgreSQL, and key-value settings."""
+``postgresql://`` uses psycopg 3), the schema created or its version checked on open, transactions
+that take the write lock up front on both SQLite and PostgreSQL, and key-value settings."""
 
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ class Database:
         if not self.url.startswith("sqlite"):
             self.engine = _make_engine(self.url, synchronous)
             with self._write() as connection:
-                schema.migrate(connection)
+                schema.create_or_check(connection, self.where)
             return
         path = make_url(self.url).database or ":memory:"
         try:  # a damaged file is named and left as it is; nothing is written to it
@@ -83,7 +83,7 @@ class Database:
                 sqlite_file.check_file(Path(path))
             self.engine = _make_engine(self.url, synchronous)
             with self._write() as connection:
-                schema.migrate(connection)
+                schema.create_or_check(connection, self.where)
         except (sqlite3.DatabaseError, sqlalchemy_exc.DatabaseError) as error:
             if "locked" in str(error):
                 raise
@@ -199,8 +199,8 @@ def _make_postgres_engine(url: str) -> Engine:
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Connection) -> None:
         # As SQLite's BEGIN IMMEDIATE: writers queue one after another for the whole transaction,
-        # so a check-then-write (a pair's lease, a setting, a migration) never races another writer.
-        # Readers take no lock and see committed rows.
+        # so a check-then-write (a pair's lease, a setting, the tables' creation) never races
+        # another writer. Readers take no lock and see committed rows.
         if connection.get_execution_options().get("rlkit_write", False):
             connection.exec_driver_sql(_POSTGRES_WRITE_LOCK)
 

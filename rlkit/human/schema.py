@@ -1,14 +1,13 @@
-"""The label database's tables and their versioned migrations (SQLAlchemy Core, any backend).
+"""The label database's tables and their schema version (SQLAlchemy Core, any backend).
 
-Version 1 is the first schema; each later version appends one migration to ``MIGRATIONS``. Opening
-a database runs the missing migrations in order inside one transaction and records each in
-``schema_version``, so an older run directory upgrades in place and a newer one is refused.
+A new database gets every table at once and records ``CURRENT_VERSION`` in ``schema_version``.
+A database of another version, older or newer, is refused naming it: no schema is upgraded in
+place before rlkit 1.0.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 
 from rlkit.extras import extra
 
@@ -25,17 +24,13 @@ with extra("human"):
         Table,
         Text,
         UniqueConstraint,
-        bindparam,
         func,
         insert,
         inspect,
         select,
-        text,
-        update,
     )
 
 from rlkit.errors import FileFormatError
-from rlkit.human.checksum import LABEL_COLUMNS, QUERY_COLUMNS, row_checksum
 
 metadata = MetaData()
 
@@ -59,7 +54,7 @@ queries = Table(
     Column("left_media", String(255), nullable=False, default=""),
     Column("right_media", String(255), nullable=False, default=""),
     Column("created_at", Float, nullable=False),
-    Column("checksum", String(16), nullable=False),  # version 4: of QUERY_COLUMNS (rlkit.human.checksum)
+    Column("checksum", String(16), nullable=False),  # of QUERY_COLUMNS (rlkit.human.checksum)
     UniqueConstraint("left_traj", "left_start", "right_traj", "right_start", "length", name="uq_pair"),
 )
 
@@ -72,7 +67,7 @@ labels = Table(
     Column("interface", String(16), nullable=False),
     Column("created_at", Float, nullable=False),
     Column("retracted_at", Float, nullable=True),  # set by undo; the row is kept for the audit trail
-    Column("checksum", String(16), nullable=False),  # version 4: of LABEL_COLUMNS, renewed by undo
+    Column("checksum", String(16), nullable=False),  # of LABEL_COLUMNS, renewed by undo
     Index("ix_labels_annotator", "annotator", "created_at"),
 )
 # One live label per (pair, annotator): a second submit is refused, never an overwrite.
@@ -92,7 +87,7 @@ phases = Table(
     Column("video", String(255), nullable=False, default=""),
     Column("context", Text, nullable=False, default="{}"),  # JSON: agents, colours, env description
     Column("created_at", Float, nullable=False),
-    # Version 3: set when the M3HF loop takes the phase's feedback, so feedback confirmed after
+    # Set when the M3HF loop takes the phase's feedback, so feedback confirmed after
     # that is refused with a reason instead of being stored and never used.
     Column("closed_at", Float, nullable=True),
 )
@@ -119,7 +114,7 @@ metrics = Table(
 )
 
 
-# Version 2: a pair shown to an annotator is held for them for a while, so two people labelling
+# A pair shown to an annotator is held for them for a while, so two people labelling
 # at once are not both given the last pair that needs one more label.
 leases = Table(
     "leases", metadata,
@@ -129,54 +124,34 @@ leases = Table(
 )
 
 
-def _create_v1(connection: Connection) -> None:
-    metadata.create_all(connection, tables=[queries, labels, phases, feedback, metrics, settings])
+CURRENT_VERSION = 4
 
 
-def _add_leases_v2(connection: Connection) -> None:
-    leases.create(connection)
+def create_or_check(connection: Connection, where: str) -> None:
+    """Create every table in a new database (one without ``schema_version``); refuse one whose
+    schema is not ``CURRENT_VERSION``.
 
+    Args:
+        connection: a connection inside the transaction that opens the store.
+        where: the store's file or URL (without a password), for the message.
 
-def _add_phase_closing_v3(connection: Connection) -> None:
-    # A new database already has the column: version 1 creates today's ``phases`` table.
-    column = phases.c.closed_at
-    if column.name in {found["name"] for found in inspect(connection).get_columns("phases")}:
+    Raises:
+        FileFormatError: when the database records an older or a newer schema version.
+    """
+    if not inspect(connection).has_table(schema_version.name):
+        metadata.create_all(connection)
+        connection.execute(insert(schema_version).values(version=CURRENT_VERSION, applied_at=time.time()))
         return
-    kind = column.type.compile(dialect=connection.dialect)
-    connection.execute(text(f"ALTER TABLE phases ADD COLUMN {column.name} {kind}"))
-
-
-def _add_row_checksums_v4(connection: Connection) -> None:
-    # Rows written before checksums get theirs from what they hold now.
-    for table, columns in ((queries, QUERY_COLUMNS), (labels, LABEL_COLUMNS)):
-        if "checksum" not in {found["name"] for found in inspect(connection).get_columns(table.name)}:
-            connection.execute(text(f"ALTER TABLE {table.name} ADD COLUMN checksum VARCHAR(16) "
-                                    "NOT NULL DEFAULT ''"))
-        rows = connection.execute(select(table).where(table.c.checksum == "")).all()
-        if rows:
-            connection.execute(update(table).where(table.c.id == bindparam("row_id"))
-                               .values(checksum=bindparam("sum")),
-                               [{"row_id": row.id, "sum": row_checksum(row._mapping, columns)}
-                                for row in rows])
-
-
-MIGRATIONS: tuple[Callable[[Connection], None], ...] = (
-    _create_v1, _add_leases_v2, _add_phase_closing_v3, _add_row_checksums_v4,
-)
-CURRENT_VERSION = len(MIGRATIONS)
-
-
-def migrate(connection: Connection) -> int:
-    """Bring the database to ``CURRENT_VERSION``; returns the version it had before (0 = new)."""
-    if not inspect(connection).has_table("schema_version"):
-        schema_version.create(connection)
     found = connection.execute(select(func.max(schema_version.c.version))).scalar() or 0
     if found > CURRENT_VERSION:
         raise FileFormatError(
-            f"label database schema version {found} is newer than this rlkit's {CURRENT_VERSION}; "
-            "upgrade rlkit to open it"
+            f"{where}: label store schema version {found} is newer than this rlkit's "
+            f"{CURRENT_VERSION}; upgrade rlkit to open it"
         )
-    for version in range(found + 1, CURRENT_VERSION + 1):
-        MIGRATIONS[version - 1](connection)
-        connection.execute(insert(schema_version).values(version=version, applied_at=time.time()))
-    return found
+    if found < CURRENT_VERSION:
+        raise FileFormatError(
+            f"{where}: label store schema version {found} is older than the version "
+            f"{CURRENT_VERSION} this rlkit reads, and older stores are not upgraded; the store is "
+            "left as it is: export its labels with the rlkit that wrote it (LabelStore.export), or "
+            "start a new store (a new run directory, or an empty database)"
+        )

@@ -63,7 +63,7 @@ def create_whole(path: Path) -> None:
     engine = create_engine(f"sqlite:///{temporary}")  # rollback journal: the file alone is complete
     try:
         with engine.begin() as connection:
-            schema.migrate(connection)
+            schema.create_or_check(connection, str(path))
         engine.dispose()
         with suppress(FileExistsError):
             os.link(temporary, path)
