@@ -3,6 +3,7 @@ resume of each command that resumes, which must go through it."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -20,6 +21,7 @@ from rlkit.persistence import resume_config, write_header
 from rlkit.persistence.resume_config import MAY_CHANGE, changed_paths, refuse_changed_config
 from rlkit.prefrl import resume as prefrl_resume
 from rlkit.runners.commands import COMMANDS, command_schema
+from rlkit.scale.sweep import SweepSpec, prepare_sweep_dir, run_sweep
 
 
 def test_every_changed_setting_is_named_with_both_values_and_the_allowed_ones():
@@ -126,15 +128,39 @@ def resume_resumable_training(run_dir: Path) -> None:
     ResumableTraining(run_dir, 16, 8, settings={"seed": 1}).resume(agent)
 
 
-#: every config check a resume makes: the commands (``rlkit.cli._resume_check``) and
-#: ``ResumableTraining`` (APEC's demonstrator and policies, experiments/prefrl_pebble.py)
+def resume_sweep(sweep_dir: Path) -> None:
+    """A tiny sweep's folder resumed with another number of seeds (refused before any trial runs)."""
+    spec = SweepSpec("train-reward", {"trainer.max_epochs": ["1", "2"]}, seeds=1, logger="jsonl")
+    prepare_sweep_dir(spec, sweep_dir, resume=False)
+    run_sweep(dataclasses.replace(spec, seeds=2), sweep_dir, resume=True)
+
+
+def test_a_sweep_resumes_with_other_loggers_backend_and_metrics_shown(tmp_path):
+    spec = SweepSpec("train-reward", {"trainer.max_epochs": ["1", "2"]}, logger="jsonl")
+    assert MAY_CHANGE["sweep"] <= set(spec.to_json())
+    prepare_sweep_dir(spec, tmp_path, resume=False)
+    shown_elsewhere = dataclasses.replace(spec, logger="jsonl,wandb", metrics=("loss",))
+    prepare_sweep_dir(shown_elsewhere, tmp_path, resume=True)
+    for changed in ({"grid": {"trainer.max_epochs": ["1", "3"]}}, {"overrides": ("model.hidden=[8]",)},
+                    {"command": "pref-rl"}, {"seed_key": "trainer.seed"}):
+        with pytest.raises(ConfigError, match=rf"{tmp_path} holds a sweep run started with other settings"):
+            prepare_sweep_dir(dataclasses.replace(spec, **changed), tmp_path, resume=True)
+
+
+#: every config check a resume makes: the commands (``rlkit.cli._resume_check``),
+#: ``ResumableTraining`` (APEC's demonstrator and policies, experiments/prefrl_pebble.py) and
+#: ``rlkit sweep --resume``
 RESUMES: dict[str, Callable[[Path], None]] = {
     "pref-rl": resume_pref_rl,
     "m3hf": resume_m3hf,
     "apec": resume_from_config_yaml("apec"),
     "demos": resume_from_config_yaml("demos"),
     "resumable": resume_resumable_training,
+    "sweep": resume_sweep,
 }
+
+#: the setting each resume above changes: the seed, or a sweep's number of seeds
+CHANGED_SETTING = {"sweep": "seeds"}
 
 
 def test_the_commands_that_resume_are_those_listed_and_every_allow_list_is_used():
@@ -148,7 +174,8 @@ def test_the_commands_that_resume_are_those_listed_and_every_allow_list_is_used(
 def test_every_resume_refuses_a_changed_seed_through_refuse_changed_config(command, tmp_path, monkeypatch):
     recording = Recording(MAY_CHANGE)
     monkeypatch.setattr(resume_config, "MAY_CHANGE", recording)
-    with pytest.raises(ConfigError, match=r"other settings for \['seed'\] \(seed: saved \d+, now \d+\)"):
+    seed = CHANGED_SETTING.get(command, "seed")
+    with pytest.raises(ConfigError, match=rf"other settings for \['{seed}'\] \({seed}: saved \d+, now \d+\)"):
         RESUMES[command](tmp_path)
     assert recording.asked == [command]
 

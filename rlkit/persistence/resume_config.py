@@ -48,6 +48,10 @@ MAY_CHANGE: dict[str, frozenset[str]] = {
     # builds a resumed trainer on the current device (rlkit.marl.checkpoint.load_checkpoint's device)
     "m3hf": frozenset({"phases"}),
     "resumable": frozenset(),
+    # rlkit sweep (``sweep.json``, rlkit.scale.sweep.SweepSpec.to_json): the loggers beyond jsonl,
+    # which every trial writes and the sweep reads; the backend, its workers and resources and the
+    # metrics shown are not saved, so they may change too
+    "sweep": frozenset({"logger"}),
 }
 
 

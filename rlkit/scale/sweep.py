@@ -152,19 +152,26 @@ def default_sweep_dir(command: str) -> Path:
 
 
 def prepare_sweep_dir(spec: SweepSpec, sweep_dir: Path, resume: bool) -> None:
-    """Write ``sweep.json``; on resume check it asks for the same sweep, else refuse a used dir."""
+    """Write ``sweep.json``; on resume check it asks for the same sweep, else refuse a used dir.
+
+    Args:
+        spec: the sweep asked for now.
+        sweep_dir: the sweep's folder.
+        resume: finish the sweep in ``sweep_dir`` rather than start one.
+
+    Raises:
+        ConfigError: ``sweep_dir`` holds a sweep and ``resume`` is False; with ``resume``, it holds
+            none, or one ``spec`` differs from in more than ``MAY_CHANGE["sweep"]`` allows
+            (``rlkit.persistence.resume_config.refuse_changed_config``).
+    """
+    from rlkit.persistence.resume_config import refuse_changed_config
+
     path = sweep_dir / "sweep.json"
     if path.is_file():
         if not resume:
             raise ConfigError(f"{sweep_dir} already holds a sweep: pass --resume to finish it, "
                               "or choose another --run-dir")
-        old = json.loads(path.read_text())
-        new = spec.to_json()
-        changed = [key for key in new if old.get(key) != new[key]]
-        if changed:
-            raise ConfigError(f"--resume: {sweep_dir} holds a different sweep ({', '.join(changed)} "
-                              f"differ: {[old.get(k) for k in changed]} there, "
-                              f"{[new[k] for k in changed]} now)")
+        refuse_changed_config("sweep", json.loads(path.read_text()), spec.to_json(), where=sweep_dir)
         return
     if resume:
         raise ConfigError(f"--resume: {sweep_dir} holds no sweep (no sweep.json)")
