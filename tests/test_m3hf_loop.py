@@ -150,7 +150,8 @@ def test_resume_refuses_a_changed_config_but_may_add_phases(tmp_path):
     with pytest.raises(ConfigError, match=r"other settings for \['generation_steps'\] "
                                           r"\(generation_steps: saved 64, now 32\)"):
         run_m3hf(tiny_config(video="none", phases=1, generation_steps=32), tmp_path)
-    with pytest.raises(ConfigError, match=r"other settings for \['env.max_steps'\] .*only \['phases'\] may"):
+    with pytest.raises(ConfigError, match=r"other settings for \['env.max_steps'\] "
+                                          r".*only \['marl.device', 'phases'\] may"):
         run_m3hf(tiny_config(video="none", phases=1, env={"recipe": "tomato", "max_steps": 10}), tmp_path)
     state = run_m3hf(tiny_config(video="none", phases=2), tmp_path)
     assert [row["generation"] for row in state["history"]] == [0, 1, 2]

@@ -46,8 +46,8 @@ class RecordingLoads:
     def __init__(self) -> None:
         self.loaded: list[tuple[str, list[torch.Tensor]]] = []
 
-    def __call__(self, path, rows, logger=None):
-        trainer = load_checkpoint(path, rows, logger)
+    def __call__(self, path, rows, logger=None, device=None):
+        trainer = load_checkpoint(path, rows, logger, device)
         self.loaded.append((path.name, parameters(trainer)))
         return trainer
 

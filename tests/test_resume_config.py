@@ -64,8 +64,6 @@ def test_what_may_change_names_settings_of_the_commands_schema_devices_among_the
     fields = _paths(command_schema(command))
     assert MAY_CHANGE[command] <= fields
     devices = {path for path in fields if path.rpartition(".")[2] == "device"}
-    if command == "m3hf":  # marl.device: not until rlkit.m3hf.loop builds a resumed trainer on it
-        devices -= {"marl.device"}
     assert devices <= MAY_CHANGE[command]
 
 
@@ -106,6 +104,29 @@ def resume_m3hf(run_dir: Path) -> None:
     check = _resume_check("m3hf", _seed_changed(config))
     assert check is not None
     check(run_dir)
+
+
+def test_a_resumed_m3hf_run_trains_on_the_current_marl_device(tmp_path):
+    from rlkit.m3hf.run_config import M3HFConfig
+    from rlkit.marl.checkpoint import KIND, META_FILE
+    from rlkit.persistence import read_header
+    from rlkit.runners.m3hf import run_m3hf
+
+    def tiny(phases: int, device: str) -> M3HFConfig:
+        return M3HFConfig.model_validate({
+            "env": {"recipe": "tomato", "max_steps": 20}, "num_games": 2, "generation_steps": 32,
+            "phases": phases, "parser": "rule", "eval_games": 2, "video": "none",
+            "marl": {"n_steps": 16, "batch_size": 32, "n_epochs": 1, "device": device},
+            "feedback": {"source": "scripted", "texts": {1: ["Be faster!"]}}})
+
+    def saved_device(generation: int) -> str:
+        meta = read_header(tmp_path / "checkpoints" / f"gen_{generation:03d}" / META_FILE, KIND)
+        return meta["config"].get("device", "cpu")  # "cpu" is left out of the file
+
+    run_m3hf(tiny(0, "cpu"), tmp_path)
+    state = run_m3hf(tiny(1, "auto"), tmp_path)
+    assert [row["generation"] for row in state["history"]] == [0, 1]
+    assert (saved_device(0), saved_device(1)) == ("cpu", "auto")
 
 
 def resume_from_config_yaml(command: str) -> Callable[[Path], None]:

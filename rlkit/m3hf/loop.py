@@ -182,7 +182,8 @@ class M3HFRun:
             }
             self._train_generation(trainer, pools, state, [])
         else:
-            trainer = load_checkpoint(self._checkpoint(state["completed"]), self.rows, self.logger)
+            trainer = load_checkpoint(self._checkpoint(state["completed"]), self.rows, self.logger,
+                                      device=self.marl.device)
             pools = _load_pools(self._pools(state["completed"]))
             state["best"] = best_generation(state["history"], self.config.performance)
             # the killed generation's rows are logged again as it is trained again
@@ -207,7 +208,8 @@ class M3HFRun:
             return trainer
         log.info("generation %d starts from generation %d's policy (the best so far by %s)",
                  state["completed"] + 1, best["generation"], MEASURES[self.config.performance])
-        rolled = load_checkpoint(self.run_dir / "checkpoints" / "best", self.rows, self.logger)
+        rolled = load_checkpoint(self.run_dir / "checkpoints" / "best", self.rows, self.logger,
+                                 device=self.marl.device)
         rolled.num_timesteps = state["history"][-1]["env_steps"]
         return rolled
 

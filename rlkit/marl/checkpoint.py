@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from rlkit.devices import Device
 from rlkit.errors import FileFormatError, IncompatibleModelError
 from rlkit.logging import Logger
 from rlkit.marl.config import MarlConfig
@@ -71,16 +72,20 @@ def save_checkpoint(trainer: MultiAgentPPO, path: str | Path) -> Path:
     return target
 
 
-def load_checkpoint(path: str | Path, env: AgentRows, logger: Logger | None = None) -> MultiAgentPPO:
+def load_checkpoint(path: str | Path, env: AgentRows, logger: Logger | None = None,
+                    device: Device | None = None) -> MultiAgentPPO:
     """A trainer on ``env`` in the state ``save_checkpoint`` wrote; the env must match the saved one.
 
     Args:
         path: a directory ``save_checkpoint`` wrote.
         env: the rows to train on; same agent names, observation shape and action count as saved.
         logger: where the resumed trainer logs (``None``: nowhere).
+        device: where its policies run (``MarlConfig.device``); ``None``: the saved config's. The
+            tensors are read to the CPU and moved there; the RNGs drawn from are CPU ones.
 
     Returns:
-        The trainer, its config, weights, optimizers, counters and RNG states restored.
+        The trainer, its config (with ``device`` when given), weights, optimizers, counters and
+        RNG states restored.
 
     Raises:
         IncompatibleModelError: when ``env``'s agents, observation shape or action count differ
@@ -103,6 +108,8 @@ def load_checkpoint(path: str | Path, env: AgentRows, logger: Logger | None = No
         config = MarlConfig(**meta["config"])
     except (TypeError, ValueError) as error:  # pydantic's ValidationError is a ValueError
         raise FileFormatError(f"{meta_path}: bad config ({error})") from None
+    if device is not None:
+        config = config.replace(device=device)
     numpy_rng = random_state_from_json(meta["numpy_rng"], meta_path)
     try:
         tensors = torch.load(policies, map_location="cpu", weights_only=True)

@@ -44,9 +44,9 @@ MAY_CHANGE: dict[str, frozenset[str]] = {
     "apec": frozenset({"demos.device", "ail.device", "drex.device", "reward.trainer.device",
                        "policy.agent.device"}),
     "demos": frozenset({"demos.device"}),
-    # more phases may be added to a finished run (rlkit.m3hf.loop); marl.device joins once the loop
-    # builds a resumed trainer on the current device (rlkit.marl.checkpoint.load_checkpoint's device)
-    "m3hf": frozenset({"phases"}),
+    # more phases may be added to a finished run (rlkit.m3hf.loop), which loads its checkpoints
+    # onto the current marl.device (rlkit.marl.checkpoint.load_checkpoint's device)
+    "m3hf": frozenset({"phases", "marl.device"}),
     "resumable": frozenset(),
     # rlkit sweep (``sweep.json``, rlkit.scale.sweep.SweepSpec.to_json): the loggers beyond jsonl,
     # which every trial writes and the sweep reads; the backend, its workers and resources and the
