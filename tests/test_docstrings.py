@@ -1,16 +1,19 @@
-"""Every public function the API reference documents has Google-style ``Args:`` and ``Returns:``
-sections (issue 17), so the generated pages say what each argument means and what comes back.
+"""Every public function and class the API reference documents has Google-style sections, so the
+generated pages say what each argument means and what comes back.
 
-Scope: the functions among the names the API pages document (``docs/api/*.md``: a package's
-``__all__``, or the public names a module defines when it has none, plus any function a page names
-directly). A function that takes arguments needs an ``Args:`` section naming each of them (and no
-other); one whose return annotation is not ``None``/``NoReturn`` needs a ``Returns:`` section (a
-generator or context manager may use ``Yields:``). Classes are left out for now: their
-constructors and methods have no sections yet; extending this test to them is the next step.
+Scope: the functions and classes among the names the API pages document (``docs/api/*.md``: a
+package's ``__all__``, or the public names a module defines when it has none, plus any name a page
+gives directly). A function that takes arguments needs an ``Args:`` section naming each of them
+(and no other); one whose return annotation is not ``None``/``NoReturn`` needs a ``Returns:``
+section (a generator or context manager may use ``Yields:``). A class needs a docstring of its own,
+and its docstring with ``__init__``'s (the pages merge them) describes each constructor argument,
+in ``Args:`` or, for a field, ``Attributes:`` (``Args:`` names no other). Methods are not checked.
+The classes not documented so far are listed in ``UNDOCUMENTED_CLASSES`` (strict xfails).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import inspect
 import re
@@ -72,13 +75,61 @@ def exported_names() -> list[str]:
 
 EXPORTED = exported_names()
 
+# Exported classes whose docstrings do not describe their constructor's arguments yet (issue 38:
+# the class case is new). Each is a strict xfail: documenting one makes its case pass, and the
+# name must then leave this list; a new class that is not documented fails.
+UNDOCUMENTED_CLASSES = frozenset({
+    "envs.fixed_horizon.FixedHorizon", "envs.overcooked.OvercookedConfig",
+    "envs.overcooked.OvercookedParallelEnv", "envs.overcooked.OvercookedVecEnv", "envs.overcooked.Rewards",
+    "envs.overcooked.ScriptedChef", "envs.overcooked.parallel_env", "envs.pixels.Canvas",
+    "envs.pixels.PixelPendulum", "envs.pixels.PixelPointMass", "rlkit.ail.AILConfig", "rlkit.ail.AILRound",
+    "rlkit.ail.AILTrainer", "rlkit.ail.Checkpoint", "rlkit.ail.CheckpointStore", "rlkit.ail.Discriminator",
+    "rlkit.ail.DiscriminatorConfig", "rlkit.ail.TransitionBuffer", "rlkit.ail.Transitions",
+    "rlkit.apec.BCPolicy", "rlkit.apec.DrexConfig", "rlkit.apec.PairConfig", "rlkit.apec.RolloutConfig",
+    "rlkit.data.Segment", "rlkit.data.SegmentBatch", "rlkit.data.SegmentPairs", "rlkit.data.Trajectory",
+    "rlkit.data.TrajectoryRecorder", "rlkit.factories.pixel_sac.DrQCnnPolicy",
+    "rlkit.factories.resumable.ResumableTraining", "rlkit.factories.resumable.Resumed",
+    "rlkit.feedback.OrdinalScale", "rlkit.feedback.PreferenceDataset", "rlkit.feedback.SimulatedTeacher",
+    "rlkit.feedback.TeacherConfig", "rlkit.human.Answers", "rlkit.human.HumanTeacher",
+    "rlkit.human.HumanTeacherConfig", "rlkit.human.LabelRecord", "rlkit.human.LabelStore",
+    "rlkit.human.Progress", "rlkit.human.Query", "rlkit.human.WaitReport", "rlkit.logging.ConsoleLogger",
+    "rlkit.logging.JsonlLogger", "rlkit.logging.MultiLogger", "rlkit.logging.ProgressDisplay",
+    "rlkit.logging.ProgressLogger", "rlkit.logging.ProgressTask", "rlkit.logging.Sb3LogBridge",
+    "rlkit.logging.TensorBoardLogger", "rlkit.logging.Track", "rlkit.logging.WandbLogger",
+    "rlkit.m3hf.Feedback", "rlkit.m3hf.FeedbackRequest", "rlkit.m3hf.FeedbackSource",
+    "rlkit.m3hf.LLMConfig", "rlkit.m3hf.LLMParser", "rlkit.m3hf.ParseDecision", "rlkit.m3hf.PoolEntry",
+    "rlkit.m3hf.PoolRewardFn", "rlkit.m3hf.PoolShaper", "rlkit.m3hf.RewardPool", "rlkit.m3hf.RewardSpec",
+    "rlkit.m3hf.Scene", "rlkit.m3hf.ScriptedSource", "rlkit.m3hf.SimulatedSource", "rlkit.m3hf.TeamPools",
+    "rlkit.m3hf.TerminalSource", "rlkit.m3hf.WeightRule", "rlkit.marl.MarlConfig",
+    "rlkit.marl.MultiAgentPPO", "rlkit.marl.OvercookedRows", "rlkit.marl.ParallelEnvRows",
+    "rlkit.marl.RowStep", "rlkit.persistence.Format", "rlkit.prefrl.DisagreementSelector",
+    "rlkit.prefrl.EntropySelector", "rlkit.prefrl.PrefRLResult", "rlkit.prefrl.QueryRound",
+    "rlkit.prefrl.QuerySelector", "rlkit.prefrl.UniformSelector", "rlkit.reward.LoadedRewardModel",
+    "rlkit.reward.NormalizedReward", "rlkit.reward.RewardEnsemble", "rlkit.reward.RewardNet",
+    "rlkit.reward.RewardNetSpec", "rlkit.reward.RewardTrainer", "rlkit.reward.RunningNorm",
+    "rlkit.reward.TorchRewardFn", "rlkit.reward.TrainReport", "rlkit.reward.TrainerConfig",
+    "rlkit.scale.Backend", "rlkit.scale.SweepSpec", "rlkit.scale.Unit", "rlkit.scale.UnitResult",
+    "rlkit.wrappers.LazyRewardReplayBuffer", "rlkit.wrappers.PettingZooRewardWrapper",
+    "rlkit.wrappers.RewardVecEnvWrapper", "rlkit.wrappers.RewardWrapper",
+    "rlkit.wrappers.RolloutRewardRelabeller",
+})
 
-def exported_function(dotted: str) -> Callable[..., Any] | None:
+
+def exported_object(dotted: str) -> Any:
     try:
-        obj = resolve(dotted)
+        return resolve(dotted)
     except ImportError as error:  # an optional extra that is not installed
         pytest.skip(f"{dotted}: {error}")
+
+
+def exported_function(dotted: str) -> Callable[..., Any] | None:
+    obj = exported_object(dotted)
     return obj if inspect.isfunction(inspect.unwrap(obj)) else None
+
+
+def exported_class(dotted: str) -> type | None:
+    obj = exported_object(dotted)
+    return obj if inspect.isclass(obj) else None
 
 
 def sections(doc: str) -> dict[str, list[str]]:
@@ -96,6 +147,34 @@ def sections(doc: str) -> dict[str, list[str]]:
     return {title: [line for line in lines if line.strip()] for title, lines in out.items()}
 
 
+def parameter_names(signature: inspect.Signature) -> set[str]:
+    """What a caller passes, as an ``Args:`` entry names it: ``a``, ``*rest``, ``**named``."""
+    return {
+        ("*" if p.kind is p.VAR_POSITIONAL else "**" if p.kind is p.VAR_KEYWORD else "") + name
+        for name, p in signature.parameters.items() if name not in ("self", "cls")
+    }
+
+
+def entries(lines: list[str]) -> set[str]:
+    return {m.group(1) for line in lines if (m := ENTRY.match(line))}
+
+
+def args_problems(params: set[str], found: dict[str, list[str]], listed: set[str] = frozenset()) -> list[str]:
+    """Why the ``Args:`` section in ``found`` (with the names ``listed`` elsewhere) does not
+    describe exactly ``params``."""
+    if not params:
+        return ["an Args: section, but it takes no arguments"] if "Args" in found else []
+    if "Args" not in found and not listed:
+        return [f"no Args: section for {sorted(params)}"]
+    named = entries(found.get("Args", []))
+    out = []
+    if missing := params - named - listed:
+        out.append(f"Args: does not describe {sorted(missing)}")
+    if extra := named - params:
+        out.append(f"Args: describes {sorted(extra)}, which it does not take")
+    return out
+
+
 def problems(fn: Callable[..., Any]) -> list[str]:
     """Why ``fn``'s docstring falls short; empty when it is complete."""
     doc = inspect.getdoc(fn)
@@ -103,22 +182,7 @@ def problems(fn: Callable[..., Any]) -> list[str]:
         return ["no docstring"]
     found = sections(doc)
     signature = inspect.signature(fn)
-    params = {
-        ("*" if p.kind is p.VAR_POSITIONAL else "**" if p.kind is p.VAR_KEYWORD else "") + name
-        for name, p in signature.parameters.items() if name not in ("self", "cls")
-    }
-    out: list[str] = []
-    if params:
-        if "Args" not in found:
-            out.append(f"no Args: section for {sorted(params)}")
-        else:
-            named = {m.group(1) for line in found["Args"] if (m := ENTRY.match(line))}
-            if missing := params - named:
-                out.append(f"Args: does not describe {sorted(missing)}")
-            if extra := named - params:
-                out.append(f"Args: describes {sorted(extra)}, which it does not take")
-    elif "Args" in found:
-        out.append("an Args: section, but it takes no arguments")
+    out = args_problems(parameter_names(signature), found)
     annotation = signature.return_annotation
     if annotation is inspect.Signature.empty:
         out.append("no return annotation (so no telling whether it needs a Returns: section)")
@@ -132,18 +196,65 @@ def problems(fn: Callable[..., Any]) -> list[str]:
     return out
 
 
-def test_the_pages_document_functions() -> None:
+def own_docstring(cls: type) -> str | None:
+    """The class's own docstring: not a base class's, nor the one ``dataclass`` or ``NamedTuple``
+    writes from the signature when there is none."""
+    doc = cls.__dict__.get("__doc__")
+    generated = (dataclasses.is_dataclass(cls) or issubclass(cls, tuple)) and \
+        bool(doc) and doc.startswith(f"{cls.__name__}(")
+    return None if generated or not doc else inspect.cleandoc(doc)
+
+
+def constructor_parameters(cls: type) -> set[str]:
+    """What ``cls(...)`` takes, as ``__init__`` declares it (a metaclass of rlkit's own may wrap
+    the call, as ``PreferenceRL``'s does); none for an exception or protocol that keeps its base's
+    constructor (``(*args, **kwargs)``, nothing to document)."""
+    if getattr(cls, "_is_protocol", False):
+        return set()
+    own_metaclass = type(cls).__module__.partition(".")[0] in ("rlkit", "envs")
+    try:
+        signature = inspect.signature(cls.__init__ if own_metaclass else cls)
+    except ValueError:  # a builtin's constructor (an exception's)
+        return set()
+    return parameter_names(signature)
+
+
+def class_problems(cls: type) -> list[str]:
+    """Why ``cls``'s docstrings fall short; empty when complete. As the API pages render them
+    (``merge_init_into_class``), the class's and ``__init__``'s docstrings are one: together they
+    describe each constructor parameter, in an ``Args:`` section or, for a field, ``Attributes:``."""
+    doc = own_docstring(cls)
+    if not doc:
+        return ["no docstring"]
+    found = sections(doc)
+    init = cls.__dict__.get("__init__")
+    init_doc = inspect.getdoc(init) if inspect.isfunction(init) else None
+    for title, lines in sections(init_doc or "").items():
+        found.setdefault(title, []).extend(lines)
+    return args_problems(constructor_parameters(cls), found, entries(found.get("Attributes", [])))
+
+
+def test_the_pages_document_functions_and_classes() -> None:
     functions = [name for name in EXPORTED if exported_function(name) is not None]
     assert len(functions) > 50, functions  # the walk finds the packages' functions at all
+    classes = [name for name in EXPORTED if exported_class(name) is not None]
+    assert len(classes) > 50, classes
+    assert UNDOCUMENTED_CLASSES <= set(classes), UNDOCUMENTED_CLASSES - set(classes)  # none stale
 
 
-@pytest.mark.parametrize("dotted", EXPORTED)
-def test_exported_function_has_args_and_returns(dotted: str) -> None:
-    fn = exported_function(dotted)
-    if fn is None:
-        return  # a class, constant or type alias: out of scope (see the module docstring)
-    found = problems(fn)
-    assert not found, f"{dotted} ({inspect.getsourcefile(fn)}): " + "; ".join(found)
+@pytest.mark.parametrize("dotted", [
+    pytest.param(name, marks=pytest.mark.xfail(strict=True, reason="not documented yet"))
+    if name in UNDOCUMENTED_CLASSES else name for name in EXPORTED
+])
+def test_exported_function_or_class_is_documented(dotted: str) -> None:
+    obj = exported_object(dotted)
+    if inspect.isclass(obj):
+        found = class_problems(obj)
+    elif inspect.isfunction(inspect.unwrap(obj)):
+        found = problems(obj)
+    else:
+        return  # a constant or type alias
+    assert not found, f"{dotted} ({inspect.getsourcefile(obj)}): " + "; ".join(found)
 
 
 def test_problems_sees_a_lost_section() -> None:
@@ -190,3 +301,61 @@ def test_problems_sees_a_lost_section() -> None:
     assert problems(stale) == ["Args: does not describe ['a']",
                                "Args: describes ['b'], which it does not take"]
     assert problems(no_returns) == ["returns int but has no Returns: section"]
+
+
+def test_class_problems_sees_a_missing_docstring_or_argument() -> None:
+    """The check itself: a class without its own docstring, or whose docstrings leave out a
+    constructor argument, fails; one described in either docstring passes."""
+
+    class Complete:
+        """A pair.
+
+        Args:
+            a: the first.
+        """
+
+        def __init__(self, a: int, b: int) -> None:
+            """Also:
+
+            Args:
+                b: the second.
+            """
+
+    @dataclasses.dataclass(frozen=True)
+    class Fields:
+        """A pair.
+
+        Attributes:
+            a: the first.
+            b: the second.
+        """
+
+        a: int
+        b: int
+
+    @dataclasses.dataclass(frozen=True)
+    class Undocumented:
+        a: int
+
+    class Inherits(Complete):
+        pass
+
+    class Partial:
+        """A pair.
+
+        Args:
+            a: the first.
+            c: gone.
+        """
+
+        def __init__(self, a: int, b: int) -> None:
+            pass
+
+    class NoArguments:
+        """Nothing to pass."""
+
+    assert class_problems(Complete) == [] == class_problems(Fields) == class_problems(NoArguments)
+    assert class_problems(Undocumented) == ["no docstring"]  # not the one dataclass writes
+    assert class_problems(Inherits) == ["no docstring"]
+    assert class_problems(Partial) == ["Args: does not describe ['b']",
+                                       "Args: describes ['c'], which it does not take"]
