@@ -105,7 +105,7 @@ def _resume_check(command: str, config: Any) -> Callable[[Path], bool] | None:
     if command in ("apec", "demos"):  # their stages are skipped when their outputs are there
         from rlkit.runners.rundir import same_config
 
-        return same_config(config)
+        return same_config(config, command)
     return None
 
 

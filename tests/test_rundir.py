@@ -112,3 +112,16 @@ def test_apec_and_demos_go_on_only_with_the_same_config(tmp_path, command):
     with pytest.raises(ConfigError, match=r"other settings for \['seed'\] \(seed: saved 0, now 1\)"):
         make_run_dir(command, str(tmp_path), other, resumes=_resume_check(command, other))
     assert "seed: 0" in (tmp_path / "config.yaml").read_text()
+
+
+@pytest.mark.parametrize("command", ["apec", "demos"])
+def test_the_command_names_its_allow_list_whatever_class_its_config_is(tmp_path, command):
+    from rlkit.cli import command_schema
+
+    class Preset(command_schema(command)):  # type: ignore[misc,valid-type]
+        """A config of the command's schema under another class (no command's schema itself)."""
+
+    config = Preset()
+    make_run_dir(command, str(tmp_path), config)
+    (tmp_path / "metrics.jsonl").write_text(json.dumps({"step": 0}) + "\n")
+    assert make_run_dir(command, str(tmp_path), config, resumes=_resume_check(command, config))
