@@ -65,7 +65,7 @@ def held_out_pairs(config: PrefRLConfig) -> SegmentPairs:
 @pytest.mark.parametrize("algo", ["ppo", "sac"])
 def test_loop_queries_refits_and_records_experience(algo: str) -> None:
     config = small_config(algo, **{"trainer.max_epochs": "10", "agent.total_timesteps": "800"})
-    loop = PreferenceRL(config)
+    loop = PreferenceRL.from_config(config)
     env_steps = count_env_steps(loop.venv)
     result = loop.learn()
     # the refits learned the true reward: on pairs the teacher never saw, labelled by the true
@@ -98,7 +98,7 @@ def test_loop_queries_refits_and_records_experience(algo: str) -> None:
 
 
 def test_sac_replay_buffer_carries_the_current_learned_reward() -> None:
-    loop = PreferenceRL(small_config("sac"))
+    loop = PreferenceRL.from_config(small_config("sac"))
     loop.learn()
     agent = loop.agent
     assert isinstance(agent, SAC)
@@ -129,11 +129,12 @@ def test_sac_replay_buffer_carries_the_current_learned_reward() -> None:
 
 def test_random_steps_must_leave_steps_for_the_agent() -> None:
     with pytest.raises(ConfigError, match=r"query.every_steps=600: .* agent.total_timesteps=600"):
-        PreferenceRL(small_config("ppo", **{"query.every_steps": "600"}))
+        PreferenceRL.from_config(small_config("ppo", **{"query.every_steps": "600"}))
     with pytest.raises(ConfigError, match="replay_buffer_class"):
-        PreferenceRL(small_config("sac", **{"agent.kwargs": "{replay_buffer_class: ReplayBuffer}"}))
+        kwargs = "{replay_buffer_class: ReplayBuffer}"
+        PreferenceRL.from_config(small_config("sac", **{"agent.kwargs": kwargs}))
 
 
 def test_max_pairs_stops_the_queries() -> None:
-    result = PreferenceRL(small_config("ppo", **{"query.max_pairs": "50"})).learn()
+    result = PreferenceRL.from_config(small_config("ppo", **{"query.max_pairs": "50"})).learn()
     assert len(result.dataset) == 60  # initial 40, one round of 20 reaches the cap of 50

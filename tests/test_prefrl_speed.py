@@ -94,7 +94,7 @@ def test_a_torch_ensemble_scores_as_its_members_do(store: TrajectoryStore) -> No
 
 
 def test_ppo_steps_are_labelled_with_the_reward_they_were_taken_under_before_each_refit() -> None:
-    loop = PreferenceRL(small_config("ppo"))  # rounds every 200 steps, rollouts of 128
+    loop = PreferenceRL.from_config(small_config("ppo"))  # rounds every 200 steps, rollouts of 128
     relabeller = loop.relabeller
     assert relabeller is not None
     seen: list[tuple[int, int, int]] = []
@@ -115,7 +115,7 @@ def test_ppo_steps_are_labelled_with_the_reward_they_were_taken_under_before_eac
 def test_a_ppo_run_is_the_same_for_the_same_seed() -> None:
     runs = []
     for _ in range(2):  # one after the other: the agent samples from torch's global RNG
-        runs.append(PreferenceRL(small_config("ppo")))
+        runs.append(PreferenceRL.from_config(small_config("ppo")))
         runs[-1].learn()
     first, second = runs
     np.testing.assert_array_equal(first.dataset.labels, second.dataset.labels)

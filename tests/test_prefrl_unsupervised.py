@@ -63,7 +63,7 @@ def test_the_agent_explores_on_state_entropy_then_trains_on_the_learned_reward(m
     # 50 random steps, then two whole 200-step episodes of exploration, then 450 steps of training
     config = small_config("sac", **{"query.every_steps": "450", "query.unsupervised_steps": "400",
                                     "agent.total_timesteps": "900", "env.n_envs": "1"})
-    loop = PreferenceRL(config)
+    loop = PreferenceRL.from_config(config)
     steps = count_env_steps(loop.venv)
     seen: dict[str, np.ndarray] = {}
     resets = []
@@ -114,4 +114,4 @@ def test_the_agent_explores_on_state_entropy_then_trains_on_the_learned_reward(m
 def test_impossible_exploration_settings_are_refused(overrides, message):
     with pytest.raises(ConfigError, match=message):
         algo = overrides.pop("agent.algo", "sac")
-        PreferenceRL(small_config(algo, **overrides))
+        PreferenceRL.from_config(small_config(algo, **overrides))

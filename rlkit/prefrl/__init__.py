@@ -1,5 +1,6 @@
-"""Online preference RL: the loop (``loop``), its resume point (``resume``) and query selection
-(``query``)."""
+"""Online preference RL: the loop over built parts (``loop``, checked by ``parts``), those parts
+built from a config (``from_config``), its result (``result``), its resume point (``resume``) and
+query selection (``query``)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import TYPE_CHECKING
 from rlkit._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from rlkit.prefrl.loop import PreferenceRL, PrefRLResult, QueryRound
+    from rlkit.prefrl.loop import PreferenceRL
     from rlkit.prefrl.query import (
         DisagreementSelector,
         EntropySelector,
@@ -16,6 +17,7 @@ if TYPE_CHECKING:
         UniformSelector,
         make_selector,
     )
+    from rlkit.prefrl.result import PrefRLResult, QueryRound
 
 __all__ = [
     "DisagreementSelector",
@@ -29,7 +31,8 @@ __all__ = [
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, {
-    "rlkit.prefrl.loop": ["PreferenceRL", "PrefRLResult", "QueryRound"],
+    "rlkit.prefrl.loop": ["PreferenceRL"],
+    "rlkit.prefrl.result": ["PrefRLResult", "QueryRound"],
     "rlkit.prefrl.query": [
         "DisagreementSelector", "EntropySelector", "QuerySelector", "UniformSelector",
         "make_selector",

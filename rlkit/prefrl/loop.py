@@ -10,8 +10,10 @@ gets the reward that was current when it was taken); an off-policy one stores it
 unlabelled and has them labelled in batches when it first samples them (``per_sample_reward``):
 the same rewards as a call per step, at a fraction of the cost.
 
-The teacher is simulated, or any ``Teacher`` passed in. A teacher with several annotators
-(``AnnotatedTeacher``, e.g. people through ``rlkit.human.HumanTeacher``, which
+``PreferenceRL`` takes its parts built (envs, agent, reward model and trainer, teacher, selector,
+query settings, RNG); ``PreferenceRL.from_config`` builds them from a ``PrefRLConfig``
+(``rlkit.prefrl.from_config``). The teacher is simulated, or any ``Teacher``. A teacher with
+several annotators (``AnnotatedTeacher``, e.g. people through ``rlkit.human.HumanTeacher``, which
 ``rlkit.runners.prefrl`` wires for ``teacher.kind=human``) gives each person's label a row of its
 own in the dataset, with its annotator and interface; pairs nobody answered are NaN (skipped),
 never guessed.
@@ -20,186 +22,195 @@ never guessed.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
+from stable_baselines3.common.vec_env import VecEnv
 
 from rlkit.data import TrajectoryRecorder, TrajectoryStore, collect_trajectories, sample_pairs
 from rlkit.data.segments import SegmentPairs
 from rlkit.errors import ConfigError, InvalidDataError
 from rlkit.factories.agent import EpisodeLog, EpisodeLogCallback, StopAtBudget, train_on_env_reward
-from rlkit.factories.algorithms import ALGORITHMS
-from rlkit.factories.budget import agent_updates
-from rlkit.factories.builders import (
-    build_reward_model,
-    make_agent,
-    make_teacher,
-    make_venv,
-    trainer_config,
-)
-from rlkit.factories.configs import AgentConfig, PrefRLConfig
+from rlkit.factories.configs import PrefRLConfig, QueryConfig
 from rlkit.feedback import OrdinalScale, PreferenceDataset, SimulatedTeacher, TeacherConfig
 from rlkit.feedback.answers import AnnotatedTeacher, Answers
 from rlkit.logging import Logger
 from rlkit.logging.segments import log_segment_pair
 from rlkit.prefrl import resume as prefrl_resume
-from rlkit.prefrl.query import make_selector
+from rlkit.prefrl.parts import check_parts, give_lazy_buffer
+from rlkit.prefrl.query import QuerySelector
+from rlkit.prefrl.result import PrefRLResult, QueryRound
 from rlkit.prefrl.rollout_start import RolloutStart
 from rlkit.prefrl.rollout_start import capture as capture_rollout_start
 from rlkit.prefrl.unsupervised import StateEntropyReward, reset_critic
-from rlkit.reward import RewardEnsemble, RewardTrainer, RunningNorm
+from rlkit.reward import RewardEnsemble, RewardNet, RewardTrainer, RunningNorm
 from rlkit.reward.metrics import evaluate_reward
 from rlkit.reward.normalize import NormalizedReward
 from rlkit.reward.numpy_rewards import TorchRewardFn
 from rlkit.types import RewardFn, Teacher
 from rlkit.wrappers import (
     LazyRewardReplayBuffer,
+    RewardVecEnvWrapper,
     RolloutRewardRelabeller,
     per_rollout_reward,
     per_sample_reward,
     relabel_replay_buffer,
 )
+from rlkit.wrappers.relabel import check_reward_env
 
 log = logging.getLogger(__name__)
 
 
-@dataclass
-class QueryRound:
-    timestep: int
-    n_labels: int
-    val_accuracy: float
-    fresh_accuracy: float
-    return_pearson: float
-    refit: bool = True  # False: no labels came (all skipped or unanswered), the model stayed
+TeacherFactory = Callable[[SegmentPairs], Teacher]
 
 
-@dataclass
-class PrefRLResult:
-    agent: BaseAlgorithm
-    dataset: PreferenceDataset
-    rounds: list[QueryRound] = field(default_factory=list)
-    episodes: EpisodeLog = field(default_factory=EpisodeLog)
-    reward: str = "learned"  # what the agent trained on: learned, or env (the env's own, true reward)
+class _CalledWithConfig(type):
+    """``PreferenceRL(config, logger, teacher, run_dir)`` is ``PreferenceRL.from_config(config,
+    logger, teacher, run_dir)``; called with the built parts, the class is built from them."""
 
-    def summary(self, true_return: tuple[float, float]) -> dict[str, Any]:
-        """What ``rlkit pref-rl`` reports (its ``summary.json``), the same fields for either reward.
-
-        Args:
-            true_return: the mean and std of the trained agent's evaluation episodes.
-
-        Returns:
-            ``reward``, ``true_return`` (mean, std), ``labels``, ``agent_updates`` (SB3's
-            ``_n_updates``: PPO epochs over rollouts, off-policy gradient steps), ``env_steps``,
-            ``refits`` (rounds whose labels refit the reward model), ``reward_model`` (the last
-            round's ``fresh_accuracy``: the model before that refit on the pairs just labelled,
-            and the last refit's ``val_accuracy``; None with the env's reward) and ``rounds``.
-        """
-        accuracy = None
-        if self.rounds:
-            fitted = [r.val_accuracy for r in self.rounds if r.refit and np.isfinite(r.val_accuracy)]
-            accuracy = {"fresh_accuracy": _finite(self.rounds[-1].fresh_accuracy),
-                        "val_accuracy": fitted[-1] if fitted else None}
-        return {"reward": self.reward, "true_return": {"mean": true_return[0], "std": true_return[1]},
-                "labels": len(self.dataset), "agent_updates": agent_updates(self.agent),
-                "env_steps": int(self.agent.num_timesteps), "refits": sum(r.refit for r in self.rounds),
-                "reward_model": accuracy, "rounds": [vars(r) for r in self.rounds]}
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        if args and isinstance(args[0], PrefRLConfig):
+            return cls.from_config(*args, **kwargs)  # type: ignore[attr-defined]
+        return super().__call__(*args, **kwargs)
 
 
-def _finite(value: float) -> float | None:
-    return float(value) if np.isfinite(value) else None
+class PreferenceRL(metaclass=_CalledWithConfig):
+    """The loop over built parts: the agent trains on the reward model's reward, a recorder keeps
+    its experience, and every ``query.every_steps`` env steps the selector chooses pairs of it, the
+    teacher labels them and the reward trainer refits the model; ``learn`` runs it.
 
+    ``from_config`` builds every part from a ``PrefRLConfig`` (what ``rlkit pref-rl`` runs). By hand,
+    on Pendulum with PPO, one reward net and a simulated teacher::
 
-class PreferenceRL:
-    """Wires env, recorder, reward model, teacher and agent; ``learn`` runs the loop.
+        venv = make_vec_env("Pendulum-v1", n_envs=2, seed=0)
+        net = build_reward_net(venv.observation_space, venv.action_space, hidden=(32, 32), seed=0)
+        rng = np.random.default_rng(0)
+        loop = PreferenceRL(
+            venv, PPO("MlpPolicy", venv, n_steps=64, batch_size=64, seed=0),
+            net, RewardTrainer(net, TrainerConfig(max_epochs=3)),
+            SimulatedTeacher(TeacherConfig(beta=0.05), rng), UniformSelector(),
+            QueryConfig(every_steps=200, initial_pairs=40, pairs_per_round=20, segment_length=10),
+            total_timesteps=600, rng=rng,
+        )
+        result = loop.learn()  # 200 random steps, then the agent's 400; a round every 200 steps
 
-    ``teacher`` defaults to the one ``config.teacher`` describes (people need ``run_dir``, whose
-    label store and media ``rlkit serve`` serves); pass any ``Teacher`` to replace it.
+    The loop puts the agent on the reward env it makes around ``venv`` (``set_env``): an
+    on-policy agent has each rollout's rewards computed at the rollout's end; an off-policy one
+    gets a ``LazyRewardReplayBuffer`` of its buffer's settings in place of its empty SB3
+    ``ReplayBuffer``, and its ``learning_starts`` starts after the loop's random steps.
     """
 
-    def __init__(self, config: PrefRLConfig, logger: Logger | None = None,
-                 teacher: Teacher | None = None, run_dir: str | Path | None = None) -> None:
-        """With ``run_dir``, each round first saves a resume point there, and a run directory
-        holding one resumes from it (``rlkit.prefrl.resume``)."""
-        self.config = config
+    def __init__(self, venv: VecEnv, agent: BaseAlgorithm, reward_model: RewardNet | RewardEnsemble,
+                 reward_trainer: RewardTrainer, teacher: Teacher | TeacherFactory,
+                 selector: QuerySelector, query: QueryConfig, total_timesteps: int,
+                 rng: np.random.Generator, *, normalize_reward: bool = True,
+                 dataset: PreferenceDataset | None = None, random_steps_seed: int | None = None,
+                 logger: Logger | None = None, run_dir: str | Path | None = None,
+                 config: PrefRLConfig | None = None) -> None:
+        """The loop over these parts, resumed where ``run_dir`` holds a resume point.
+
+        Args:
+            venv: the envs, unwrapped (the loop wraps them with the learned reward).
+            agent: an SB3 agent built on ``venv``, not yet trained.
+            reward_model: the reward the agent trains on, ``reward_trainer.model``.
+            reward_trainer: what refits it on the labels after each round.
+            teacher: what labels the chosen pairs, or a function of the first round's candidate
+                pairs that makes it then (a simulated teacher whose ``beta`` is fitted on them).
+            selector: what chooses the pairs to ask among the candidates.
+            query: when and how many pairs are asked, and of what segments.
+            total_timesteps: the budget: env steps in all, the random ones included.
+            rng: the loop's randomness: random steps, candidate pairs, selection, refits.
+            normalize_reward: whether the agent sees the reward standardised by running
+                statistics (reset at each refit).
+            dataset: the labelled pairs so far and the store their trajectories are in, which
+                the recorder extends; default empty, binary labels.
+            random_steps_seed: the seed the random steps' envs are reset with.
+            logger: where the rounds' metrics and the episodes' returns go.
+            run_dir: where each round first saves a resume point, and from whose point the loop
+                resumes; needs ``config``.
+            config: the settings the parts were built from, which a resume point records and
+                checks (its ``query`` and ``agent.total_timesteps`` are ``query`` and
+                ``total_timesteps``).
+
+        Raises:
+            ConfigError: on a budget or query settings that do not fit the envs or the agent,
+                a reward trainer of another model, an off-policy agent with a replay buffer of
+                its own, or a run directory without its config.
+        """
+        self.query, self.total_timesteps, self._config = query, total_timesteps, config
         self.logger = logger
         self.run_dir = None if run_dir is None else Path(run_dir)
+        self.random_steps_seed = random_steps_seed
+        check_parts(venv, agent, query, total_timesteps, config, self.run_dir)
+        if reward_trainer.model is not reward_model:
+            raise ConfigError("reward_trainer: it trains another model than reward_model")
         point = None
         if self.run_dir is not None:
+            assert config is not None  # check_parts refused a run directory without it
             point = prefrl_resume.load(self.resume_dir, config.model_dump(mode="json"))
         self.resume_point = point
-        self.rng = np.random.default_rng(config.seed)
-        torch.manual_seed(config.seed)
-        people_watch = config.teacher.kind == "human" and config.teacher.human.render_media
-        self.venv = make_venv(config.env, record_states=people_watch)  # MuJoCo states: their videos
-        budget, n_envs = config.agent.total_timesteps, self.venv.num_envs
-        if budget % n_envs:
-            raise ConfigError(f"agent.total_timesteps={budget} is not a whole number of steps of the "
-                              f"env.n_envs={n_envs} envs (each step takes one per env): use a multiple "
-                              f"of {n_envs}, e.g. {budget - budget % n_envs or n_envs}")
+        self.rng = rng
+        self.venv = venv
+        n_envs = venv.num_envs
         # the random steps that seed the first query are env steps of the budget, as the agent's are
-        self.random_steps = -(-config.query.every_steps // n_envs) * n_envs
-        if self.random_steps >= budget:
-            raise ConfigError(f"query.every_steps={config.query.every_steps}: the random steps collected "
-                              f"for the first query ({self.random_steps}) leave none of "
-                              f"agent.total_timesteps={budget} for the agent; lower every_steps or "
-                              "raise the budget")
+        self.random_steps = -(-query.every_steps // n_envs) * n_envs
         # PEBBLE's exploration: the last unsupervised_steps of them are the agent's own
-        self.unsupervised_steps = -(-config.query.unsupervised_steps // n_envs) * n_envs
-        if self.unsupervised_steps and not issubclass(ALGORITHMS[config.agent.algo], OffPolicyAlgorithm):
-            raise ConfigError(f"query.unsupervised_steps={config.query.unsupervised_steps} needs an "
-                              f"off-policy agent (PEBBLE's SAC); agent.algo={config.agent.algo} is on-policy")
-        scale = OrdinalScale.get(config.teacher.scale)
-        self.dataset = point.dataset if point is not None else PreferenceDataset(TrajectoryStore(), scale)
-        self.store = self.dataset.store
-        self.model = build_reward_model(config.model, self.venv.observation_space,
-                                        self.venv.action_space, config.seed)
-        self.trainer = RewardTrainer(self.model, trainer_config(config.trainer, config.seed))
-        members = self.model.members if isinstance(self.model, RewardEnsemble) else [self.model]
-        self.selector = make_selector(config.query.selector, [TorchRewardFn(m) for m in members])
-        raw: RewardFn = TorchRewardFn(self.model)
-        normalize = config.agent.normalize_reward
-        self.reward_fn = NormalizedReward(raw, RunningNorm()) if normalize else raw
-        recorder = TrajectoryRecorder(self.store, self.venv.num_envs,
-                                      max_length=max(config.query.segment_length, 200))
-        agent_config = config.agent
-        self.relabeller: RolloutRewardRelabeller | None = None  # an on-policy agent's rewards
-        if issubclass(ALGORITHMS[agent_config.algo], OffPolicyAlgorithm):
-            agent_config = self._lazy_rewards(agent_config, recorder)
+        self.unsupervised_steps = -(-query.unsupervised_steps // n_envs) * n_envs
+        if point is not None:
+            self.dataset = point.dataset
         else:
-            self.wrapped, self.relabeller = per_rollout_reward(self.venv, self.reward_fn,
-                                                               observers=[recorder])
-        self.agent = make_agent(agent_config, self.wrapped, config.seed)
-        if isinstance(self.agent, OffPolicyAlgorithm):  # (make_agent checked its reward env)
+            self.dataset = dataset if dataset is not None else PreferenceDataset(TrajectoryStore())
+        self.store = self.dataset.store
+        self.model = reward_model
+        self.trainer = reward_trainer
+        self.selector = selector
+        raw: RewardFn = TorchRewardFn(self.model)
+        self.reward_fn = NormalizedReward(raw, RunningNorm()) if normalize_reward else raw
+        recorder = TrajectoryRecorder(self.store, n_envs, max_length=max(query.segment_length, 200))
+        self.relabeller: RolloutRewardRelabeller | None = None  # an on-policy agent's rewards
+        self.wrapped: RewardVecEnvWrapper
+        if isinstance(agent, OffPolicyAlgorithm):
+            self.wrapped, buffer = per_sample_reward(venv, self.reward_fn, observers=[recorder])
+            agent.set_env(self.wrapped)
+            give_lazy_buffer(agent, buffer["replay_buffer_kwargs"])
+            check_reward_env(agent)  # VecNormalize inside the reward wrapper: the env's reward stored
             # its clock starts after the random steps, so its own random start comes on top
-            self.agent.learning_starts += self.random_steps
-        if teacher is None and config.teacher.kind == "human":
-            raise ConfigError("teacher.kind=human: pass the people's teacher in "
-                              "(rlkit.runners.prefrl.build_preference_rl makes it from the config)")
-        self.teacher: Teacher | None = teacher
+            agent.learning_starts += self.random_steps
+        else:
+            self.wrapped, self.relabeller = per_rollout_reward(venv, self.reward_fn, observers=[recorder])
+            agent.set_env(self.wrapped)
+        self.agent = agent
+        self.teacher: Teacher | None = teacher if isinstance(teacher, Teacher) else None
+        self._make_teacher: TeacherFactory | None = None if isinstance(teacher, Teacher) else teacher
         self.result = PrefRLResult(self.agent, self.dataset)
         self.rollout_start: RolloutStart | None = None  # of the rollout under way
         if point is not None:
             self._restore(point)
 
-    def _lazy_rewards(self, config: AgentConfig, recorder: TrajectoryRecorder) -> AgentConfig:
-        """Set ``self.wrapped`` up for an off-policy agent whose replay buffer labels its rows in
-        batches; returns the agent config that builds that buffer."""
-        kwargs = dict(config.kwargs)
-        if "replay_buffer_class" in kwargs:
-            raise ConfigError(f"agent.kwargs.replay_buffer_class={kwargs['replay_buffer_class']!r}: "
-                              "pref-rl gives off-policy agents its own replay buffer, which labels "
-                              "their transitions with the learned reward; leave it out")
-        self.wrapped, buffer = per_sample_reward(self.venv, self.reward_fn, observers=[recorder])
-        kwargs["replay_buffer_class"] = buffer["replay_buffer_class"]
-        kwargs["replay_buffer_kwargs"] = {**kwargs.get("replay_buffer_kwargs", {}),
-                                          **buffer["replay_buffer_kwargs"]}
-        return config.model_copy(update={"kwargs": kwargs})
+    @classmethod
+    def from_config(cls, config: PrefRLConfig, logger: Logger | None = None,
+                    teacher: Teacher | None = None, run_dir: str | Path | None = None) -> PreferenceRL:
+        """The loop ``config`` describes, every part built from it (``rlkit.prefrl.from_config``).
+
+        Args:
+            config: the command's config.
+            logger: where the rounds' metrics and the episodes' returns go.
+            teacher: replaces the one ``config.teacher`` describes (people's, for
+                ``teacher.kind=human``: ``rlkit.runners.prefrl.build_preference_rl`` makes it).
+            run_dir: where each round first saves a resume point; a run directory holding one
+                resumes from it (``rlkit.prefrl.resume``).
+
+        Returns:
+            The loop, resumed where ``run_dir`` holds a resume point.
+        """
+        from rlkit.prefrl.from_config import build
+
+        return build(cls, config, logger, teacher, run_dir)
 
     def _restore(self, point: prefrl_resume.ResumePoint) -> None:
         self.model.load_state_dict(point.reward.model.state_dict())
@@ -225,6 +236,13 @@ class PreferenceRL:
                  point.timestep, point.state["pending_pairs"])
 
     @property
+    def config(self) -> PrefRLConfig:
+        """The settings the parts were built from, which a resume point records."""
+        if self._config is None:
+            raise InvalidDataError("this pref-rl loop was built from parts without their config")
+        return self._config
+
+    @property
     def resume_dir(self) -> Path:
         if self.run_dir is None:
             raise InvalidDataError("a pref-rl run without a run directory keeps no resume point")
@@ -244,7 +262,7 @@ class PreferenceRL:
 
     # -- one round of feedback ------------------------------------------------------------
     def query_and_refit(self, n_pairs: int, save_resume_point: bool = True) -> QueryRound:
-        query = self.config.query
+        query = self.query
         if self.relabeller is not None:  # the steps taken so far are paid the reward before the refit
             self.relabeller.label_recorded()
         if save_resume_point and self.run_dir is not None:
@@ -258,7 +276,8 @@ class PreferenceRL:
         candidates = sample_pairs(self.store, n_pairs * query.candidates_per_query,
                                   query.segment_length, self.rng)
         if self.teacher is None:
-            self.teacher = make_teacher(self.config.teacher, candidates, self.rng)
+            assert self._make_teacher is not None  # __init__ was given one or the other
+            self.teacher = self._make_teacher(candidates)
         chosen = candidates.subset(self.selector.select(candidates, n_pairs, self.rng))
         meta: dict[str, Any] = {}
         answers: Answers | None = None  # set by people's answers, each label a row of its own
@@ -312,7 +331,7 @@ class PreferenceRL:
 
     # -- the loop -------------------------------------------------------------------------
     def learn(self) -> PrefRLResult:
-        query = self.config.query
+        query = self.query
         point = self.resume_point
         if point is None:
             # Seed the store with random behaviour so the first queries have something to compare;
@@ -320,7 +339,7 @@ class PreferenceRL:
             seed_steps = self.random_steps - self.unsupervised_steps
             self.store.extend(collect_trajectories(
                 self.venv, None, self.rng, n_steps=seed_steps, max_length=200,
-                seed=self.config.env.seed + 1,
+                seed=self.random_steps_seed,
             ))
             self.agent.num_timesteps = seed_steps
             if self.unsupervised_steps:
@@ -332,9 +351,9 @@ class PreferenceRL:
         asker.last = self.agent.num_timesteps
         if point is not None and point.rollout_start is not None:  # stepped again up to the round
             asker.last, asker.replay = int(point.rollout_start["last_round"]), point
-        remaining = self.config.agent.total_timesteps - self.agent.num_timesteps
+        remaining = self.total_timesteps - self.agent.num_timesteps
         if remaining > 0:
-            budget = StopAtBudget(self.config.agent.total_timesteps)
+            budget = StopAtBudget(self.total_timesteps)
             callbacks = [EpisodeLogCallback(self.result.episodes, self.logger), asker, budget]
             if self.relabeller is not None:
                 callbacks.append(self.relabeller)
@@ -363,7 +382,7 @@ class PreferenceRL:
         reset_critic(agent)
 
     def wants_query(self) -> bool:
-        limit = self.config.query.max_pairs
+        limit = self.query.max_pairs
         return limit is None or len(self.dataset) < limit
 
 
@@ -402,8 +421,8 @@ class _QueryCallback(BaseCallback):
         self.loop.rollout_start = capture_rollout_start(self.loop, self.last)
 
     def _on_step(self) -> bool:
-        if self.num_timesteps - self.last >= self.loop.config.query.every_steps:
+        if self.num_timesteps - self.last >= self.loop.query.every_steps:
             self.last = self.num_timesteps
             if self.loop.wants_query():
-                self.loop.query_and_refit(self.loop.config.query.pairs_per_round)
+                self.loop.query_and_refit(self.loop.query.pairs_per_round)
         return True

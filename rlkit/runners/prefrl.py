@@ -28,10 +28,20 @@ log = logging.getLogger(__name__)
 
 def build_preference_rl(config: PrefRLConfig, logger: Logger | None = None,
                         run_dir: str | Path | None = None) -> PreferenceRL:
-    """The loop ``config`` describes; with people, their teacher on ``run_dir``'s label store.
+    """``rlkit pref-rl``'s loop: ``PreferenceRL.from_config(config)``, with people's teacher on
+    ``run_dir``'s label store for ``teacher.kind=human``.
 
     With a ``logger``, SB3's own ``train/*``, ``rollout/*`` and ``time/*`` metrics join the run
-    (``attach_to_sb3``), and its progress display (if it has one) follows the env steps."""
+    (``attach_to_sb3``), and its progress display (if it has one) follows the env steps.
+
+    Args:
+        config: the command's config.
+        logger: where the run's metrics go; with people, their store's dashboard joins it.
+        run_dir: where resume points (and people's label store and media) are kept.
+
+    Returns:
+        The loop, resumed where ``run_dir`` holds a resume point.
+    """
     teacher: Teacher | None = None
     if config.teacher.kind == "human":
         resuming = run_dir is not None and prefrl_resume.exists(Path(run_dir) / prefrl_resume.RESUME_DIR)
@@ -39,7 +49,7 @@ def build_preference_rl(config: PrefRLConfig, logger: Logger | None = None,
         human = make_human_teacher(config.teacher, run_dir, resuming=resuming, renderer=renderer)
         logger = with_dashboard(logger, human.store, Path(str(run_dir)) / "media")  # the curves too
         teacher = human
-    loop = PreferenceRL(config, logger, teacher, run_dir)
+    loop = PreferenceRL.from_config(config, logger, teacher, run_dir)
     if logger is not None:
         attach_to_sb3(loop.agent, logger)
         progress = progress_of(logger)
