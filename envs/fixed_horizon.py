@@ -31,6 +31,12 @@ class FixedHorizon(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
     the inner env terminates (``terminated=True``), as an agent trains in APEC's reference (its
     fixed-horizon env returns ``done`` there and its SAC resets, apec_mjc/envs/mujocoFH.py,
     rl_alg/sac.py:441-458): padded episodes would fill a replay buffer with absorbing states.
+
+    Args:
+        env: the inner env, with a flat Box observation space and a time limit (if any) of at
+            least ``horizon`` steps.
+        horizon: the steps of every episode.
+        pad: pad an episode that terminates early with absorbing states (else it ends there).
     """
 
     def __init__(self, env: gym.Env[np.ndarray, Any], horizon: int, pad: bool = True) -> None:

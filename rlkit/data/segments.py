@@ -12,6 +12,14 @@ from rlkit.errors import InvalidDataError
 
 @dataclass(frozen=True)
 class Segment:
+    """Steps ``start`` to ``start + length - 1`` of one trajectory of a store.
+
+    Attributes:
+        traj_id: the trajectory's index in its store.
+        start: the first step.
+        length: the number of steps.
+    """
+
     traj_id: int
     start: int
     length: int
@@ -19,7 +27,16 @@ class Segment:
 
 @dataclass(frozen=True, eq=False)
 class SegmentBatch:
-    """Gathered steps of B segments, padded to the longest: arrays of shape ``(B, L, ...)``."""
+    """Gathered steps of B segments, padded to the longest: arrays of shape ``(B, L, ...)``.
+
+    Attributes:
+        obs: the observations at each step.
+        acts: the actions taken.
+        next_obs: the observations after each step.
+        rews: the env's rewards (0 on padding).
+        dones: True on the last step of a trajectory that terminated.
+        mask: True on real steps, False on padding.
+    """
 
     obs: np.ndarray
     acts: np.ndarray
@@ -111,7 +128,13 @@ def segment_states(store: TrajectoryStore, segment: np.ndarray) -> np.ndarray | 
 
 @dataclass(frozen=True, eq=False)
 class SegmentPairs:
-    """N pairs (left, right) of equal-length segments of one store. Costs 48 bytes a pair."""
+    """N pairs (left, right) of equal-length segments of one store. Costs 48 bytes a pair.
+
+    Attributes:
+        store: the trajectories the segments are views into.
+        left: ``(N, 3)`` rows of (trajectory id, start, length), one per pair.
+        right: the same for the other segment of each pair, of the same length.
+    """
 
     store: TrajectoryStore
     left: np.ndarray

@@ -50,7 +50,13 @@ _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.=+-]*$")
 
 @dataclass(frozen=True)
 class Unit:
-    """One piece of work: ``id`` (a file name), ``payload`` for ``fn``, ``after`` (ids to wait for)."""
+    """One piece of work.
+
+    Attributes:
+        id: its name, also a file name.
+        payload: what the unit function is given.
+        after: ids of the units to wait for.
+    """
 
     id: str
     payload: dict[str, Any] = field(default_factory=dict)
@@ -59,12 +65,23 @@ class Unit:
 
 @dataclass
 class UnitResult:
+    """How a unit ended.
+
+    Attributes:
+        id: the unit's id.
+        status: ``done``, ``failed`` or ``stopped`` (early, by the backend).
+        result: what the unit function returned (a stopped unit: its last report).
+        error: why it failed or was stopped; None when done.
+        seconds: how long it ran.
+        skipped: it finished in an earlier run and was not run again (a resume).
+    """
+
     id: str
     status: Status
     result: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
     seconds: float = 0.0
-    skipped: bool = False  # finished in an earlier run (resume)
+    skipped: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "status": self.status, "result": self.result,
@@ -73,16 +90,27 @@ class UnitResult:
 
 @dataclass(frozen=True)
 class Backend:
-    """Where units run: ``local`` (``workers`` processes) or ``ray`` (Tune on ``address``)."""
+    """Where units run: ``local`` (``workers`` processes) or ``ray`` (Tune on ``address``).
+
+    Attributes:
+        name: ``local`` or ``ray``.
+        workers: local: processes at once (default: the CPU count).
+        address: ray: an existing cluster (``auto``, ``ray://host:10001``); None: a local Ray.
+        resources: what each unit needs, ``cpu`` and ``gpu``.
+        storage: ray: Tune's storage (a shared dir or a URI); default ``root/tune``.
+        num_cpus: ray without ``address``: the CPUs the local Ray may use.
+        metric: ray: ASHA early stopping on this reported metric.
+        mode: ``max`` or ``min``: whether ``metric`` is maximised or minimised.
+    """
 
     name: Literal["local", "ray"] = "local"
-    workers: int | None = None  # local: processes at once (default: the CPU count)
-    address: str | None = None  # ray: an existing cluster ("auto", "ray://host:10001"); None: local
+    workers: int | None = None
+    address: str | None = None
     resources: Mapping[str, float] = field(default_factory=lambda: {"cpu": 1, "gpu": 0})
-    storage: str | None = None  # ray: Tune's storage (a shared dir or a URI); default root/tune
-    num_cpus: int | None = None  # ray without address: the CPUs the local Ray may use
-    metric: str | None = None  # ray: ASHA early stopping on this reported metric ...
-    mode: Literal["max", "min"] | None = None  # ... maximised or minimised
+    storage: str | None = None
+    num_cpus: int | None = None
+    metric: str | None = None
+    mode: Literal["max", "min"] | None = None
 
     def __post_init__(self) -> None:
         if self.name not in ("local", "ray"):
