@@ -338,6 +338,12 @@ def test_class_problems_sees_a_missing_docstring_or_argument() -> None:
     class Inherits(Complete):
         pass
 
+    class OwnInit(Complete):
+        """A pair, again."""
+
+        def __init__(self, a: int, b: int) -> None:  # undocumented: Complete.__init__'s is not its
+            pass
+
     class Partial:
         """A pair.
 
@@ -355,5 +361,6 @@ def test_class_problems_sees_a_missing_docstring_or_argument() -> None:
     assert class_problems(Complete) == [] == class_problems(Fields) == class_problems(NoArguments)
     assert class_problems(Undocumented) == ["no docstring"]  # not the one dataclass writes
     assert class_problems(Inherits) == ["no docstring"]
+    assert class_problems(OwnInit) == ["no Args: section for ['a', 'b']"]
     assert class_problems(Partial) == ["Args: does not describe ['b']",
                                        "Args: describes ['c'], which it does not take"]
