@@ -378,7 +378,7 @@ def test_the_policy_stage_killed_part_way_resumes_from_its_last_point(tmp_path):
     the second sitting takes only the steps after it, the episode curve keeps the first sitting's
     episodes, and once result.json is written the points are removed."""
     from rlkit.config import load_config
-    from rlkit.errors import InvalidDataError
+    from rlkit.errors import ConfigError
     from rlkit.runners.apec import venv_factory
     from rlkit.runners.apec_policy import run_policy
 
@@ -394,7 +394,7 @@ def test_the_policy_stage_killed_part_way_resumes_from_its_last_point(tmp_path):
         "point-000000000128.json"]
     other = Reward()
     other.scale.data.fill_(2.0)
-    with pytest.raises(InvalidDataError, match="reward_sha256"):  # a point on another reward is refused
+    with pytest.raises(ConfigError, match="reward_sha256"):  # a point on another reward is refused
         run_policy(config, make_venv, other, tmp_path / "killed", None)
     resumed = Reward()
     result = run_policy(config, make_venv, resumed, tmp_path / "killed", None)

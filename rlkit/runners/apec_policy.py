@@ -35,6 +35,7 @@ from rlkit.reward.normalize import NormalizedReward, RunningNorm
 from rlkit.reward.numpy_rewards import TorchRewardFn
 from rlkit.types import RewardFn
 from rlkit.wrappers import RewardVecEnvWrapper
+from rlkit.wrappers.reward_batch import transition_rewards
 
 __all__ = ["POLICY_POINT_EVERY", "STOCHASTIC", "evaluation_episodes", "paid_reward", "policy_chunk",
            "run_policy", "seed_replay", "stochastic_return", "true_returns"]
@@ -218,14 +219,16 @@ def paid_reward(reward_fn: RewardFn, on: str) -> RewardFn:
 
 def seed_replay(agent: Any, trajectories: list[Trajectory], reward_fn: RewardFn) -> None:
     """Add whole trajectories to an off-policy agent's replay buffer, rewards from ``reward_fn``
-    (one call per trajectory); the last step of a fixed-horizon episode is a truncation, so every
-    transition bootstraps (done = False) unless the trajectory ended in a true termination."""
+    (one checked call per trajectory: ``rlkit.wrappers.reward_batch.transition_rewards``); the last
+    step of a fixed-horizon episode is a truncation, so every transition bootstraps (done = False)
+    unless the trajectory ended in a true termination."""
     buffer = agent.replay_buffer
     for t in trajectories:
         n = len(t)
         dones = np.zeros(n, bool)
         dones[-1] = bool(t.terminal)
-        rewards = np.asarray(reward_fn(t.obs[:-1], t.acts, t.obs[1:], dones), np.float32)
+        rewards = transition_rewards(reward_fn, (t.obs[:-1], t.acts, t.obs[1:], dones), 1,
+                                     "seeding the replay buffer", stepwise=False).astype(np.float32).ravel()
         actions = agent.policy.scale_action(t.acts) if hasattr(agent.policy, "scale_action") else t.acts
         for k in range(n):
             buffer.add(t.obs[k][None], t.obs[k + 1][None], np.asarray(actions[k])[None],
