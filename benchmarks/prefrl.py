@@ -49,7 +49,7 @@ def config_for(seed: int, steps: int, labels: int, extra: list[str]) -> PrefRLCo
 def run_prefrl(config: PrefRLConfig, episodes: int) -> tuple[float, float, float]:
     """Wall and CPU seconds of the run, and its final return."""
     start, cpu = time.perf_counter(), time.process_time()
-    result = PreferenceRL(config).learn()
+    result = PreferenceRL.from_config(config).learn()
     wall, cpu = time.perf_counter() - start, time.process_time() - cpu
     return wall, cpu, true_return(result.agent, config.env, episodes)[0]
 

@@ -34,7 +34,7 @@ def loop_with_experience(steps: int, every: int) -> PreferenceRL:
         f"agent.kwargs={{learning_starts: 0, batch_size: 256, buffer_size: {steps}}}",
         f"query.every_steps={every}", "model.hidden=[64, 64]",
     ])
-    loop = PreferenceRL(config)
+    loop = PreferenceRL.from_config(config)
     rng = np.random.default_rng(0)
     for _ in range(steps // 200):  # Pendulum's 200-step episodes
         loop.store.append(Trajectory(obs=rng.normal(size=(201, 3)).astype(np.float32),

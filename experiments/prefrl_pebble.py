@@ -191,7 +191,7 @@ def run_prefrl(config: PebbleExperimentConfig, seed: int, folder: Path) -> dict[
     folder.mkdir(parents=True, exist_ok=True)
     curve_path = folder / "curve.json"
     curve = read_json(curve_path) if curve_path.exists() else {}
-    loop = PreferenceRL(prefrl, run_dir=folder / "run")
+    loop = PreferenceRL.from_config(prefrl, run_dir=folder / "run")
     start = loop.resume_point.timestep if loop.resume_point is not None else 0
     curve = {step: value for step, value in curve.items() if int(step) <= start}  # redone after
     _with_callback(loop.agent, _Evaluator(prefrl.env, config.eval_every, config.eval_episodes,

@@ -95,7 +95,7 @@ def test_the_counts_of_a_plain_learn_are_sb3s(algo, kwargs, steps, updates):
 def test_a_prefrl_run_makes_the_updates_planned_and_its_summary_says_so(algo, kwargs, extra):
     cfg = config(algo, kwargs, **{"query.max_pairs": 20, **extra})
     plan = plan_prefrl(cfg)
-    result = PreferenceRL(cfg).learn()
+    result = PreferenceRL.from_config(cfg).learn()
     assert result.agent.num_timesteps == cfg.agent.total_timesteps
     assert plan.agent is not None and result.agent._n_updates == plan.agent.updates > 0
     assert len(result.rounds) == 1 + plan.rounds_after_first
@@ -142,5 +142,6 @@ def test_the_env_reward_arm_trains_the_same_agent_on_the_env_reward(tmp_path, ca
     cfg = load_config(PrefRLConfig, None, [*overrides, "reward=env"])
     seen, true = env_rewards_seen(train_on_true_reward(cfg).agent)
     assert seen.size > 20 and np.allclose(seen, true, atol=1e-6)  # the agent was paid the env's reward
-    seen, true = env_rewards_seen(PreferenceRL(load_config(PrefRLConfig, None, overrides)).learn().agent)
+    loop = PreferenceRL.from_config(load_config(PrefRLConfig, None, overrides))
+    seen, true = env_rewards_seen(loop.learn().agent)
     assert not np.allclose(seen, true, atol=1e-3)  # the learned arm's agent was paid another

@@ -53,7 +53,7 @@ def test_pref_rl_logs_each_rounds_first_pair_as_media(tmp_path: Path,
     config = small_config("ppo")
     logger = make_logger(tmp_path, backends=("wandb",), job_type="pref-rl")
     try:
-        result = PreferenceRL(config, logger, run_dir=tmp_path).learn()
+        result = PreferenceRL.from_config(config, logger, run_dir=tmp_path).learn()
     finally:
         logger.close()
     rounds = [r.timestep for r in result.rounds]

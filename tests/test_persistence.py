@@ -225,7 +225,7 @@ def make_prefrl_resume(root: Path, monkeypatch):
     with monkeypatch.context() as patch:
         patch.setattr(prefrl_loop, "evaluate_reward", killed)
         with pytest.raises(KeyboardInterrupt):
-            PreferenceRL(config, run_dir=root).learn()
+            PreferenceRL.from_config(config, run_dir=root).learn()
     folder = root / resume.RESUME_DIR
     config_json = json.loads((folder / "state.json").read_text())["config"]
     round_dir = json.loads((folder / "state.json").read_text())["round"]

@@ -47,7 +47,7 @@ def test_a_killed_run_resumes_at_the_round_it_was_killed_in(tmp_path, monkeypatc
     config = small_config(algo)
     killed = KilledInRound(kill_at=3)  # the initial round, one at step 200, killed at step 400
     monkeypatch.setattr(prefrl_loop, "evaluate_reward", killed)
-    first = PreferenceRL(config, run_dir=tmp_path)
+    first = PreferenceRL.from_config(config, run_dir=tmp_path)
     with pytest.raises(KeyboardInterrupt):
         first.learn()
     # the resume point holds the state at the start of round 3: nothing trained since
@@ -58,7 +58,7 @@ def test_a_killed_run_resumes_at_the_round_it_was_killed_in(tmp_path, monkeypatc
         saved_replay = {name: getattr(first.agent.replay_buffer, name).copy() for name in names}
 
     monkeypatch.setattr(prefrl_loop, "evaluate_reward", again := KilledInRound(kill_at=0))
-    resumed = PreferenceRL(config, run_dir=tmp_path)
+    resumed = PreferenceRL.from_config(config, run_dir=tmp_path)
     assert resumed.resume_point is not None and resumed.resume_point.timestep == first.agent.num_timesteps
     start = resumed.resume_point.rollout_start  # the round's rollout is stepped again from its start
     assert start is not None and resumed.agent.num_timesteps == start["timestep"]
@@ -84,7 +84,7 @@ def test_a_killed_run_resumes_at_the_round_it_was_killed_in(tmp_path, monkeypatc
     np.testing.assert_array_equal(again.rounds[0][0], pairs)  # the same pairs asked again,
     np.testing.assert_array_equal(again.rounds[0][1], labels)  # and the same labels given
     monkeypatch.setattr(prefrl_loop, "evaluate_reward", KilledInRound(kill_at=0))
-    unbroken = PreferenceRL(config).learn()  # as an unbroken run: its rounds and labels
+    unbroken = PreferenceRL.from_config(config).learn()  # as an unbroken run: its rounds and labels
     assert [r.timestep for r in result.rounds] == [r.timestep for r in unbroken.rounds]
     assert len(result.rounds) >= 3 and len(result.dataset) == len(unbroken.dataset)
     assert resumed.agent.num_timesteps >= config.agent.total_timesteps
@@ -93,12 +93,12 @@ def test_a_killed_run_resumes_at_the_round_it_was_killed_in(tmp_path, monkeypatc
 def test_a_resume_with_other_settings_is_refused_naming_them(tmp_path, monkeypatch):
     monkeypatch.setattr(prefrl_loop, "evaluate_reward", KilledInRound(kill_at=2))
     with pytest.raises(KeyboardInterrupt):
-        PreferenceRL(small_config("ppo"), run_dir=tmp_path).learn()
+        PreferenceRL.from_config(small_config("ppo"), run_dir=tmp_path).learn()
     named = r"other settings for \['query.pairs_per_round'\] \(query.pairs_per_round: saved \d+, now 10\)"
     with pytest.raises(ConfigError, match=named):
-        PreferenceRL(small_config("ppo", **{"query.pairs_per_round": "10"}), run_dir=tmp_path)
+        PreferenceRL.from_config(small_config("ppo", **{"query.pairs_per_round": "10"}), run_dir=tmp_path)
     patient = {"agent.total_timesteps": "800", "teacher.human.timeout_s": "7200"}
-    longer = PreferenceRL(small_config("ppo", **patient), run_dir=tmp_path)
+    longer = PreferenceRL.from_config(small_config("ppo", **patient), run_dir=tmp_path)
     assert longer.resume_point is not None  # more steps, or more patience with people, are fine
 
 
@@ -108,7 +108,7 @@ def test_a_point_lacking_a_setting_is_refused_naming_it_and_devices_may_change(t
     monkeypatch.setattr(prefrl_loop, "evaluate_reward", KilledInRound(kill_at=1))
     sb3 = small_config("ppo", **{"agent.hyperparams": "sb3"})
     with pytest.raises(KeyboardInterrupt):
-        PreferenceRL(sb3, run_dir=tmp_path).learn()
+        PreferenceRL.from_config(sb3, run_dir=tmp_path).learn()
     path = tmp_path / prefrl_resume.RESUME_DIR / prefrl_resume.STATE_FILE
     state = json.loads(path.read_text())
     for section in ("agent", "trainer"):

@@ -40,7 +40,7 @@ def rows(run_dir: Path) -> list[dict]:
 def run(config, run_dir: Path) -> PreferenceRL:
     logger = JsonlLogger(run_dir)
     try:
-        loop = PreferenceRL(config, logger, run_dir=run_dir)
+        loop = PreferenceRL.from_config(config, logger, run_dir=run_dir)
         loop.learn()
     finally:
         logger.close()
@@ -54,7 +54,7 @@ def test_a_ppo_run_takes_exactly_its_budget_of_env_steps(tmp_path):
     steps = [r.timestep for r in loop.result.rounds]  # every 200 steps, the last at the budget
     assert steps[-1] == 600 and set(np.diff(steps)) == {200} and len(steps) >= 3
     with pytest.raises(ConfigError, match=r"agent.total_timesteps=601 .*env.n_envs=2"):
-        PreferenceRL(small_config("ppo", **{"agent.total_timesteps": "601"}))
+        PreferenceRL.from_config(small_config("ppo", **{"agent.total_timesteps": "601"}))
 
 
 def test_killed_at_a_seeded_random_step_and_resumed_equals_an_unbroken_run(tmp_path, monkeypatch):
@@ -112,7 +112,7 @@ def test_a_bad_rng_state_in_the_resume_point_is_refused_naming_its_file(tmp_path
         raise KeyboardInterrupt
 
     monkeypatch.setattr(prefrl_loop, "evaluate_reward", killed)  # in the first round, after its save
-    loop = PreferenceRL(config, run_dir=tmp_path)
+    loop = PreferenceRL.from_config(config, run_dir=tmp_path)
     with pytest.raises(KeyboardInterrupt):
         loop.learn()
     point = prefrl_resume.load(loop.resume_dir, config.model_dump(mode="json"))
@@ -172,7 +172,7 @@ def sac_loop(buffer_size: int, run_dir: Path | None = None) -> PreferenceRL:
     measured, not the agent)."""
     config = small_config("sac", **{"agent.hyperparams": "sb3", "env.n_envs": "1", "agent.kwargs": (
         f"{{learning_starts: 0, buffer_size: {buffer_size}, policy_kwargs: {{net_arch: [16]}}}}")})
-    return PreferenceRL(config, run_dir=run_dir)
+    return PreferenceRL.from_config(config, run_dir=run_dir)
 
 
 def grow(loop: PreferenceRL, steps: int, rng: np.random.Generator, relabel: bool = False) -> None:
@@ -373,7 +373,7 @@ def test_a_damaged_rollout_start_is_refused_naming_its_file(tmp_path, monkeypatc
     config = small_config("ppo", **{"agent.hyperparams": "sb3"})
     monkeypatch.setattr(prefrl_loop, "evaluate_reward", KilledInRound(2))  # the round at step 400
     with pytest.raises(KeyboardInterrupt):
-        PreferenceRL(config, run_dir=tmp_path).learn()
+        PreferenceRL.from_config(config, run_dir=tmp_path).learn()
     path = tmp_path / prefrl_resume.RESUME_DIR / prefrl_resume.STATE_FILE
     state = json.loads(path.read_text())
     assert state["rollout_start"]["timestep"] < 400
@@ -384,4 +384,4 @@ def test_a_damaged_rollout_start_is_refused_naming_its_file(tmp_path, monkeypatc
         write_header(path, prefrl_resume.KIND, {k: v for k, v in edited.items() if k != "format"},
                      covers=[path.parent / name for name in state["sha256"]])
         with pytest.raises(FileFormatError, match=refused):
-            PreferenceRL(config, run_dir=tmp_path)
+            PreferenceRL.from_config(config, run_dir=tmp_path)

@@ -69,17 +69,7 @@ log = logging.getLogger(__name__)
 TeacherFactory = Callable[[SegmentPairs], Teacher]
 
 
-class _CalledWithConfig(type):
-    """``PreferenceRL(config, logger, teacher, run_dir)`` is ``PreferenceRL.from_config(config,
-    logger, teacher, run_dir)``; called with the built parts, the class is built from them."""
-
-    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
-        if args and isinstance(args[0], PrefRLConfig):
-            return cls.from_config(*args, **kwargs)  # type: ignore[attr-defined]
-        return super().__call__(*args, **kwargs)
-
-
-class PreferenceRL(metaclass=_CalledWithConfig):
+class PreferenceRL:
     """The loop over built parts: the agent trains on the reward model's reward, a recorder keeps
     its experience, and every ``query.every_steps`` env steps the selector chooses pairs of it, the
     teacher labels them and the reward trainer refits the model; ``learn`` runs it.
