@@ -59,7 +59,16 @@ class LabelConflictError(RlkitError):
 
 @dataclass(frozen=True)
 class Query:
-    """One pair to label: segments as (traj, start, length) and the media names of their videos."""
+    """One pair to label: segments as (traj, start, length) and the media names of their videos.
+
+    Attributes:
+        id: the query's id in the store.
+        left: the left segment, (trajectory id, start, length).
+        right: the right segment, of the same length.
+        left_media: the left segment's video under the run's ``media/`` (empty until written).
+        right_media: the right segment's video.
+        redundancy: how many annotators are to label the pair.
+    """
 
     id: int
     left: tuple[int, int, int]
@@ -71,17 +80,33 @@ class Query:
 
 @dataclass(frozen=True)
 class LabelRecord:
+    """One live label.
+
+    Attributes:
+        id: the label's id in the store.
+        query_id: the labelled pair's query id.
+        annotator: who gave it.
+        value: the label, on the store's scale; NaN when the pair was skipped.
+        interface: where it was given (``web``, ``terminal``).
+        created_at: when, in seconds since the epoch.
+    """
+
     id: int
     query_id: int
     annotator: str
-    value: float  # NaN = skipped
+    value: float
     interface: str
     created_at: float
 
 
 @dataclass(frozen=True)
 class Progress:
-    """How far one annotator is: labels given (skips included) and pairs still open to them."""
+    """How far one annotator is: labels given (skips included) and pairs still open to them.
+
+    Attributes:
+        done: the labels the annotator gave, skips included.
+        remaining: the pairs still open to them.
+    """
 
     done: int
     remaining: int
@@ -96,6 +121,11 @@ class LabelStore(RunRecords):
 
     Opening checks every table, index, setting and row (``rlkit.human.store_check``): a damaged or
     edited store is refused by name (``DamagedStoreError``) and left as it is.
+
+    Args:
+        location: a run directory, a database file, or any SQLAlchemy URL (``postgresql://...``).
+        synchronous: SQLite's ``synchronous`` setting, ``NORMAL`` or ``FULL`` (every commit synced,
+            for power cuts too).
     """
 
     def __init__(self, location: str | os.PathLike[str], *, synchronous: str = "NORMAL") -> None:

@@ -31,7 +31,14 @@ from rlkit.human.store import LabelStore
 @dataclass(frozen=True)
 class WaitReport:
     """How the last ``label`` call went: pairs answered by ``redundancy`` people out of pairs asked,
-    and the seconds it waited."""
+    and the seconds it waited.
+
+    Attributes:
+        asked: the pairs asked.
+        answered: the pairs answered by ``redundancy`` people.
+        waited_s: the seconds it waited.
+        timed_out: it stopped waiting at ``timeout_s`` with pairs still unanswered.
+    """
 
     asked: int
     answered: int
