@@ -21,7 +21,7 @@ from rlkit.runners.commands import COMMANDS, CommandParser, add_command, command
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from rlkit.apec.config import ApecConfig, DemosConfig
+    from rlkit.apec.config import ApecConfig, DemosCommandConfig
     from rlkit.factories import configs
     from rlkit.human.settings import ServeConfig
     from rlkit.m3hf.run_config import M3HFConfig
@@ -297,7 +297,7 @@ def configs_error(command: str, field: str, what: str) -> RlkitError:
     return ConfigError(f"`rlkit {command}` needs {field}=... ({what})")
 
 
-def _run_demos(config: DemosConfig, args: argparse.Namespace) -> int:
+def _run_demos(config: DemosCommandConfig, args: argparse.Namespace) -> int:
     from rlkit.runners.apec import demonstrator_updates, run_demos
     from rlkit.runners.session import log_outputs
 

@@ -468,7 +468,7 @@ class ApecConfig(StrictModel):
         return self
 
 
-class DemosConfig(StrictModel):
+class DemosCommandConfig(StrictModel):
     """``rlkit demos``: a demonstrator and suboptimal demos, nothing else."""
 
     env: ApecEnvConfig = ApecEnvConfig()
@@ -476,6 +476,6 @@ class DemosConfig(StrictModel):
     seed: int = 0
 
     @model_validator(mode="after")
-    def _pipeline_fields_left_out(self) -> DemosConfig:
+    def _pipeline_fields_left_out(self) -> DemosCommandConfig:
         _set_by_the_pipeline(self.demos, "demos", {"seed": "seed"})
         return self

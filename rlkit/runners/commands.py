@@ -27,7 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "eval-reward": ("rlkit.factories.configs:EvalRewardConfig", "measure a saved reward model on a dataset"),
     "pref-rl": ("rlkit.factories.configs:PrefRLConfig",
                 "online preference-based RL with queries during training"),
-    "demos": ("rlkit.apec.config:DemosConfig",
+    "demos": ("rlkit.apec.config:DemosCommandConfig",
               "train a demonstrator and save suboptimal demos at a return fraction"),
     "apec": ("rlkit.apec.config:ApecConfig",
              "APEC end to end: demos, AIL, checkpoint pairs, reward models, policies"),
