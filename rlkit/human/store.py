@@ -3,7 +3,7 @@
 SQLite in WAL mode is the default (``labels.sqlite`` in the run directory); any SQLAlchemy URL
 (``postgresql://...``) works too. Each submit is its own committed transaction, so a server or a
 trainer killed at any moment loses nothing that was acknowledged, and both resume from the rows.
-Layers: ``database`` (engine, migrations, settings) < ``rows`` (what a value read must be) <
+Layers: ``database`` (engine, schema check, settings) < ``rows`` (what a value read must be) <
 ``records`` (M3HF feedback, metrics) < ``store_check`` (the check on open) < here (pairs and labels).
 Every label and query row carries a checksum (``checksum``), verified when the store opens.
 """

@@ -91,8 +91,8 @@ FORMATS: dict[str, Format] = {f.kind: f for f in (
            "covered by the run's state.json; every field validated", "rlkit.m3hf.weights"),
     Format("rlkit.human.labels", 4, "labels.sqlite (schema_version table)", "the label database",
            "on open: the file's size, SQLite's integrity_check, every row's values and each label and "
-           "query row's checksum (rlkit.human.store_check); migrations upgrade older schemas, a newer "
-           "one is refused", "rlkit.human.schema"),
+           "query row's checksum (rlkit.human.store_check); an older or a newer schema is refused",
+           "rlkit.human.schema"),
 )}
 
 # Written for people and other tools, never read back by rlkit, so they carry no format tag.
