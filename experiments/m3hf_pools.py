@@ -403,4 +403,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `experiments` by name
-    sys.exit(main())
+    from rlkit.scale.command import exit_status
+
+    sys.exit(exit_status(main, Path(__file__).name))

@@ -18,11 +18,11 @@ SCRIPTS = sorted(p.stem for p in (ROOT / "experiments").glob("*.py")
 def test_every_script_with_a_main_runs_it_through_exit_status():
     with_main = sorted(p.stem for p in (ROOT / "experiments").glob("*.py")
                        if 'if __name__ == "__main__":' in p.read_text())
-    assert SCRIPTS == with_main and len(SCRIPTS) == 10
+    assert SCRIPTS == with_main and len(SCRIPTS) == 11
 
 
-# apec_data's verbs take no key=value settings: a bad verb is argparse's usage error (status 2)
-@pytest.mark.parametrize("script", [s for s in SCRIPTS if s != "apec_data"])
+# apec_data's verbs and m3hf_pools' flags take no key=value settings: argparse's usage error (status 2)
+@pytest.mark.parametrize("script", [s for s in SCRIPTS if s not in ("apec_data", "m3hf_pools")])
 def test_a_setting_off_the_scripts_config_names_itself_and_exits_2(script, capsys):
     module = importlib.import_module(f"experiments.{script}")
     assert exit_status(lambda: module.main(["no_such_setting=1"]), f"{script}.py") == 2
@@ -47,6 +47,13 @@ def test_a_data_verb_off_the_list_is_a_usage_error(capsys):
     with pytest.raises(SystemExit) as stopped:
         module.main(["no_such_verb"])
     assert stopped.value.code == 2 and "invalid choice: 'no_such_verb'" in capsys.readouterr().err
+
+
+def test_a_pools_flag_off_the_list_is_a_usage_error(capsys):
+    module = importlib.import_module("experiments.m3hf_pools")
+    with pytest.raises(SystemExit) as stopped:
+        module.main(["--parser", "gpt"])
+    assert stopped.value.code == 2 and "invalid choice: 'gpt'" in capsys.readouterr().err
 
 
 def test_the_script_itself_prints_no_traceback():

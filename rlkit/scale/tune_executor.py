@@ -26,12 +26,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ray import tune
-from ray.tune import Callback, Stopper
-from ray.tune.logger import JsonLoggerCallback
-from ray.tune.search import Searcher
-
 from rlkit.errors import StateError
+from rlkit.extras import extra
+
+with extra("ray", "--backend ray (Ray Tune)"):
+    from ray import tune
+    from ray.tune import Callback, Stopper
+    from ray.tune.logger import JsonLoggerCallback
+    from ray.tune.search import Searcher
+
 from rlkit.scale.ray_backend import check_shared_storage, import_ray, init_ray, scoped_env
 from rlkit.scale.units import Backend, Unit, UnitFn, UnitResult, execute, write_status
 
