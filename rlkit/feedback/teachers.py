@@ -104,6 +104,8 @@ def beta_for_spread(return_gaps: np.ndarray, target_std: float = 2.0) -> float:
 
     Returns differ in scale by orders of magnitude between tasks; a fixed beta makes one task's
     teacher almost deterministic and another's almost random. Fit it on sample pairs instead.
+    The spread is these pairs' own (population sd, ddof 0): a property of the batch that sets the
+    scale, not an estimate over seeds.
 
     Args:
         return_gaps: ``G_A - G_B`` of sample pairs, any shape.
