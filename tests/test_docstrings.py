@@ -102,13 +102,10 @@ UNDOCUMENTED_CLASSES = frozenset({
     "rlkit.marl.MultiAgentPPO", "rlkit.marl.OvercookedRows", "rlkit.marl.ParallelEnvRows",
     "rlkit.marl.RowStep", "rlkit.persistence.Format", "rlkit.prefrl.DisagreementSelector",
     "rlkit.prefrl.EntropySelector", "rlkit.prefrl.PrefRLResult", "rlkit.prefrl.QueryRound",
-    "rlkit.prefrl.QuerySelector", "rlkit.prefrl.UniformSelector", "rlkit.reward.LoadedRewardModel",
-    "rlkit.reward.NormalizedReward", "rlkit.reward.RewardEnsemble", "rlkit.reward.RewardNet",
-    "rlkit.reward.RewardNetSpec", "rlkit.reward.RewardTrainer", "rlkit.reward.RunningNorm",
-    "rlkit.reward.TorchRewardFn", "rlkit.reward.TrainReport", "rlkit.reward.TrainerConfig",
-    "rlkit.scale.SweepSpec", "rlkit.wrappers.LazyRewardReplayBuffer",
-    "rlkit.wrappers.PettingZooRewardWrapper", "rlkit.wrappers.RewardVecEnvWrapper",
-    "rlkit.wrappers.RewardWrapper", "rlkit.wrappers.RolloutRewardRelabeller",
+    "rlkit.prefrl.QuerySelector", "rlkit.prefrl.UniformSelector", "rlkit.scale.SweepSpec",
+    "rlkit.wrappers.LazyRewardReplayBuffer", "rlkit.wrappers.PettingZooRewardWrapper",
+    "rlkit.wrappers.RewardVecEnvWrapper", "rlkit.wrappers.RewardWrapper",
+    "rlkit.wrappers.RolloutRewardRelabeller",
 })
 
 

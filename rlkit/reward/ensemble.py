@@ -15,8 +15,20 @@ from rlkit.reward.numpy_rewards import numpy_to_tensors
 
 
 class RewardEnsemble(nn.Module):
-    """Members share their spaces and inputs (so one gathered batch feeds all of them); their
-    widths may differ."""
+    """Reward nets whose mean is the reward and whose spread is their disagreement.
+
+    Members share their spaces and inputs (so one gathered batch feeds all of them); their
+    widths may differ. Members that are all MLPs of one architecture run as one batched model
+    (``batched``).
+
+    Args:
+        members: at least one reward net, each reading the same observation and action shapes,
+            inputs and absorbing flag.
+
+    Raises:
+        InvalidDataError: when ``members`` is empty or a member reads other spaces or inputs than
+            the first.
+    """
 
     def __init__(self, members: Sequence[RewardNet]) -> None:
         super().__init__()

@@ -107,6 +107,11 @@ class RewardNet(nn.Module):
     """r(s, a, s', done) for every step of a batch of any leading shape.
 
     Unselected inputs may be passed as ``None``: the trainer only gathers what the net reads.
+
+    Args:
+        spec: the architecture and the spaces' shapes (saved with the weights).
+        seed: seeds the weights' initialisation without touching torch's global RNG (None:
+            drawn from torch's global RNG).
     """
 
     def __init__(self, spec: RewardNetSpec, seed: int | None = None) -> None:

@@ -21,8 +21,11 @@ class RunningNorm:
     Two things are added: NaN or inf rewards are refused instead of poisoning the statistics, and
     the count starts at 0 (SB3's default starts at 1e-4 with mean 0 and variance 1, a prior that
     shifts the statistics by ~1e-7), so the first batch sets the exact sample mean and variance.
-    ``eps`` is added to the variance when normalising. Until the first update the statistics are
-    mean 0 and variance 1: ``normalize`` is the identity.
+    Until the first update the statistics are mean 0 and variance 1: ``normalize`` is the
+    identity.
+
+    Args:
+        eps: added to the variance when normalising, >= 0 (keeps a constant reward finite).
     """
 
     def __init__(self, eps: float = 1e-8) -> None:
@@ -77,8 +80,13 @@ class RunningNorm:
 
 
 class NormalizedReward:
-    """A ``RewardFn`` whose output is normalised; with ``update=True`` the statistics follow the
-    rewards it sees (training), with ``update=False`` they are frozen (evaluation, a loaded model).
+    """A ``RewardFn`` whose output is normalised by running statistics, as float32.
+
+    Args:
+        reward_fn: the reward to normalise.
+        norm: the statistics, shared with whoever saves or restores them.
+        update: True: each call first updates ``norm`` with the rewards it sees (training);
+            False: the statistics are frozen (evaluation, a loaded model).
     """
 
     def __init__(self, reward_fn: RewardFn, norm: RunningNorm, update: bool = True) -> None:

@@ -29,6 +29,11 @@ class TorchRewardFn:
     does not fit, goes through the module's own ``forward`` (which names what is wrong),
     ``INFERENCE_ROWS`` rows (first-axis entries) at a time, so relabelling a replay buffer of
     images stays within memory.
+
+    Args:
+        module: a ``RewardNet``, a ``RewardEnsemble`` (its reward is the members' mean) or any
+            module called as ``module(obs, acts, next_obs, dones)`` with parameters; without a
+            ``spec`` it is passed every input.
     """
 
     def __init__(self, module: nn.Module) -> None:

@@ -35,6 +35,13 @@ SPEC_FILE = "model.json"
 
 
 class LoadedRewardModel(NamedTuple):
+    """A reward model read back by ``load_reward_model``.
+
+    Attributes:
+        model: the net or ensemble, with the saved weights.
+        norm: the saved reward normaliser's statistics, None when the model was saved without.
+    """
+
     model: RewardNet | RewardEnsemble
     norm: RunningNorm | None
 

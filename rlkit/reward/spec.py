@@ -46,6 +46,23 @@ class RewardNetSpec:
     APEC's reference (``first_fc``, then ``Linear -> activation`` blocks, then ``last_fc``:
     apec_mjc/model/reward.py:59-82,141-152, apec_dmc/src/reward/pref_reward.py:71-83). Its first
     two layers then compose to one linear map, so 2x512 acts as one hidden layer of 512 units.
+
+    Attributes:
+        kind: ``"mlp"`` or ``"cnn"`` (reads images of 3 dimensions).
+        obs_shape: the observation shape.
+        act_shape: the action shape (``()`` for a discrete action space).
+        n_actions: the action count of a discrete action space, None for continuous actions.
+        inputs: the distinct inputs the net reads, from ``"obs"``, ``"act"``, ``"next_obs"``
+            and ``"done"``.
+        hidden: the widths of the MLP head's hidden layers, each >= 1.
+        activation: the head's activation, a name of ``ACTIVATIONS``.
+        channels: the widths of a CNN's convolutions, each >= 1.
+        channels_first: a CNN's images are ``C x H x W`` (else ``H x W x C``).
+        encoder: a CNN's convolutions, ``"compact"`` or ``"drq"``.
+        feature_dim: the features of the ``"drq"`` encoder's trunk, >= 1.
+        absorbing_flag: the observation's last entry flags an absorbing state, where the reward
+            is 0.
+        linear_first: no activation after the head's first hidden layer.
     """
 
     kind: str

@@ -27,12 +27,29 @@ from rlkit.reward.pair_tensors import ARRAY_OF_INPUT, Distinct, PairTensors
 
 @dataclass(frozen=True)
 class TrainReport:
-    """Per-epoch curves and what was kept: ``best_epoch`` (0-based) is the epoch whose weights the
-    model holds after ``fit`` (an epoch is a pass over the training pairs; a ``steps`` refit's
-    last one may stop short); ``pairs_per_s`` counts training pairs over the whole ``fit`` time;
-    ``steps`` counts gradient steps (each serves every member); ``new_labels`` the labelled pairs
-    the trainer had not fitted on before; ``val_rows`` index the held-out pairs in what ``fit``
-    was given, to evaluate on them later."""
+    """What one ``RewardTrainer.fit`` did: per-epoch curves and the weights it kept.
+
+    An epoch is a pass over the training pairs; a ``steps`` refit's last one may stop short.
+
+    Attributes:
+        train_loss: the mean training loss of each epoch.
+        val_loss: the mean member loss on the held-out pairs after each epoch (empty when none
+            are held out).
+        val_accuracy: the accuracy of the model's (ensemble mean's) reward on the held-out
+            pairs after each epoch, in [0, 1].
+        best_epoch: the epoch (0-based) whose weights the model holds after ``fit``: the lowest
+            validation loss, the last epoch when none are held out.
+        stopped_early: ``patience`` epochs passed without a better validation loss.
+        n_train: the labelled pairs trained on.
+        n_val: the labelled pairs held out.
+        seconds: the wall time of the whole ``fit``.
+        pairs_per_s: training pairs passed (counted once for all members) per second of
+            ``seconds``.
+        steps: gradient steps (each serves every member).
+        new_labels: the labelled pairs the trainer had not fitted on before.
+        val_rows: the held-out pairs' indices in what ``fit`` was given, to evaluate on them
+            later.
+    """
 
     train_loss: tuple[float, ...]
     val_loss: tuple[float, ...]
@@ -65,7 +82,12 @@ class RewardTrainer:
     (random segments: a minibatch of random pairs) run over both segments of every pair as
     before. With an ensemble trained as one batched model each member's block is deduplicated on
     its own. Augmented training batches (``augment``) are never deduplicated: every pair's
-    segment is shifted by its own random offsets, as without deduplication."""
+    segment is shifted by its own random offsets, as without deduplication.
+
+    Args:
+        model: the net or ensemble to train; moved to ``config.device``.
+        config: how to train (None: ``TrainerConfig()``'s defaults).
+    """
 
     dedup_below = 0.75  # the largest share of distinct segments in a batch that is deduplicated
 
