@@ -12,9 +12,12 @@ learned rewards report their true return. Every run directory is resumable: reru
 
 The work runs as units through ``rlkit.scale`` (``--backend local``: a process each on this
 machine; ``--backend ray``: Ray Tune trials, on a cluster with ``--address``): one unit per task
-trains its demonstrator and saves the demos, then one unit per (task, seed) runs the pipeline on
-them. ``--resume`` skips the units already finished in ``out_dir``. The tables, claims and plots
-are ``experiments/apec_report.py``'s, from the run directories.
+trains its demonstrator and saves the demos, one builds its shared held-out set, then one unit per
+(task, seed) runs the pipeline on them. A task whose inputs are committed data (``inputs``,
+default ``experiments/data``; ``experiments/apec_data.py``) copies them instead of training the
+demonstrator or the held-out AIL run again. ``--resume`` skips the units already finished in
+``out_dir``. The tables, claims and plots are ``experiments/apec_report.py``'s, from the run
+directories.
 """
 
 from __future__ import annotations
@@ -32,6 +35,14 @@ import torch
 from pydantic import model_validator
 
 from rlkit.apec.config import ApecConfig
+from rlkit.apec.inputs import (
+    MANIFEST,
+    Inputs,
+    install_demos,
+    install_heldout,
+    load_inputs,
+    refuse_other_settings,
+)
 from rlkit.apec.rollouts import sequential_map
 from rlkit.config import StrictModel, apply_overrides, load_config, save_config
 from rlkit.errors import ConfigError
@@ -67,6 +78,7 @@ class ApecExperimentConfig(StrictModel):
     false: every seed builds its own (its seed + 1000)."""
 
     out_dir: str = "runs/apec"
+    inputs: str | None = "experiments/data"  # committed inputs per task (rlkit.apec.inputs); null: make them
     seeds: list[int] = [0, 1, 2]
     demos_from_seed: int | None = None  # share this seed's demos (default: the first seed's)
     shared_heldout: bool = False
@@ -109,11 +121,34 @@ def heldout_dir(config: ApecExperimentConfig, task: TaskSettings, out: Path) -> 
     return out / task.id / "heldout" if config.shared_heldout else None
 
 
+def committed_inputs(config: ApecExperimentConfig, task: TaskSettings) -> Inputs | None:
+    """The task's committed inputs (``config.inputs``/<task>, ``experiments/apec_data.py``), if any."""
+    folder = None if config.inputs is None else Path(config.inputs) / file_name(task.id)
+    return load_inputs(folder) if folder is not None and (folder / MANIFEST).is_file() else None
+
+
+def heldout_settings(pipeline: ApecConfig) -> dict[str, Any]:
+    """What a task's shared held-out set depends on besides the demos (recorded with it as data)."""
+    dumped = pipeline.model_dump(mode="json")
+    heldout = {k: v for k, v in dumped["heldout"].items() if k not in ("n_pairs", "segment_length")}
+    return {"env": dumped["env"], "ail": dumped["ail"], "heldout": heldout,  # pairs: drawn when scored
+            "seed": pipeline.seed, "ail_seed": pipeline.heldout_ail_seed}
+
+
 def run_task_demos(config: ApecExperimentConfig, task: TaskSettings, out: Path) -> dict[str, Any]:
-    """The task's demonstrator and demos, in the demo seed's run dir (the seeds link to them)."""
+    """The task's demonstrator and demos, in the demo seed's run dir (the seeds link to them):
+    copied from its committed inputs when there are some, else trained."""
     first = demo_dir(config, task, out)
     pipeline = task_config(config, task, config.demo_seed)
     first.mkdir(parents=True, exist_ok=True)
+    inputs = committed_inputs(config, task)
+    if inputs is not None:
+        refuse_other_settings(inputs.manifest["settings"],
+                              pipeline.demos.model_dump(mode="json") | {"seed": config.demo_seed},
+                              "demos", inputs.folder / MANIFEST)
+        demos = install_demos(inputs, first / "demos")
+        return {"demos": str(first / "demos" / "demos.npz"), "returns": [float(t.ret) for t in demos],
+                "from": str(inputs.folder)}
     logger = make_logger(first / "demos", backends=("jsonl",))
     try:
         demos = run_demos(pipeline.env, pipeline.demos, config.demo_seed, first / "demos", logger)
@@ -131,6 +166,12 @@ def run_task_heldout(config: ApecExperimentConfig, task: TaskSettings, out: Path
         raise ConfigError("a held-out unit runs only with shared_heldout: true")
     first = demo_dir(config, task, out)
     pipeline = task_config(config, task, config.demo_seed)
+    inputs = committed_inputs(config, task)
+    if inputs is not None and "heldout" in inputs.manifest:
+        refuse_other_settings(inputs.manifest["heldout"]["settings"], heldout_settings(pipeline),
+                              "held-out set", inputs.folder / MANIFEST)
+        if not (folder / "store.npz").is_file():
+            install_heldout(inputs, folder)
     folder.mkdir(parents=True, exist_ok=True)
     logger = make_logger(folder, backends=("jsonl",))
     try:

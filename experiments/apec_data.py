@@ -1,20 +1,26 @@
 """APEC's expensive deterministic inputs as committed data (``experiments/data/<task>/``).
 
-One command, three verbs:
+One command, five verbs:
 
     python experiments/apec_data.py export TASK --from runs/apec/TASK/seed0/demos
+    python experiments/apec_data.py export-heldout TASK --from runs/apec/TASK/heldout
     python experiments/apec_data.py check [TASK ...]
     python experiments/apec_data.py regenerate TASK [--work runs/apec_data]
+    python experiments/apec_data.py regenerate-heldout TASK [--work runs/apec_data]
 
 ``export`` writes a finished demos stage of ``experiments/apec.py`` (its demonstrator's
 checkpoints and the demo picked from them) as ``rlkit.apec.inputs`` data: the demos as the stage
 wrote them, each checkpoint's actor as float32 safetensors, a manifest with every file's SHA-256.
-``check`` verifies every committed folder (checksums, the demos load, each actor loads) and
-prints one JSON line per task. ``regenerate`` trains the task's demonstrator again from the
-experiment's config (``--config``, default ``experiments/configs/apec.yaml``; hours of CPU: a
-resumable run directory under ``--work``), exports it to a scratch folder and compares it with the
-committed data: every actor file byte for byte, the demos array by array (an ``.npz`` records
-the time it was written, so its bytes differ while its arrays do not), the manifest's fields.
+``export-heldout`` adds the task's finished shared held-out set (``heldout.npz``: float16
+observations and actions, the precision it is built at). ``check`` verifies every committed folder
+(checksums, the demos and held-out set load, each actor loads) and prints one JSON line per task.
+``regenerate`` trains the task's demonstrator again from the experiment's config (``--config``,
+default ``experiments/configs/apec.yaml``; hours of CPU: a resumable run directory under
+``--work``), exports it to a scratch folder and compares it with the committed data: every actor
+file byte for byte, the demos array by array (an ``.npz`` records the time it was written, so its
+bytes differ while its arrays do not), the manifest's fields. ``regenerate-heldout`` builds the
+held-out set again from the committed demos and actors (its own AIL run: over an hour of CPU,
+resumable under ``--work``) and compares it array by array with the committed one.
 """
 
 from __future__ import annotations
@@ -40,13 +46,9 @@ def task_folder(task: str) -> Path:
 
 def demos_settings(task: str, config_path: Path) -> tuple[Any, Any, int]:
     """The task's env and demos settings and the demo seed, as ``experiments/apec.py`` runs them."""
-    from experiments.apec import ApecExperimentConfig, task_config
-    from rlkit.config import load_config
+    from experiments.apec import task_config
 
-    config = load_config(ApecExperimentConfig, config_path, [])
-    task_settings = next((t for t in config.tasks if t.id == task), None)
-    if task_settings is None:
-        raise SystemExit(f"{task}: not a task of {config_path} ({[t.id for t in config.tasks]})")
+    config, task_settings = experiment_task(task, config_path)
     pipeline = task_config(config, task_settings, config.demo_seed)
     return pipeline.env, pipeline.demos, config.demo_seed
 
@@ -60,27 +62,53 @@ def export(task: str, demos_dir: Path, config_path: Path) -> dict[str, Any]:
     return {"task": task, "written": str(manifest.parent)}
 
 
+def experiment_task(task: str, config_path: Path) -> tuple[Any, Any]:
+    """The experiment's config and the task's settings in it."""
+    from experiments.apec import ApecExperimentConfig
+    from rlkit.config import load_config
+
+    config = load_config(ApecExperimentConfig, config_path, [])
+    task_settings = next((t for t in config.tasks if t.id == task), None)
+    if task_settings is None:
+        raise SystemExit(f"{task}: not a task of {config_path} ({[t.id for t in config.tasks]})")
+    return config, task_settings
+
+
+def export_heldout(task: str, heldout_dir: Path, config_path: Path) -> dict[str, Any]:
+    from experiments.apec import heldout_settings, task_config
+    from rlkit.apec.inputs import export_heldout as add_heldout
+
+    config, task_settings = experiment_task(task, config_path)
+    settings = heldout_settings(task_config(config, task_settings, config.demo_seed))
+    manifest = add_heldout(task_folder(task), heldout_dir, settings)
+    return {"task": task, "written": str(manifest)}
+
+
 def check(task: str) -> dict[str, Any]:
-    from rlkit.apec.inputs import load_inputs
+    from rlkit.apec.inputs import load_heldout, load_inputs
 
     inputs = load_inputs(task_folder(task))
     demos = inputs.demos()
     for step in inputs.steps:
         inputs.actor(step)
     size = sum(p.stat().st_size for p in inputs.folder.rglob("*") if p.is_file())
+    heldout = load_heldout(inputs)[0] if "heldout" in inputs.manifest else None
     return {"task": task, "checkpoints": inputs.steps, "demo_returns": [float(t.ret) for t in demos],
-            "demo_checkpoint_step": inputs.manifest["demo_checkpoint_step"], "bytes": size}
+            "demo_checkpoint_step": inputs.manifest["demo_checkpoint_step"],
+            "heldout_trajectories": None if heldout is None else len(heldout), "bytes": size}
 
 
 def differences(committed: Path, fresh: Path) -> list[str]:
     """What differs between two inputs folders (empty: the same data)."""
-    from rlkit.apec.inputs import load_inputs
+    from rlkit.apec.inputs import HELDOUT_FILE, load_inputs
     from rlkit.persistence.arrays import load_npz
 
     old, new = load_inputs(committed).manifest, load_inputs(fresh).manifest
     found = [f"manifest field {key!r}" for key in sorted(set(old) | set(new))
-             if key not in ("sha256", "header_sha256") and old.get(key) != new.get(key)]
+             if key not in ("sha256", "header_sha256", "heldout") and old.get(key) != new.get(key)]
     for name, digest in old["sha256"].items():
+        if name == HELDOUT_FILE:
+            continue
         if name.endswith(".npz"):
             a, b = load_npz(committed / name), load_npz(fresh / name)
             if a.keys() != b.keys() or any(not np.array_equal(a[k], b[k]) for k in a):
@@ -103,6 +131,29 @@ def regenerate(task: str, work: Path, config_path: Path) -> dict[str, Any]:
     return {"task": task, "identical": not found, "differences": found}
 
 
+def regenerate_heldout(task: str, work: Path, config_path: Path) -> dict[str, Any]:
+    from experiments.apec import heldout_settings, task_config
+    from rlkit.apec.inputs import install_demos, load_heldout, load_inputs
+    from rlkit.runners.apec import run_heldout, venv_factory
+
+    config, task_settings = experiment_task(task, config_path)
+    pipeline = task_config(config, task_settings, config.demo_seed)
+    committed = load_inputs(task_folder(task))
+    folder = work / task_folder(task).name
+    demos = install_demos(committed, folder / "demos")
+    store, _, sources = run_heldout(pipeline, venv_factory(pipeline.env), demos, folder / "demos",
+                                    folder / "heldout")  # resumable: rerun to go on
+    old_store, old_sources = load_heldout(committed)
+    found = [] if committed.manifest["heldout"]["settings"] == heldout_settings(pipeline) else ["settings"]
+    old_arrays, new_arrays = old_store.arrays(), store.arrays()
+    found += [name for name in sorted(set(old_arrays) | set(new_arrays))
+              if name not in old_arrays or name not in new_arrays
+              or not np.array_equal(old_arrays[name], new_arrays[name])]
+    if not np.array_equal(old_sources, sources):
+        found.append("source")
+    return {"task": task, "identical": not found, "differences": found}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -110,12 +161,18 @@ def main(argv: list[str] | None = None) -> int:
     made = verbs.add_parser("export", help="write a finished demos stage as committed data")
     made.add_argument("task")
     made.add_argument("--from", dest="source", type=Path, required=True)
+    added = verbs.add_parser("export-heldout", help="add a finished held-out set to the data")
+    added.add_argument("task")
+    added.add_argument("--from", dest="source", type=Path, required=True)
     checked = verbs.add_parser("check", help="verify the committed data")
     checked.add_argument("tasks", nargs="*")
     again = verbs.add_parser("regenerate", help="train again and compare with the committed data")
     again.add_argument("task")
     again.add_argument("--work", type=Path, default=Path("runs/apec_data"))
-    for sub in (made, again):
+    rebuilt = verbs.add_parser("regenerate-heldout", help="build the held-out set again and compare")
+    rebuilt.add_argument("task")
+    rebuilt.add_argument("--work", type=Path, default=Path("runs/apec_data"))
+    for sub in (made, added, again, rebuilt):
         sub.add_argument("--config", type=Path, default=CONFIG)
     args = parser.parse_args(argv)
     import torch
@@ -130,7 +187,11 @@ def main(argv: list[str] | None = None) -> int:
         for task in tasks:
             print(json.dumps(check(task)))
         return 0
-    result = regenerate(args.task, args.work, args.config)
+    if args.verb == "export-heldout":
+        print(json.dumps(export_heldout(args.task, args.source, args.config)))
+        return 0
+    regenerated = regenerate if args.verb == "regenerate" else regenerate_heldout
+    result = regenerated(args.task, args.work, args.config)
     print(json.dumps(result))
     return 0 if result["identical"] else 1
 

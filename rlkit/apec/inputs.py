@@ -11,6 +11,12 @@ every file), ``demos.npz`` and ``demos.json`` exactly as the demos stage wrote t
 ``demonstrator/step_<n>.safetensors`` per checkpoint: the actor's weights in float32, so a
 rollout of a stored actor equals one of the full checkpoint. ``load_actor`` rebuilds an SB3
 policy that acts with them (its critic is not kept).
+
+A task's held-out set (``rlkit.runners.apec.run_heldout``: rollouts of a separate AIL run's
+checkpoints, of the demonstrator's but the demo's own, of random actions) is added later, when
+built: ``heldout.npz`` (observations and actions in float16, the precision the set is built at
+(``float16_store``), the true rewards in float32, lengths, terminal flags, each trajectory's
+source), named in the manifest's ``heldout`` entry with the settings that made it.
 """
 
 from __future__ import annotations
@@ -18,9 +24,11 @@ from __future__ import annotations
 import os
 import shutil
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 from stable_baselines3.common.policies import BasePolicy
@@ -31,14 +39,16 @@ from rlkit.apec.demonstrator import (
     load_demonstrator,
     read_demo_report,
 )
-from rlkit.data import Trajectory
-from rlkit.errors import FileFormatError, InvalidDataError
+from rlkit.data import Trajectory, TrajectoryStore
+from rlkit.errors import ConfigError, FileFormatError, InvalidDataError
 from rlkit.persistence.agents import space_from_json, space_to_json
-from rlkit.persistence.formats import read_header, write_header
+from rlkit.persistence.arrays import load_npz, save_npz
+from rlkit.persistence.formats import check_npz_header, npz_header, read_header, write_header
 
 KIND = "rlkit.apec-inputs"
 MANIFEST = "inputs.json"
 ACTORS = "demonstrator"
+HELDOUT_FILE = "heldout.npz"
 _FIELDS = {"task": str, "algo": str, "observation_space": dict, "action_space": dict, "net_arch": list,
            "checkpoints": list, "settings": dict}
 
@@ -168,3 +178,196 @@ def load_actor(inputs: Inputs, step: int) -> BasePolicy:
                               f"({error})") from None
     policy.set_training_mode(False)
     return policy.to(torch.device("cpu"))
+
+
+def demonstrator_policies(demos_dir: str | os.PathLike[str], algo: str) -> list[tuple[int, partial[Any]]]:
+    """The demonstrator's checkpoints a held-out set rolls out: every one but the demo's own.
+
+    ``demos_dir`` is a demos stage's folder (``demonstrator/step_*.zip``, ``demos.json``) or a
+    folder of inputs (``inputs.json``, the actors): the same checkpoints either way, each with its
+    index among all of them (which seeds its rollouts, so leaving one out moves no other's seeds).
+
+    Args:
+        demos_dir: the folder.
+        algo: the demonstrator's algorithm (``demos.algo``) for a stage's SB3 checkpoints.
+
+    Returns:
+        ``(index, loader)`` pairs; a loader is picklable and gives a policy for acting. Empty when
+        the demos were given without a demonstrator.
+    """
+    folder = Path(demos_dir)
+    if (folder / MANIFEST).is_file():
+        inputs = load_inputs(folder)
+        skip = inputs.manifest["demo_checkpoint_step"]
+        return [(k, partial(_stored_actor, str(folder), step))
+                for k, step in enumerate(inputs.steps) if step != skip]
+    checkpoints = demonstrator_checkpoints(folder / ACTORS)
+    if not checkpoints:
+        return []
+    from rlkit.factories.algorithms import ALGORITHMS
+
+    demo = read_demo_report(folder).checkpoint
+    return [(k, partial(load_demonstrator, ALGORITHMS[algo], path))
+            for k, path in enumerate(checkpoints) if path.name != Path(demo).name]
+
+
+def _stored_actor(folder: str, step: int) -> BasePolicy:
+    return load_actor(load_inputs(folder), step)
+
+
+def float16_store(store: TrajectoryStore) -> TrajectoryStore:
+    """``store`` with its float observations and actions rounded to float16 (kept as float32): the
+    precision of a held-out set committed as data, so a set built here and one read back from the
+    data are the same arrays. Rewards (the true returns) stay as they are; uint8 frames too.
+
+    Args:
+        store: the trajectories.
+
+    Returns:
+        A new store.
+    """
+    arrays = dict(store.arrays())
+    for name in ("obs", "acts"):
+        if name in arrays and arrays[name].dtype.kind == "f":
+            arrays[name] = arrays[name].astype(np.float16).astype(np.float32)
+    return TrajectoryStore.from_arrays(arrays, origin="a held-out store")
+
+
+def export_heldout(folder: str | os.PathLike[str], heldout_dir: str | os.PathLike[str],
+                   settings: dict[str, Any]) -> Path:
+    """Add a built held-out set (``store.npz`` and ``sources.npz`` of ``run_heldout``) to a folder of
+    inputs: ``heldout.npz``, and the manifest rewritten to name it (and cover it).
+
+    Args:
+        folder: the inputs folder (``export_inputs``'s).
+        heldout_dir: the held-out stage's folder.
+        settings: what made the set (recorded, and compared by ``regenerate``).
+
+    Returns:
+        The manifest's path.
+
+    Raises:
+        InvalidDataError: the set is not a vector task's at float16 precision (``float16_store``).
+    """
+    root, source = Path(folder), Path(heldout_dir)
+    manifest = load_inputs(root).manifest
+    store = TrajectoryStore.load(source / "store.npz")
+    arrays = store.arrays()
+    if "obs" not in arrays or "states" in arrays or arrays["obs"].dtype.kind != "f":
+        raise InvalidDataError(f"{source}: only a vector task's held-out set (float observations, no "
+                               "simulator states) is kept as data")
+    kept = {name: arrays[name].astype(np.float16) for name in ("obs", "acts")}
+    if any(not np.array_equal(kept[name].astype(arrays[name].dtype), arrays[name]) for name in kept):
+        raise InvalidDataError(f"{source}/store.npz: not at float16 precision (float16_store); "
+                               "built before the held-out set was rounded, so build it again")
+    sources = np.asarray(load_npz(source / "sources.npz")["source"], dtype=np.int64)
+    if len(sources) != len(store):
+        raise InvalidDataError(f"{source}: {len(sources)} sources for {len(store)} trajectories")
+    save_npz(root / HELDOUT_FILE, {"_header": npz_header(KIND), **kept, "rews": arrays["rews"],
+                                   "lengths": arrays["lengths"], "terminal": arrays["terminal"],
+                                   "source": sources})
+    counts = {str(k): int(n) for k, n in zip(*np.unique(sources, return_counts=True), strict=True)}
+    data = {k: v for k, v in manifest.items() if k not in ("format", "sha256", "header_sha256")}
+    data["heldout"] = {"file": HELDOUT_FILE, "settings": settings, "trajectories": len(store),
+                       "sources": counts}
+    covered = [root / name for name in manifest["sha256"] if name != HELDOUT_FILE] + [root / HELDOUT_FILE]
+    write_header(root / MANIFEST, KIND, data, covers=covered)
+    return root / MANIFEST
+
+
+def load_heldout(inputs: Inputs) -> tuple[TrajectoryStore, np.ndarray]:
+    """The held-out set ``export_heldout`` added to ``inputs`` (its checksum verified on load).
+
+    Args:
+        inputs: the loaded inputs.
+
+    Returns:
+        The store (observations and actions as float32) and each trajectory's source.
+
+    Raises:
+        InvalidDataError: the folder has no held-out set.
+        FileFormatError: naming the file when it is damaged or not of this format.
+    """
+    entry = inputs.manifest.get("heldout")
+    if not isinstance(entry, dict):
+        raise InvalidDataError(f"{inputs.folder}: no held-out set (python experiments/apec_data.py "
+                               "export-heldout adds one)")
+    path = inputs.folder / HELDOUT_FILE
+    arrays = load_npz(path)
+    check_npz_header(arrays, KIND, path)
+    try:
+        store = TrajectoryStore.from_arrays(
+            {"obs": arrays["obs"].astype(np.float32), "acts": arrays["acts"].astype(np.float32),
+             "rews": arrays["rews"], "lengths": arrays["lengths"], "terminal": arrays["terminal"]},
+            origin=str(path))
+        sources = np.asarray(arrays["source"], dtype=np.int64)
+    except KeyError as missing:
+        raise FileFormatError(f"{path}: missing array {missing}") from None
+    if not len(store) == len(sources) == entry.get("trajectories"):
+        raise FileFormatError(f"{path}: {len(store)} trajectories and {len(sources)} sources; the "
+                              f"manifest says {entry.get('trajectories')}")
+    return store, sources
+
+
+def refuse_other_settings(recorded: Any, settings: Any, what: str, where: Path) -> None:
+    """Refuse inputs made with other settings than a run's, naming each that differs.
+
+    Args:
+        recorded: the settings the inputs record (JSON data).
+        settings: the run's (JSON data); ``device`` entries are not compared (where a net
+            trains does not change what the CPU-pinned stages make).
+        what: what the inputs are, for the message (``"demos"``, ``"held-out set"``).
+        where: the manifest, for the message.
+
+    Raises:
+        ConfigError: listing each differing setting with both values.
+    """
+    found = _differences(recorded, settings, "")
+    if found:
+        shown = "; ".join(f"{path}: {a!r} there, {b!r} here" for path, a, b in found[:8])
+        raise ConfigError(f"{where}: its {what} were made with other settings than this run's ({shown}); "
+                          "set inputs: null to make them again, or run with the settings they record")
+
+
+def _differences(a: Any, b: Any, path: str) -> list[tuple[str, Any, Any]]:
+    if isinstance(a, dict) and isinstance(b, dict):
+        return [found for key in sorted(set(a) | set(b)) if key != "device"
+                for found in _differences(a.get(key), b.get(key), f"{path}.{key}" if path else key)]
+    return [] if a == b else [(path, a, b)]
+
+
+def install_demos(inputs: Inputs, demos_dir: str | os.PathLike[str]) -> list[Trajectory]:
+    """Copy the inputs into a run's demos folder, which then reads as a folder of inputs
+    (``load_inputs``, ``demonstrator_policies``); ``demos.npz``, which marks the demos stage done,
+    is written last.
+
+    Args:
+        inputs: the loaded inputs.
+        demos_dir: the run's demos folder (created).
+
+    Returns:
+        The demos.
+    """
+    target = Path(demos_dir)
+    names = [*inputs.manifest["sha256"], MANIFEST]
+    for name in sorted(names, key=lambda n: n == "demos.npz"):
+        (target / name).parent.mkdir(parents=True, exist_ok=True)
+        staged = target / f"{name}.part"
+        shutil.copyfile(inputs.folder / name, staged)
+        os.replace(staged, target / name)
+    return inputs.demos()
+
+
+def install_heldout(inputs: Inputs, heldout_dir: str | os.PathLike[str]) -> None:
+    """Write the inputs' held-out set into a run's held-out folder as ``run_heldout`` reads it
+    (``store.npz``, then ``sources.npz``: ``run_heldout`` builds none when the store is there).
+
+    Args:
+        inputs: the loaded inputs (with a held-out set).
+        heldout_dir: the folder (created).
+    """
+    store, sources = load_heldout(inputs)
+    target = Path(heldout_dir)
+    target.mkdir(parents=True, exist_ok=True)
+    save_npz(target / "sources.npz", {"source": sources})
+    store.save(target / "store.npz")

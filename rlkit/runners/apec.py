@@ -6,7 +6,8 @@ Every stage writes its outputs under the run directory and is skipped when they 
 there, so a killed run started again with the same ``--run-dir`` goes on where it stopped (the AIL
 stage resumes from its last checkpoint). Layout::
 
-    demos/        demos.npz, demos.json, demonstrator/step_*.zip
+    demos/        demos.npz, demos.json, demonstrator/step_*.zip (or a copy of committed
+                  inputs: inputs.json, demonstrator/step_*.safetensors; rlkit.apec.inputs)
     ail/          round_*/ (generator, discriminator, diagnostics), resume/
     rollouts/     store.npz, index.npz (checkpoint index and OT distance per trajectory)
     datasets/     <method>.npz/.json      rewards/ <method>/ (safetensors + JSON)
@@ -53,6 +54,7 @@ from rlkit.apec.evaluation import (
     heldout_tasks,
     label_agreement,
 )
+from rlkit.apec.inputs import demonstrator_policies, float16_store
 from rlkit.apec.pairs import ot_only_pairs, select_pairs
 from rlkit.apec.rollouts import (
     checkpoint_tasks,
@@ -321,7 +323,10 @@ def run_heldout(config: ApecConfig, make_venv: VenvFactory, demos: list[Trajecto
     """The held-out store and each trajectory's source (cached in ``out_dir``), and its
     true-return pairs (rebuilt from the seed). Its AIL trajectories come from a separate AIL run
     (seed ``config.heldout_ail_seed``, in ``out_dir/ail``), never from the run that made the
-    pairs; its demonstrator trajectories from the checkpoints in ``demos_dir/demonstrator``.
+    pairs; its demonstrator trajectories from the demonstrator's checkpoints in ``demos_dir`` but
+    the demo's own (``rlkit.apec.inputs.demonstrator_policies``: a demos stage's or a folder of
+    inputs). Observations and actions are kept at float16 precision (``float16_store``: the
+    precision a set committed as data has, so a set built here and one read back are the same).
     Each policy's rollouts are a task of their own, run by ``task_map``."""
     settings = config.heldout
     if not (out_dir / "store.npz").is_file():
@@ -330,14 +335,12 @@ def run_heldout(config: ApecConfig, make_venv: VenvFactory, demos: list[Trajecto
         rounds = checkpoints.rounds()
         picks = np.unique(np.linspace(0, len(rounds) - 1, min(settings.ail_checkpoints, len(rounds))).round())
         ail_rounds = [rounds[int(k)] for k in picks]
-        demo_ckpts = demonstrator_checkpoints(demos_dir / "demonstrator")
-        algo = ALGORITHMS[config.demos.algo]
         tasks, task_sources = heldout_tasks(
             make_venv, [(r, partial(load_generator, str(checkpoints.root), r)) for r in ail_rounds],
-            [(k, partial(load_demonstrator, algo, path)) for k, path in enumerate(demo_ckpts)],
+            demonstrator_policies(demos_dir, config.demos.algo),
             settings.episodes_per_policy, settings.random_episodes, seed=config.seed + 5)
         store, sources = heldout_rollouts(tasks, task_sources, task_map, frame_stack(config.env))
-        store.save(out_dir / "store.npz")
+        float16_store(store).save(out_dir / "store.npz")
         _save_arrays(out_dir / "sources.npz", source=sources)
     store = TrajectoryStore.load(out_dir / "store.npz")
     pairs = heldout_pairs(store, np.random.default_rng(config.seed + 6), settings.n_pairs,
