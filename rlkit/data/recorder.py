@@ -20,6 +20,14 @@ class TrajectoryRecorder:
     longer than ``max_length`` are cut into non-terminal pieces so segments are available
     before long episodes finish. Simulator states in ``info[STATE_KEY]`` are kept as the
     trajectories' ``states`` (what rendering a queried segment needs).
+
+    Args:
+        store: where each closed trajectory is added.
+        n_envs: the number of envs of the VecEnv it observes.
+        max_length: the most steps of one trajectory, >= 1.
+
+    Raises:
+        ConfigError: when ``max_length`` is below 1.
     """
 
     def __init__(self, store: TrajectoryStore, n_envs: int, max_length: int = 500) -> None:

@@ -12,11 +12,22 @@ from rlkit.errors import InvalidDataError
 
 @dataclass(frozen=True, eq=False)
 class Trajectory:
-    """``T`` transitions: ``obs`` has ``T + 1`` rows (the last is the final observation),
-    ``acts`` and ``rews`` have ``T``. ``terminal`` says the episode ended in a true terminal state
-    (not a time limit or a cut), which is when the last step counts as ``done`` for a reward net.
-    ``states`` (optional, ``T`` rows): the simulator state after each step, what rendering a
-    segment as video needs (``rlkit.data.sim_state``).
+    """``T >= 1`` transitions of one episode (or a piece of one), as arrays.
+
+    Float arrays must be finite.
+
+    Attributes:
+        obs: ``T + 1`` observations (the last is the final observation).
+        acts: ``T`` actions.
+        rews: ``(T,)`` the env's rewards.
+        terminal: the episode ended in a true terminal state (not a time limit or a cut), which
+            is when the last step counts as ``done`` for a reward net.
+        infos: the env's info dict of each of the ``T`` steps, when kept.
+        states: ``(T, state size)`` floats, the simulator state after each step: what rendering
+            a segment as video needs (``rlkit.data.sim_state``); None when not recorded.
+
+    Raises:
+        InvalidDataError: when the lengths or shapes disagree, or a float array holds NaN or inf.
     """
 
     obs: np.ndarray

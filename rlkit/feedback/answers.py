@@ -13,9 +13,17 @@ from rlkit.data.segments import SegmentPairs
 
 @dataclass(frozen=True)
 class Answers:
-    """Every live response people gave to a batch, a row each, oldest first: the pair's position
-    in the batch, the label (NaN = skipped), who gave it and through which interface. A pair
-    nobody answered has one NaN row, from annotator ``""`` through interface ``"unanswered"``."""
+    """Every live response people gave to a batch, a row each, oldest first.
+
+    A pair nobody answered has one NaN row, from annotator ``""`` through interface
+    ``"unanswered"``.
+
+    Attributes:
+        pair: ``(rows,)`` int, each row's pair as its position in the batch.
+        value: ``(rows,)`` float, the labels in [0, 1] (NaN = skipped).
+        annotator: each row's annotator.
+        interface: where each label was given (``web``, ``terminal``, ``unanswered``).
+    """
 
     pair: np.ndarray
     value: np.ndarray

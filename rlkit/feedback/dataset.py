@@ -33,6 +33,10 @@ class PreferenceDataset:
     Per pair it keeps provenance: a source name (teacher, ``apec``, ``web``...), an annotator id,
     and free metadata columns (``oracle_p``, checkpoint indices...), numeric or text. Pairs are
     index triples into the store, so 100k pairs cost a few MB beside the trajectories.
+
+    Args:
+        store: the trajectories every pair's segments index.
+        scale: the labels' ordinal scale, checked on every append (None: any label in [0, 1]).
     """
 
     def __init__(self, store: TrajectoryStore, scale: OrdinalScale | None = None) -> None:

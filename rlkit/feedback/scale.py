@@ -14,6 +14,16 @@ class OrdinalScale:
     """Increasing levels in [0, 1]; 1 means the left segment is better, 0.5 a tie.
 
     An empty ``levels`` tuple is the continuous ``oracle`` scale: any value in [0, 1].
+
+    Attributes:
+        name: the scale's name (``binary``, ``ternary``, ``five``, ``oracle`` or a custom one).
+        levels: the labels allowed, increasing from 0 to 1 (at least two), or empty for the
+            continuous scale.
+        names: a name per level, shown to people (empty for the continuous scale).
+
+    Raises:
+        InvalidLabelError: when discrete levels do not increase from 0 to 1 or ``names`` has
+            another length.
     """
 
     name: str

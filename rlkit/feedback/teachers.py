@@ -16,14 +16,24 @@ from rlkit.feedback.scale import OrdinalScale
 class TeacherConfig(StrictModel):
     """B-Pref's teacher grid plus the ordinal scale.
 
-    ``beta``: rationality of ``p = sigmoid(beta * (G_A - G_B))``; ``inf`` gives a perfectly rational
-    teacher. ``"auto"`` (the commands' default) is fitted on sample pairs so that beta * (G_A - G_B)
-    has std ``auto_beta_std`` (``rlkit.factories.builders.make_teacher``); ``SimulatedTeacher``
-    needs it resolved. ``gamma < 1`` is the myopic teacher that weighs later steps more.
-    ``skip_threshold``: skip (NaN) when both segment returns are below it.
-    ``equal_threshold``: label a tie (0.5) when ``|G_A - G_B|`` is below it — B-Pref's deterministic
-    "equal" teacher, which breaks unbiasedness (E[z] != p); leave it 0 for the ordinal setting.
-    ``mistake_rate``: flip the label (z -> 1 - z) with this probability.
+    The teacher draws ``p = sigmoid(beta * (G_A - G_B))`` from the true segment returns, rounds it
+    onto the scale (``OrdinalScale.quantize``, so E[z] = p), then applies ``equal_threshold``,
+    ``mistake_rate`` and ``skip_threshold`` in that order.
+
+    Attributes:
+        scale: the name of a built-in ordinal scale (``OrdinalScale.get``).
+        beta: rationality, > 0; ``inf`` gives a perfectly rational teacher. ``"auto"`` (the
+            commands' default) is fitted on sample pairs so that beta * (G_A - G_B) has std
+            ``auto_beta_std`` (``rlkit.factories.builders.make_teacher``); ``SimulatedTeacher``
+            needs it resolved.
+        auto_beta_std: the std of ``beta * (G_A - G_B)`` an ``"auto"`` beta is fitted to, > 0.
+        gamma: the returns' discount, in (0, 1]; ``gamma < 1`` is the myopic teacher that weighs
+            later steps more.
+        mistake_rate: flip the label (z -> 1 - z) with this probability, in [0, 1].
+        skip_threshold: skip (NaN) when both segment returns are below it (None: never skip).
+        equal_threshold: label a tie (0.5) when ``|G_A - G_B|`` is below it, >= 0: B-Pref's
+            deterministic "equal" teacher, which breaks unbiasedness (E[z] != p); leave it 0 for
+            the ordinal setting.
     """
 
     scale: str = "five"
@@ -49,7 +59,16 @@ class TeacherConfig(StrictModel):
 
 
 class SimulatedTeacher:
-    """A ``Teacher`` that knows the true reward. Every random choice comes from ``rng``."""
+    """A ``Teacher`` that knows the true reward. Every random choice comes from ``rng``.
+
+    Args:
+        config: how it labels; its ``beta`` must be a number (not ``"auto"``).
+        rng: draws the rounding onto the scale and the mistakes.
+        name: the teacher's name.
+
+    Raises:
+        ConfigError: when ``config.beta`` is ``"auto"``.
+    """
 
     def __init__(
         self, config: TeacherConfig, rng: np.random.Generator, name: str = "simulated"

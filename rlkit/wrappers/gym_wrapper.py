@@ -60,6 +60,15 @@ class RewardWrapper(gym.Wrapper):
     around any env that has none in its wrapper chain, which would be above this wrapper and sum
     the learned rewards. So an env without a Monitor gets one here, below the learned reward:
     SB3 then finds it and reports the true return.
+
+    Args:
+        env: the env whose reward is replaced or shaped; its observations must be arrays (not a
+            Dict or Tuple space). Wrapped in a ``Monitor`` first when its chain has none.
+        reward_fn: the learned or shaping reward.
+        mode: ``"replace"`` pays ``reward_fn``'s reward, ``"add"`` pays the env's plus it.
+
+    Raises:
+        InvalidDataError: on an unknown ``mode`` or a Dict or Tuple observation space.
     """
 
     def __init__(self, env: gym.Env, reward_fn: RewardFn, mode: RewardMode = "replace") -> None:

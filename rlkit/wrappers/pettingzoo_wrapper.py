@@ -34,6 +34,17 @@ class PettingZooRewardWrapper(BaseParallelWrapper[AgentID, ObsType, ActionType])
     ``rollout/ep_rew_mean`` shows each agent's true return with no monitor. Do not add SB3's
     ``VecMonitor`` on top: it sums the rewards it sees (the learned ones) and overwrites
     ``"episode"`` with that sum.
+
+    Args:
+        env: the ``ParallelEnv`` to wrap.
+        reward_fns: a reward per agent it replaces or shapes, each a name in the env's
+            ``possible_agents`` whose observations are arrays.
+        mode: ``"replace"`` pays each named agent ``reward_fn``'s reward, ``"add"`` the env's
+            plus it.
+
+    Raises:
+        InvalidDataError: on an unknown ``mode``, an agent not in ``possible_agents`` or a Dict
+            or Tuple observation space.
     """
 
     def __init__(

@@ -46,6 +46,10 @@ class RolloutRewardRelabeller(BaseCallback):
     ``label_recorded`` evaluates the steps recorded so far at once: call it before the reward
     changes mid-rollout (a refit, a new normaliser), so each step is paid the reward that was
     current when it was taken, as a per-step wrapper would have paid it.
+
+    Args:
+        reward_fn: the reward written into the rollout buffer; the algorithm must be on-policy
+            (PPO, A2C).
     """
 
     def __init__(self, reward_fn: RewardFn) -> None:
@@ -220,6 +224,18 @@ class LazyRewardReplayBuffer(ReplayBuffer):
 
     SB3 makes the buffer: pass ``replay_buffer_class=LazyRewardReplayBuffer`` and
     ``replay_buffer_kwargs={"reward_fn": ...}`` to the algorithm.
+
+    Args:
+        buffer_size: the most transitions per env kept (SB3's ``ReplayBuffer``).
+        observation_space: the env's observation space.
+        action_space: the env's action space.
+        device: where sampled batches go (``"auto"``: CUDA when present).
+        n_envs: the number of envs adding a transition each step.
+        optimize_memory_usage: SB3's option to keep observations only once (next observations
+            read from the following row).
+        handle_timeout_termination: SB3's option to treat time-limit truncations as not
+            terminal.
+        reward_fn: the reward evaluated on the stored transitions.
     """
 
     def __init__(self, buffer_size: int, observation_space: spaces.Space,

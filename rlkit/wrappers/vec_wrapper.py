@@ -61,6 +61,17 @@ class RewardVecEnvWrapper(VecEnvWrapper):
 
     Observations are held by reference between steps (no copy): every SB3 VecEnv returns a fresh
     array per step, and nothing here writes into arrays it has handed out.
+
+    Args:
+        venv: the VecEnv whose rewards are replaced or shaped; its observations must be arrays
+            (not a Dict or Tuple space).
+        reward_fn: the learned or shaping reward, or None to leave it to the algorithm's buffer.
+        mode: ``"replace"`` pays ``reward_fn``'s reward, ``"add"`` pays the env's plus it.
+        observers: called after every step with its transitions (``StepObserver``), e.g. a
+            trajectory recorder.
+
+    Raises:
+        InvalidDataError: on an unknown ``mode`` or a Dict or Tuple observation space.
     """
 
     def __init__(
