@@ -8,8 +8,9 @@ from rlkit._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from rlkit.ail.checkpoints import Checkpoint, CheckpointStore
+    from rlkit.ail.config import AILConfig, DiscriminatorConfig
     from rlkit.ail.demos import check_demos, demos_from_policy, load_demos, save_demos
-    from rlkit.ail.discriminator import Discriminator, DiscriminatorConfig, build_discriminator
+    from rlkit.ail.discriminator import Discriminator, build_discriminator
     from rlkit.ail.generator import make_generator, policy_log_prob, relabel_generator_buffer
     from rlkit.ail.losses import (
         airl_logits,
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
         logistic_loss,
         maxent_irl_loss,
     )
-    from rlkit.ail.trainer import AILConfig, AILRound, AILTrainer, RoundCallback
+    from rlkit.ail.trainer import AILRound, AILTrainer, RoundCallback
     from rlkit.ail.transitions import TransitionBuffer, Transitions
 
 __all__ = [
@@ -49,12 +50,13 @@ __all__ = [
 
 __getattr__, __dir__ = lazy_exports(__name__, {
     "rlkit.ail.checkpoints": ["Checkpoint", "CheckpointStore"],
+    "rlkit.ail.config": ["AILConfig", "DiscriminatorConfig"],
     "rlkit.ail.demos": ["check_demos", "demos_from_policy", "load_demos", "save_demos"],
-    "rlkit.ail.discriminator": ["Discriminator", "DiscriminatorConfig", "build_discriminator"],
+    "rlkit.ail.discriminator": ["Discriminator", "build_discriminator"],
     "rlkit.ail.generator": ["make_generator", "policy_log_prob", "relabel_generator_buffer"],
     "rlkit.ail.losses": [
         "airl_logits", "gail_reward", "gradient_penalty", "logistic_loss", "maxent_irl_loss",
     ],
-    "rlkit.ail.trainer": ["AILConfig", "AILRound", "AILTrainer", "RoundCallback"],
+    "rlkit.ail.trainer": ["AILRound", "AILTrainer", "RoundCallback"],
     "rlkit.ail.transitions": ["TransitionBuffer", "Transitions"],
 })

@@ -7,14 +7,12 @@ transition came from the expert. Keeping these free of nets makes them checkable
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal
 
 import torch
 from torch.nn import functional as F
 
+from rlkit.ail.config import GailReward
 from rlkit.errors import ConfigError
-
-GailReward = Literal["positive", "logit"]
 
 
 def logistic_loss(expert_logits: torch.Tensor, agent_logits: torch.Tensor) -> torch.Tensor:

@@ -19,14 +19,14 @@ from typing import Any
 
 import numpy as np
 import torch
-from pydantic import Field
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
 
 from rlkit.ail.checkpoints import CheckpointStore
+from rlkit.ail.config import AILConfig
 from rlkit.ail.demos import check_demos
-from rlkit.ail.discriminator import DiscriminatorConfig, build_discriminator
+from rlkit.ail.discriminator import build_discriminator
 from rlkit.ail.generator import (
     Generator,
     GeneratorFactory,
@@ -46,33 +46,13 @@ from rlkit.ail.resume import (
     trainer_state,
 )
 from rlkit.ail.transitions import TransitionBuffer, Transitions, take_rows
-from rlkit.config import StrictModel
 from rlkit.data import Trajectory
-from rlkit.devices import Device, resolve_device
+from rlkit.devices import resolve_device
 from rlkit.errors import InvalidDataError, StateError
 from rlkit.factories.run_state import episode_state, restore_episode
 from rlkit.reward.nets import action_shape
 from rlkit.wrappers import RewardVecEnvWrapper
 from rlkit.wrappers.relabel import RolloutRewardRelabeller, per_rollout_reward
-
-
-class AILConfig(StrictModel):
-    """``agent_buffer`` (default: one round of steps) is how many recent agent transitions the
-    discriminator sees; APEC uses the last 1000 of 5000.
-
-    ``device``: where the discriminator and the generator run (``auto``: CUDA when present).
-    ``cpu`` by default: the default discriminator (MLP 64x64) and an MLP PPO generator are too
-    small to gain from a GPU; APEC's preset (``rlkit.apec.config.REFERENCE_AIL``) asks for ``auto``.
-    """
-
-    invalid_error = InvalidDataError
-
-    rounds: int = Field(ge=1)
-    steps_per_round: int = Field(ge=1)
-    discriminator: DiscriminatorConfig = DiscriminatorConfig()
-    agent_buffer: int | None = Field(None, ge=1)
-    seed: int = 0
-    device: Device = "cpu"
 
 
 @dataclass(frozen=True)

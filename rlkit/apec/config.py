@@ -15,8 +15,7 @@ from typing import Annotated, Any, Literal
 import numpy as np
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
-from rlkit.ail.discriminator import DiscriminatorConfig
-from rlkit.ail.trainer import AILConfig
+from rlkit.ail.config import AILConfig, DiscriminatorConfig
 from rlkit.apec.tasks import is_pixel_task
 from rlkit.config import StrictModel
 from rlkit.devices import Device

@@ -1,0 +1,102 @@
+"""The AIL loop's configs (``AILConfig``, with its ``DiscriminatorConfig``): pydantic only, so a
+command's config (``rlkit apec``'s ``ail`` section) loads, and its ``--help`` shows, without torch.
+The trainer (``rlkit.ail.trainer``) and the discriminator (``rlkit.ail.discriminator``) take them."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, model_validator
+
+from rlkit.config import StrictModel
+from rlkit.devices import Device
+from rlkit.errors import InvalidDataError
+from rlkit.reward.activations import Activation
+
+LossKind = Literal["gail", "airl", "maxent"]
+GailReward = Literal["positive", "logit"]
+"""The generator's reward from a GAIL logit (``rlkit.ail.losses.gail_reward``)."""
+
+
+class DiscriminatorConfig(StrictModel):
+    """How the discriminator is built and trained.
+
+    ``reward_clip`` bounds the raw output (APEC's max-ent reward uses 10); ``gamma`` is AIRL's
+    shaping discount; ``grad_penalty`` weighs ``losses.gradient_penalty`` (0 = off).
+    ``linear_first``: no activation after the nets' first hidden layer (``RewardNetSpec``; APEC's
+    reference reward MLPs).
+    ``loss_scale`` multiplies the loss: APEC's reference multiplies its max-ent loss by the
+    horizon, 1000 (apec_mjc/f_div.py:101-102); under Adam that only changes how strong the
+    weight decay is relative to the data (1000 with decay 1e-3 = 1 with decay ~1e-6).
+    ``reward_on``: the generator is paid ``r(s)`` (``"obs"``) or ``r(s')`` (``"next_obs"``, as
+    APEC's reference SAC, rl_alg/sac.py:479-480; state-only nets only). The discriminator's own
+    loss always scores the states ``s`` of expert and agent transitions.
+
+    Image observations (``rlkit.reward.nets.is_image_space``: channel-first frame stacks or
+    channel-last frames) get convolutional nets, ``encoder`` picking their convolutions
+    (``RewardNetSpec``: ``"compact"``, cheap on a CPU, or ``"drq"``, the DrQ-v2 encoder of APEC's
+    pixel reference). ``augment``: DrQ's random shift of the expert and agent images of every
+    discriminator step (each transition by its own offset of up to ``shift_pad`` pixels, drawn
+    from the trainer's torch RNG; the generator's reward is never augmented). ``"auto"`` shifts
+    image discriminators only, ``"shift"`` insists (an error on vector observations), ``"none"``
+    turns it off; shifting by default follows the reference's DAC (``augment: True``,
+    ``RandomShiftsAug(pad=4)`` on 84 x 84 frames), and ``shift_pad`` None scales its pad to the
+    images (``rlkit.reward.augment.default_pad``: 3 on 64 x 64).
+    """
+
+    invalid_error = InvalidDataError
+
+    loss: LossKind = "gail"
+    state_only: bool = False
+    hidden: tuple[Annotated[int, Field(ge=1)], ...] = (64, 64)
+    activation: Activation = "relu"
+    linear_first: bool = False
+    gamma: float = Field(0.99, ge=0.0, le=1.0)
+    gail_reward: GailReward = "positive"
+    reward_clip: float | None = Field(None, gt=0)
+    grad_penalty: float = Field(0.0, ge=0)
+    lr: float = Field(3e-4, gt=0)
+    weight_decay: float = Field(0.0, ge=0)
+    loss_scale: float = Field(1.0, gt=0)
+    reward_on: Literal["obs", "next_obs"] = "obs"
+    batch_size: int = Field(256, ge=1)
+    updates_per_round: int = Field(1, ge=0)
+    encoder: Literal["compact", "drq"] = "compact"
+    augment: Literal["auto", "none", "shift"] = "auto"
+    shift_pad: int | None = Field(None, ge=0)
+
+    @model_validator(mode="after")
+    def _next_state_reward(self) -> DiscriminatorConfig:
+        if self.reward_on == "next_obs" and not (self.state_only and self.loss != "airl"):
+            raise InvalidDataError("reward_on='next_obs' needs a state-only gail or maxent "
+                                   f"discriminator (got loss={self.loss!r}, state_only={self.state_only})")
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> DiscriminatorConfig:
+        try:
+            return cls(**data)
+        except InvalidDataError as error:
+            raise InvalidDataError(f"not a discriminator config: {error}") from None
+
+
+class AILConfig(StrictModel):
+    """``agent_buffer`` (default: one round of steps) is how many recent agent transitions the
+    discriminator sees; APEC uses the last 1000 of 5000.
+
+    ``device``: where the discriminator and the generator run (``auto``: CUDA when present).
+    ``cpu`` by default: the default discriminator (MLP 64x64) and an MLP PPO generator are too
+    small to gain from a GPU; APEC's preset (``rlkit.apec.config.REFERENCE_AIL``) asks for ``auto``.
+    """
+
+    invalid_error = InvalidDataError
+
+    rounds: int = Field(ge=1)
+    steps_per_round: int = Field(ge=1)
+    discriminator: DiscriminatorConfig = DiscriminatorConfig()
+    agent_buffer: int | None = Field(None, ge=1)
+    seed: int = 0
+    device: Device = "cpu"
