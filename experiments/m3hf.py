@@ -33,6 +33,7 @@ import numpy as np
 
 from experiments.stats import Spread
 from rlkit.config import StrictModel, load_config, save_config
+from rlkit.errors import ConfigError
 from rlkit.m3hf.run_config import FeedbackSettings, M3HFConfig
 from rlkit.persistence import atomic_open, atomic_write_json, read_json
 from rlkit.scale.command import backend_from_args, exit_status, experiment_parser
@@ -59,7 +60,12 @@ class ArmSettings(StrictModel):
 
 
 class M3HFExperimentConfig(StrictModel):
+    """``rows``: a committed rows file (``metrics.jsonl`` as this command writes it, e.g. under
+    ``docs/results/``): an (arm, seed) whose rows it holds is finished, not run again, and its rows
+    count where its run directory is gone (a run spanning machines loses no finished run)."""
+
     out_dir: str = "runs/m3hf"
+    rows: str | None = None
     seeds: list[int] = [0, 1, 2]
     threshold: float = 25.0  # original return for "env steps to threshold" (chosen from the pilot)
     reference_arm: str = "ippo"  # paired differences (same seed, same generation 0) against it
@@ -99,9 +105,30 @@ def jobs(config: M3HFExperimentConfig, out: Path) -> list[tuple[str, int, Path]]
 
 
 def units(config: M3HFExperimentConfig, out: Path) -> list[Unit]:
-    """One unit per (arm, seed), in ``jobs`` order; none depends on another."""
+    """One unit per (arm, seed) not finished in the committed rows, in ``jobs`` order; none
+    depends on another."""
     base = {"config": config.model_dump(mode="json"), "out": str(out.absolute())}
-    return [Unit(f"{arm}-s{seed}", base | {"arm": arm, "seed": seed}) for arm, seed, _ in jobs(config, out)]
+    done = {(row["arm"], row["seed"]) for row in committed_rows(config)}
+    return [Unit(f"{arm}-s{seed}", base | {"arm": arm, "seed": seed}) for arm, seed, _ in jobs(config, out)
+            if (arm, seed) not in done]
+
+
+def committed_rows(config: M3HFExperimentConfig) -> list[dict[str, Any]]:
+    """The rows of ``config.rows`` (none when unset or not written yet) of this config's arms and
+    seeds, each (arm, seed) whole: as many generations as its run has."""
+    if config.rows is None or not Path(config.rows).is_file():
+        return []
+    rows = [json.loads(line) for line in Path(config.rows).read_text().splitlines() if line.strip()]
+    kept = []
+    for arm in config.arms:
+        for seed in arm_seeds(config, arm):
+            run = [row for row in rows if row.get("arm") == arm and row.get("seed") == seed]
+            expected = arm_config(config, arm, seed).phases + 1
+            if run and [row["generation"] for row in run] != list(range(expected)):
+                raise ConfigError(f"{config.rows}: {arm} seed {seed} has generations "
+                                  f"{[row['generation'] for row in run]}, expected 0 to {expected - 1}")
+            kept += run
+    return kept
 
 
 def run_unit(unit: Unit, report: Any) -> dict[str, Any]:
@@ -142,10 +169,16 @@ def run_one(config: M3HFExperimentConfig, arm: str, seed: int, run_dir: Path) ->
 
 
 def collect_rows(config: M3HFExperimentConfig, out: Path) -> list[dict[str, Any]]:
-    """One row per arm, seed and generation of every finished run (a run still going is left out)."""
+    """One row per arm, seed and generation of every finished run (a run still going is left out):
+    from the committed rows where they hold it, else from its run directory."""
+    committed = committed_rows(config)
+    done = {(row["arm"], row["seed"]) for row in committed}
     rows = []
     for arm in config.arms:
         for seed in arm_seeds(config, arm):
+            if (arm, seed) in done:
+                rows += [row for row in committed if (row["arm"], row["seed"]) == (arm, seed)]
+                continue
             state_path = out / arm / f"seed{seed}" / "state.json"
             if not state_path.is_file():
                 continue

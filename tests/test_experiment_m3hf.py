@@ -47,3 +47,33 @@ def test_experiment_runs_every_arm_and_rebuilds_its_report(tmp_path, capsys):
     assert main([f"out_dir={out}", arms, *TINY, "--report-only"]) == 0
     assert (out / "m3hf.png").stat().st_size > 10_000
     assert "only wrong feedback" in capsys.readouterr().out
+
+
+def test_committed_rows_count_for_runs_whose_directories_are_gone_and_are_not_run_again(tmp_path):
+    """A run spanning machines: rows committed from one machine's finished runs stand in for their
+    lost run directories, and only the (arm, seed) units they lack are run."""
+    import shutil
+
+    import pytest
+
+    from experiments.m3hf import M3HFExperimentConfig, units
+    from rlkit.config import load_config
+    from rlkit.errors import ConfigError
+
+    out, committed = tmp_path / "m3hf", tmp_path / "rows.jsonl"
+    arms = ("arms={ippo: {feedback: {source: none}},"
+            " wrong: {feedback: {source: simulated, rates: {wrong: 1.0}}}}")
+    assert main([f"out_dir={out}", arms, *TINY, "seeds=[0, 1]"]) == 0
+    rows = (out / "metrics.jsonl").read_text().splitlines()
+    kept = [line for line in rows if json.loads(line)["seed"] == 0]  # seed 1 was not committed
+    committed.write_text("\n".join(kept) + "\n")
+    shutil.rmtree(out)  # the machine is gone
+    config = load_config(M3HFExperimentConfig, None, [f"out_dir={out}", arms, *TINY, "seeds=[0, 1]",
+                                                      f"rows={committed}"])
+    assert [u.id for u in units(config, out)] == ["ippo-s1", "wrong-s1"]
+    assert main([f"out_dir={out}", arms, *TINY, "seeds=[0, 1]", f"rows={committed}"]) == 0
+    assert (out / "metrics.jsonl").read_text().splitlines() == rows  # as the uninterrupted run's
+    assert not (out / "ippo" / "seed0").exists()
+    committed.write_text("\n".join(kept[1:]) + "\n")  # ippo seed 0 lost its generation 0
+    with pytest.raises(ConfigError, match=r"ippo seed 0 has generations \[1\], expected 0 to 1"):
+        units(config, out)

@@ -16,7 +16,8 @@ from rlkit.m3hf.run_config import M3HFConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMITTED = ("docs/results/m3hf_config.yaml", "docs/results/m3hf_pilot_config.yaml",
-             "experiments/configs/m3hf.yaml", "experiments/configs/m3hf_pilot.yaml")
+             "experiments/configs/m3hf.yaml", "experiments/configs/m3hf_pilot.yaml",
+             "experiments/configs/m3hf_confirm.yaml")
 
 
 def test_the_env_section_is_the_game_config_of_the_env_itself():
