@@ -179,7 +179,21 @@ class QueryConfig(StrictModel):
 
 class HumanTeacherConfig(StrictModel):
     """People label the queries on ``rlkit serve --run-dir <the run's dir>`` (or ``rlkit label --human``);
-    the ``teacher.human`` section of ``rlkit pref-rl`` and the argument of ``rlkit.human.HumanTeacher``."""
+    the ``teacher.human`` section of ``rlkit pref-rl`` and the argument of ``rlkit.human.HumanTeacher``.
+
+    Attributes:
+        wait: pause training until a batch is answered; False: go on at once, unanswered pairs
+            are NaN (skipped).
+        min_fraction: the share of a batch's pairs to wait for (each answered by ``redundancy``
+            people), in (0, 1].
+        timeout_s: the most seconds to wait for a batch, >= 0; then training goes on and
+            unanswered pairs are NaN.
+        poll_s: seconds between checks of the label store, > 0.
+        redundancy: annotators asked per pair, >= 1 (> 1: the dashboard shows agreement).
+        render_media: write the segments' videos and plots to the run's ``media/`` for
+            ``rlkit serve``.
+        fps: frames per second of the segments' videos, > 0.
+    """
 
     invalid_error = InvalidLabelError
 

@@ -140,7 +140,9 @@ class DrQCnnPolicy(SACPolicy):
     """SAC's actor and critic on a pixel encoder; ``share_encoder`` as in the module docstring.
 
     Args:
-        observation_space, action_space, lr_schedule: as for SB3's ``SACPolicy``.
+        observation_space: the env's (image) observation space, as for SB3's ``SACPolicy``.
+        action_space: the env's continuous action space.
+        lr_schedule: the learning rate by remaining progress, as for SB3's ``SACPolicy``.
         share_encoder: one encoder trained by the critic, read detached by the actor (DrQ), or
             one per network.
         encoder: ``"conv"`` (``PixelEncoder``, learned) or ``"keypoints"``

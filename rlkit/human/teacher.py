@@ -57,8 +57,21 @@ class HumanTeacher:
         renderer: StateRenderer | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        """``renderer`` (e.g. ``MujocoRenderer(env_id)``) turns a segment's simulator states (kept
-        by the trajectory store, ``Trajectory.states``) into the frames of its video."""
+        """Ask through ``store``.
+
+        Args:
+            store: the label store the pairs are written to as queries and the labels read from.
+            config: how it asks and waits (None: ``HumanTeacherConfig()``'s defaults).
+            media_dir: where the segments' media are written, the folder ``rlkit serve`` serves
+                (needed with ``config.render_media``).
+            renderer: turns a segment's simulator states (kept by the trajectory store,
+                ``Trajectory.states``) into the frames of its video, e.g.
+                ``MujocoRenderer(env_id)`` (None: no videos from states).
+            clock: the time in seconds, for the wait's timeout (``time.monotonic``).
+
+        Raises:
+            InvalidLabelError: when ``config.render_media`` is set without ``media_dir``.
+        """
         self.store = store
         self.config = config or HumanTeacherConfig()
         if self.config.render_media and media_dir is None:

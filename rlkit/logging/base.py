@@ -170,7 +170,16 @@ def video_file(
 
 
 class MultiLogger:
-    """Sends everything to several backends; frames become one shared file, written once."""
+    """Sends everything to several backends; frames become one shared file, written once.
+
+    Artifacts and tables go to the backends that take them (``ArtifactLogger``,
+    ``TableLogger``).
+
+    Args:
+        loggers: the backends, called in this order.
+        media_dir: where a video given as frames is written (a GIF) before every backend gets
+            its path.
+    """
 
     def __init__(self, loggers: Sequence[Logger], media_dir: PathLike) -> None:
         self.loggers = list(loggers)

@@ -116,6 +116,9 @@ class JsonlLogger:
     Each line is flushed as it is written, so a crash loses at most the line being written.
     Non-finite values are written as ``null`` to keep every line strict JSON. The config goes to
     ``config.json`` (atomically) and media references to ``media.jsonl``.
+
+    Args:
+        run_dir: the run's folder (created); ``metrics.jsonl`` is appended to when it exists.
     """
 
     def __init__(self, run_dir: PathLike) -> None:
@@ -196,7 +199,13 @@ def console_view(metrics: Mapping[str, float | int], means: Sequence[str] = AGEN
 class ConsoleLogger:
     """One compact line per ``log`` call, for a person watching the run (a multi-agent row's
     per-agent metrics summarised by ``console_view``); the config as a one-line summary (the run
-    directory's config files hold all of it); a table as a line per row."""
+    directory's config files hold all of it); a table as a line per row.
+
+    Args:
+        console: the rich console printed to (None: a new one on standard output).
+        run_dir: the run's folder, named in the config summary as where the full config is
+            (None: not named).
+    """
 
     # the fields a person checks first, named in the summary when the config has them
     KEY_FIELDS = ("env.id", "env.layout", "agent.algo", "agent.total_timesteps", "trajectories",
@@ -263,6 +272,12 @@ class TensorBoardLogger:
 
     A video is an animated GIF in TensorBoard's image panel, which is what ``add_video`` writes;
     it is encoded here because ``add_video`` needs moviepy's 1.x editor, not a dependency.
+
+    Args:
+        run_dir: the run's folder; the event files go to its ``tensorboard`` folder.
+
+    Raises:
+        MissingExtraError: when the ``tensorboard`` extra is not installed.
     """
 
     def __init__(self, run_dir: PathLike) -> None:

@@ -47,7 +47,14 @@ class ProgressDisplay:
     """The display of a run's tasks on ``console``: live bars with an ETA when it is a terminal
     (outside CI), else one plain line per task at its first update, every ``every_s`` seconds
     and when it ends. Started by its first task (``live`` may be turned off until then: a person
-    typing at the terminal needs plain lines); ``close`` ends it."""
+    typing at the terminal needs plain lines); ``close`` ends it.
+
+    Args:
+        console: where it shows (None: a new console on standard error).
+        live: live bars (True) or plain lines (False); None: live bars on a terminal outside CI.
+        every_s: seconds between a task's plain lines.
+        clock: the time in seconds, for elapsed time and ETAs (``time.monotonic``).
+    """
 
     def __init__(self, console: Console | None = None, *, live: bool | None = None,
                  every_s: float = 30.0, clock: Clock = time.monotonic) -> None:
@@ -86,7 +93,15 @@ class ProgressDisplay:
 
 class ProgressTask:
     """One task's position; its ETA is the rate since it was added (a resumed run's earlier
-    progress does not count as speed)."""
+    progress does not count as speed). Made by ``ProgressDisplay.add``.
+
+    Args:
+        display: the display that shows it.
+        description: the task's name, at the start of its bar or line.
+        total: the units of the whole task, > 0.
+        completed: the units done already when it is added.
+        task_id: its bar in the display's live bars, None when it shows plain lines.
+    """
 
     def __init__(self, display: ProgressDisplay, description: str, total: float, completed: float,
                  task_id: TaskID | None) -> None:
@@ -148,7 +163,15 @@ class ProgressTask:
 @dataclass(frozen=True)
 class Track:
     """A task that follows logged metrics: a ``log`` call with a metric named with one of
-    ``prefixes`` moves it to the call's step, or to ``metric``'s value plus ``offset`` when set."""
+    ``prefixes`` moves it to the call's step, or to ``metric``'s value plus ``offset`` when set.
+
+    Attributes:
+        description: the task's name, shown with its progress.
+        total: the position at which the task is done, > 0.
+        prefixes: a metric named with one of these moves the task (``""``: any metric).
+        metric: the metric whose value is the position (None: the ``log`` call's step).
+        offset: added to ``metric``'s value.
+    """
 
     description: str
     total: float
@@ -168,7 +191,11 @@ class Track:
 class ProgressLogger:
     """A ``Logger`` whose ``log`` calls move the tasks it follows; media and config pass it by.
     ``make_logger(..., progress=True)`` adds one beside the run's other backends (``progress_of``
-    finds it), and a runner names what it follows."""
+    finds it), and a runner names what it follows.
+
+    Args:
+        display: the display of the tasks it follows (``follow``) or makes (``task``).
+    """
 
     def __init__(self, display: ProgressDisplay) -> None:
         self.display = display

@@ -19,7 +19,11 @@ BRIDGE_FORMAT = "rlkit"
 class Sb3LogBridge(KVWriter):
     """An SB3 output format that passes each dump's numeric values to ``logger`` at SB3's step.
 
-    Strings, figures, videos and hyper-parameter objects are SB3-specific and are not forwarded.
+    Strings, figures, videos and hyper-parameter objects are SB3-specific and are not forwarded,
+    and neither is a key recorded with ``exclude="rlkit"``.
+
+    Args:
+        logger: the rlkit logger the values go to; the caller closes it.
     """
 
     def __init__(self, logger: Logger) -> None:

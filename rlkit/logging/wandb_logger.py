@@ -65,8 +65,21 @@ class WandbLogger:
         group: str | None = None,
         job_type: str | None = None,
     ) -> None:
-        """``group`` gathers related runs (a sweep, an experiment) and ``job_type`` says what each
-        did (the command); unset, wandb reads ``$WANDB_RUN_GROUP`` / ``$WANDB_JOB_TYPE``."""
+        """Start the W&B run.
+
+        Args:
+            run_dir: the run's folder (created); wandb's files go to its ``wandb`` folder.
+            project: the W&B project.
+            config: the run's config, shown by W&B.
+            mode: ``"online"``, ``"offline"`` or ``"disabled"`` (``resolve_wandb_mode``: None
+                reads ``$WANDB_MODE``, else offline; online without ``$WANDB_API_KEY`` logs
+                offline).
+            name: the run's name (None: wandb picks one).
+            tags: the run's tags.
+            group: gathers related runs (a sweep, an experiment); None: wandb reads
+                ``$WANDB_RUN_GROUP``.
+            job_type: what the run did (the command); None: wandb reads ``$WANDB_JOB_TYPE``.
+        """
         import wandb  # slow to import; only runs that use it pay
 
         self._wandb = wandb

@@ -20,6 +20,8 @@ _BATCH_FIELDS = ("obs", "acts", "next_obs", "dones")  # SegmentBatch's arrays, b
 
 
 class QuerySelector(Protocol):
+    """Picks which candidate pairs a teacher is asked about."""
+
     def select(self, candidates: SegmentPairs, n: int, rng: np.random.Generator) -> np.ndarray:
         """Indices of the ``n`` candidates to query."""
         ...
@@ -136,12 +138,22 @@ def _top(scores: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
 
 
 class UniformSelector:
+    """Pairs drawn uniformly at random, without replacement."""
+
     def select(self, candidates: SegmentPairs, n: int, rng: np.random.Generator) -> np.ndarray:
         return np.sort(rng.choice(len(candidates), size=min(n, len(candidates)), replace=False))
 
 
 class DisagreementSelector:
-    """Pairs on which ensemble members disagree most (std of their preference probabilities)."""
+    """Pairs on which ensemble members disagree most (std of their preference probabilities).
+
+    Args:
+        members: a ``RewardEnsemble`` or reward functions of at least two members (torch nets
+            are scored in batched passes).
+
+    Raises:
+        ConfigError: when there are fewer than two members.
+    """
 
     def __init__(self, members: Members) -> None:
         self.members = _as_model(members) or members
@@ -153,7 +165,14 @@ class DisagreementSelector:
 
 
 class EntropySelector:
-    """Pairs whose predicted preference is closest to a coin flip (highest binary entropy)."""
+    """Pairs whose predicted preference is closest to a coin flip (highest binary entropy).
+
+    The prediction is the members' mean ``P(left > right)``.
+
+    Args:
+        members: a reward net, a ``RewardEnsemble`` or reward functions (torch nets are scored
+            in batched passes).
+    """
 
     def __init__(self, members: Members) -> None:
         self.members = _as_model(members) or members

@@ -16,6 +16,21 @@ from rlkit.feedback import PreferenceDataset
 
 @dataclass
 class QueryRound:
+    """One query round of a pref-rl run: labels asked for, and the reward model's accuracy.
+
+    Attributes:
+        timestep: the agent's env steps when the pairs were labelled.
+        n_labels: the dataset's labelled rows after the round (all rounds so far).
+        val_accuracy: the refit's validation accuracy at its kept epoch, in [0, 1]; NaN without
+            a refit or held-out pairs.
+        fresh_accuracy: the model's accuracy on the round's new labels before the refit (how
+            well it generalises), in [0, 1].
+        return_pearson: the Pearson correlation of the model's and the true segment returns of
+            the round's pairs, before the refit.
+        refit: the round's labels refit the reward model; False when no label came (all skipped
+            or unanswered) and the model stayed.
+    """
+
     timestep: int
     n_labels: int
     val_accuracy: float
@@ -26,6 +41,18 @@ class QueryRound:
 
 @dataclass
 class PrefRLResult:
+    """What a pref-rl run returns.
+
+    Attributes:
+        agent: the trained SB3 agent.
+        dataset: every label the run collected.
+        rounds: the query rounds, in order.
+        episodes: the true and learned returns of the agent's training episodes, by the
+            timestep each ended.
+        reward: what the agent trained on: ``"learned"``, or ``"env"`` (the env's own, true
+            reward).
+    """
+
     agent: BaseAlgorithm
     dataset: PreferenceDataset
     rounds: list[QueryRound] = field(default_factory=list)
