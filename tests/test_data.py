@@ -15,12 +15,7 @@ from rlkit.data import (
     sample_segments,
 )
 from rlkit.errors import FileFormatError, InvalidDataError
-
-
-def make_trajectory(length: int, rng: np.random.Generator, terminal: bool = False) -> Trajectory:
-    obs = rng.normal(size=(length + 1, 3)).astype(np.float32)
-    acts = rng.normal(size=(length, 2)).astype(np.float32)
-    return Trajectory(obs=obs, acts=acts, rews=obs[:-1, 0].copy(), terminal=terminal)
+from tests.fake_data import make_trajectory
 
 
 def test_trajectory_rejects_mismatched_and_non_finite_arrays():

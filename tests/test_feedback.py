@@ -17,7 +17,7 @@ from rlkit.feedback import (
     beta_for_spread,
 )
 from rlkit.prefrl.query import make_selector
-from tests.test_data import make_trajectory
+from tests.fake_data import make_trajectory
 
 
 @pytest.fixture

@@ -19,9 +19,8 @@ from fastapi.testclient import TestClient
 from rlkit.human import LabelStore
 from rlkit.human.app import create_app
 from rlkit.human.settings import ServeConfig
-from tests.test_human_app import client_for, login
-from tests.test_human_m3hf import open_phase
-from tests.test_human_store import make_pairs, make_trajectories
+from tests.fake_data import make_pairs, make_trajectories
+from tests.web_client import client_for, login, open_phase
 
 pytestmark = pytest.mark.server
 

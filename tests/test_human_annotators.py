@@ -11,7 +11,8 @@ from rlkit.human.annotators import read_tokens
 from rlkit.human.app import create_app
 from rlkit.human.settings import ServeConfig
 from rlkit.human.store import LabelStore
-from tests.test_human_app import client_for, make_pairs, make_trajectories
+from tests.fake_data import make_pairs, make_trajectories
+from tests.web_client import client_for
 
 CARL, ANNA = "carl-token-0123456789", "anna-token-0123456789"
 

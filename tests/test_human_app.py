@@ -13,22 +13,10 @@ from rlkit.human import LabelStore
 from rlkit.human.app import create_app
 from rlkit.human.security import Signer, UnsafeBindError, check_bind
 from rlkit.human.settings import ServeConfig
-from tests.test_human_store import make_pairs, make_trajectories
+from tests.fake_data import make_pairs, make_trajectories
+from tests.web_client import client_for, login
 
 pytestmark = pytest.mark.server
-
-
-def client_for(app, **settings) -> TestClient:
-    """A client as a browser on this machine sends: Host 127.0.0.1 (the app refuses other names)."""
-    return TestClient(app, base_url="http://127.0.0.1:8765", **settings)
-
-
-def login(client: TestClient, annotator: str) -> dict[str, str]:
-    """Start a session the way the page does; returns the headers its POSTs carry."""
-    csrf = client.get("/api/session").json()["csrf"]
-    response = client.post("/api/session", json={"annotator": annotator}, headers={"X-CSRF-Token": csrf})
-    assert response.status_code == 200, response.text
-    return {"X-CSRF-Token": csrf}
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ import pytest
 
 from rlkit.errors import FileFormatError
 from rlkit.human import LabelStore
-from tests.test_human_store import make_pairs, make_trajectories
+from tests.fake_data import make_pairs, make_trajectories
 
 PAGE = 4096  # SQLite's default page size
 

@@ -9,8 +9,8 @@ from rlkit.human.app import create_app
 from rlkit.human.dashboard import DashboardLogger, chart, dashboard_stats, krippendorff_alpha
 from rlkit.human.store import LabelRecord
 from rlkit.logging import Logger
-from tests.test_human_app import client_for
-from tests.test_human_store import make_pairs, make_trajectories
+from tests.fake_data import make_pairs, make_trajectories
+from tests.web_client import client_for
 
 pytestmark = pytest.mark.server
 

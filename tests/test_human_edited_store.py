@@ -23,9 +23,8 @@ from rlkit.human.app import create_app
 from rlkit.human.database import DamagedStoreError
 from rlkit.human.security import new_secret
 from rlkit.human.settings import ServeConfig
-from tests.postgres_server import postgres_cluster  # noqa: F401 (a session fixture)
-from tests.test_human_app import client_for, login
-from tests.test_human_store import location, make_pairs, make_trajectories  # noqa: F401 (a fixture)
+from tests.fake_data import make_pairs, make_trajectories
+from tests.web_client import client_for, login
 
 EDITS = [  # (SQL, what the refusal names); the store holds one label (1.0) on query 1
     ("DROP TABLE metrics", "table metrics is missing"),

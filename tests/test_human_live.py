@@ -12,7 +12,7 @@ from rlkit.human import LabelStore
 from rlkit.human.client import AnnotatorClient
 from rlkit.human.server import free_port, start_server_process
 from rlkit.human.settings import ServeConfig
-from tests.test_human_store import make_pairs, make_trajectories
+from tests.fake_data import make_pairs, make_trajectories
 
 pytestmark = pytest.mark.server
 

@@ -1,31 +1,19 @@
 """The M3HF page's API and the web feedback source: preview, correct, confirm, hand to the loop."""
 
 import re
-from pathlib import Path
 
 import pytest
 
 import envs.overcooked as oc
-from envs.overcooked.video import record_episode
 from rlkit.human import LabelStore
 from rlkit.human.app import create_app
 from rlkit.human.m3hf_source import ConfirmedSpecsParser, WebFeedbackSource, scene_from_json, scene_to_json
 from rlkit.human.settings import ServeConfig
-from rlkit.m3hf import FeedbackRequest, FeedbackSource, RuleParser, Scene
-from tests.test_human_app import client_for, login
+from rlkit.m3hf import FeedbackSource, RuleParser, Scene
+from tests.web_client import client_for, login, open_phase
 
 pytestmark = pytest.mark.server
 TEXT = "Agent 0 should pick up the tomato. Agent 1 should not stand still."
-
-
-def open_phase(run_dir: Path, phase: int = 3) -> tuple[WebFeedbackSource, FeedbackRequest]:
-    """A phase as the M3HF loop opens it: a recorded rollout (GIF) and the env's scene."""
-    env = oc.parallel_env(layout="A", n_agents=2, max_steps=6)
-    video = record_episode(env, lambda obs, infos: {a: 0 for a in obs}, run_dir / "rollout.gif")["path"]
-    request = FeedbackRequest(phase, Scene.from_env(env), video, original_return=-1.5)
-    source = WebFeedbackSource(LabelStore(run_dir), run_dir / "media", timeout_s=0.2, poll_s=0.02)
-    source.publish(request)
-    return source, request
 
 
 def test_scenes_survive_the_trip_through_json():

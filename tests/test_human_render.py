@@ -21,7 +21,7 @@ from rlkit.human.app import create_app
 from rlkit.human.media import plot_name, shown_media
 from rlkit.human.render import MujocoRenderer, ObservationRenderer, RenderQueue
 from rlkit.human.settings import ServeConfig
-from tests.test_human_app import client_for, login
+from tests.web_client import client_for, login
 
 os.environ.setdefault("MUJOCO_GL", "egl")  # headless software rendering (see STACK_NOTES)
 ENV = "InvertedPendulum-v5"

@@ -11,8 +11,7 @@ from rlkit.human.settings import ServeConfig
 from rlkit.human.spec_form import spec_form
 from rlkit.m3hf import Scene
 from rlkit.m3hf.specs import validate_specs
-from tests.test_human_app import client_for, login
-from tests.test_human_m3hf import open_phase
+from tests.web_client import client_for, login, open_phase
 
 pytestmark = pytest.mark.server
 

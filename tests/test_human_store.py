@@ -8,51 +8,25 @@ import sqlite3
 import sys
 import threading
 import time
-import uuid
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
 from sqlalchemy import select, text, update
 
-from rlkit.data import SegmentPairs, TrajectoryStore, sample_pairs
+from rlkit.data import TrajectoryStore
 from rlkit.errors import FileFormatError, InvalidLabelError
 from rlkit.extras import MissingExtraError
 from rlkit.feedback import FIVE, TERNARY, PreferenceDataset
 from rlkit.human import LabelConflictError, LabelStore, UnknownQueryError
 from rlkit.human.records import PhaseClosedError
 from rlkit.human.schema import CURRENT_VERSION, schema_version
-from tests.postgres_server import postgres_cluster  # noqa: F401 (a session fixture)
-from tests.test_data import make_trajectory
-
-
-def make_trajectories(n: int = 6, length: int = 30, seed: int = 0) -> TrajectoryStore:
-    rng = np.random.default_rng(seed)
-    store = TrajectoryStore()
-    store.extend([make_trajectory(length, rng) for _ in range(n)])
-    return store
-
-
-def make_pairs(trajectories: TrajectoryStore, n: int, seed: int = 0) -> SegmentPairs:
-    return sample_pairs(trajectories, n, 10, np.random.default_rng(seed))
+from tests.fake_data import make_pairs, make_trajectories
 
 
 @pytest.fixture
 def trajectories() -> TrajectoryStore:
     return make_trajectories()
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.server)])
-def location(request: pytest.FixtureRequest, tmp_path) -> Iterator[str]:
-    """Where a fresh store lives: a run directory (SQLite), or a new PostgreSQL database's URL."""
-    if request.param == "sqlite":
-        yield str(tmp_path)
-        return
-    cluster = request.getfixturevalue("postgres_cluster")
-    name = f"store_{uuid.uuid4().hex[:12]}"
-    yield cluster.create_database(name)
-    cluster.drop_database(name)
 
 
 def test_annotators_walk_the_queue_and_progress_counts_skips(location, trajectories):

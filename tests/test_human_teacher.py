@@ -12,7 +12,7 @@ from rlkit.human import LabelStore
 from rlkit.human.media import HEIGHT, WIDTH, plot_frames
 from rlkit.human.teacher import HumanTeacher, HumanTeacherConfig
 from rlkit.types import Teacher
-from tests.test_human_store import make_pairs, make_trajectories
+from tests.fake_data import make_pairs, make_trajectories
 
 
 def annotate(location, annotator: str, values: dict[int, float | None], stop: threading.Event) -> None:

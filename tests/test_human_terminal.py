@@ -10,7 +10,7 @@ from rlkit.cli import main
 from rlkit.feedback import PreferenceDataset
 from rlkit.human import LabelStore
 from rlkit.human.terminal import SPARKS, TerminalSession, sparkline
-from tests.test_human_store import make_pairs, make_trajectories
+from tests.fake_data import make_pairs, make_trajectories
 
 
 def test_keys_skip_undo_and_quit_in_the_terminal(tmp_path):

@@ -6,15 +6,12 @@ from __future__ import annotations
 import glob
 import io
 import json
-import struct
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 import torch
-from google.protobuf.message import DecodeError
 from PIL import Image
 from rich.console import Console
 from stable_baselines3 import PPO
@@ -36,28 +33,7 @@ from rlkit.logging import (
     resolve_wandb_mode,
     wandb_labels,
 )
-
-
-class Collect:
-    """An in-memory Logger that records every call."""
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, Any]] = []
-
-    def log(self, metrics: dict[str, float], step: int) -> None:
-        self.calls.append(("log", (dict(metrics), step)))
-
-    def log_config(self, config: dict[str, Any]) -> None:
-        self.calls.append(("config", config))
-
-    def log_image(self, name: str, path: Any, step: int) -> None:
-        self.calls.append(("image", (name, path, step)))
-
-    def log_video(self, name: str, path_or_frames: Any, step: int, fps: int = 30) -> None:
-        self.calls.append(("video", (name, path_or_frames, step, fps)))
-
-    def close(self) -> None:
-        self.calls.append(("close", None))
+from tests.log_records import Collect, read_wandb_records
 
 
 def moving_frames(n: int = 4) -> np.ndarray:
@@ -230,46 +206,6 @@ def test_tables_reach_the_backends_that_show_them_and_rows_must_fit_the_columns(
     assert (tmp_path / "console.txt").read_text().strip() == "step        1  t  text=a ? b"
     with pytest.raises(InvalidDataError, match=r"row 0 has 1 values for 2 columns"):
         log_table(multi, "t", ("a", "b"), [[1]], 0)
-
-
-def read_wandb_records(path: Path, timeout_s: float = 20.0) -> list[Any]:
-    """Records of a ``.wandb`` file: a LevelDB-style log (32 KiB blocks) of protobuf records.
-
-    ``run.finish()`` only *informs* wandb-core that the run is done; the core closes the file a
-    moment later, so this waits until the final ``exit`` record is on disk.
-    """
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            records = _parse_wandb_log(path.read_bytes())
-            if records and records[-1].WhichOneof("record_type") == "exit":
-                return records
-        except DecodeError:  # a record half-written at the moment of reading
-            pass
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{path} has no exit record after {timeout_s} s")
-        time.sleep(0.05)
-
-
-def _parse_wandb_log(data: bytes) -> list[Any]:
-    from wandb.proto import wandb_internal_pb2
-
-    block, pos, chunk, records = 32768, 7, b"", []
-    while pos + 7 <= len(data):
-        if block - pos % block < 7:
-            pos += block - pos % block
-            continue
-        _, length, kind = struct.unpack("<IHB", data[pos : pos + 7])
-        if length == 0 and kind == 0:
-            break
-        chunk += data[pos + 7 : pos + 7 + length]
-        pos += 7 + length
-        if kind in (1, 4):  # FULL or LAST piece of a record
-            record = wandb_internal_pb2.Record()
-            record.ParseFromString(chunk)
-            records.append(record)
-            chunk = b""
-    return records
 
 
 def test_wandb_offline_run_lives_under_the_run_dir(

@@ -18,7 +18,7 @@ from rlkit.ail import AILConfig, AILTrainer, DiscriminatorConfig, Transitions
 from rlkit.ail import discriminator as discriminator_module
 from rlkit.ail.discriminator import build_discriminator
 from rlkit.ail.losses import gradient_penalty
-from rlkit.data import SegmentPairs, Trajectory, TrajectoryStore, sample_pairs
+from rlkit.data import Trajectory, sample_pairs
 from rlkit.errors import InvalidDataError
 from rlkit.reward import (
     RewardNet,
@@ -34,9 +34,8 @@ from rlkit.reward import trainer as trainer_module
 from rlkit.reward.augment import default_pad, random_shift, shift_observations
 from rlkit.reward.nets import image_layout, is_image_space
 from rlkit.reward.numpy_rewards import forward_in_chunks, numpy_to_tensors
-
-STACK = spaces.Box(0, 255, (9, 16, 16), np.uint8)  # 3 stacked 16 x 16 RGB frames, channel-first
-ACTIONS = spaces.Box(-1, 1, (2,), np.float32)
+from tests.fake_data import truthful_labels
+from tests.reward_builders import ACTIONS, STACK, conv_net, region_store
 
 
 def _images(n: int = 6, c: int = 9, h: int = 16, w: int = 16, seed: int = 0) -> torch.Tensor:
@@ -176,30 +175,6 @@ def test_reward_inference_runs_in_chunks_with_the_same_rewards() -> None:
 # --- training a CNN reward net on frame stacks ---------------------------------------------
 
 
-def region_store(n_trajectories: int, rng: np.random.Generator) -> TrajectoryStore:
-    """Frame stacks ``(9, 16, 16)`` of noise frames with a 4x4 patch of random brightness; the
-    reward of a step is the brightness of the patch in the newest frame of its observation."""
-    store = TrajectoryStore()
-    for _ in range(n_trajectories):
-        frames = rng.integers(0, 100, size=(23, 3, 16, 16), dtype=np.uint8)
-        frames[:, :, 2:6, 2:6] = rng.integers(0, 256, size=(23, 1, 1, 1), dtype=np.uint8)
-        stacks = np.stack([frames[t:t + 3].reshape(9, 16, 16) for t in range(21)])
-        rewards = stacks[:-1, -3:, 2:6, 2:6].mean((1, 2, 3)) / 255.0
-        store.append(Trajectory(stacks, rng.uniform(-1, 1, (20, 2)).astype(np.float32), rewards))
-    return store
-
-
-def true_labels(pairs: SegmentPairs) -> np.ndarray:
-    left, right = pairs.gather()
-    return (left.returns() > right.returns()).astype(np.float32)
-
-
-def conv_net(seed: int = 0, encoder: str = "compact") -> RewardNet:
-    channels = (8, 16) if encoder == "compact" else (16, 16, 16, 16)
-    return build_reward_net(STACK, ACTIONS, inputs=("obs",), hidden=(32,), channels=channels,
-                            encoder=encoder, seed=seed)
-
-
 @pytest.mark.parametrize("encoder", ["compact", "drq"])
 def test_conv_reward_net_learns_a_region_brightness_preference(encoder: str) -> None:
     rng = np.random.default_rng(0)
@@ -209,11 +184,11 @@ def test_conv_reward_net_learns_a_region_brightness_preference(encoder: str) -> 
     trainer = RewardTrainer(conv_net(encoder=encoder), TrainerConfig(
         lr=3e-3, max_epochs=8, patience=None, val_fraction=0.0, device="cpu"))
     started = time.perf_counter()
-    trainer.fit(pairs, true_labels(pairs), rng=rng)
+    trainer.fit(pairs, truthful_labels(pairs), rng=rng)
     seconds = time.perf_counter() - started
     assert trainer.shift_pad == 1  # auto: the reference's pad scaled to 16 x 16
     assert next(trainer.model.parameters()).device.type == "cpu"
-    accuracy = trainer.evaluate(held_out, true_labels(held_out))["accuracy"]
+    accuracy = trainer.evaluate(held_out, truthful_labels(held_out))["accuracy"]
     # 4 seeds: compact 0.94-0.97; drq 0.87-0.94 (its unpadded convolutions, made for 64-84 px
     # frames, shrink these 16 x 16 stacks to 1 x 1: here it only has to show that it trains)
     assert accuracy > (0.9 if encoder == "compact" else 0.8), (accuracy, seconds)
@@ -223,7 +198,7 @@ def test_training_batches_are_shifted_and_evaluation_never_is(
         monkeypatch: pytest.MonkeyPatch) -> None:
     rng = np.random.default_rng(3)
     pairs = sample_pairs(region_store(4, rng), 60, 4, rng)
-    labels = true_labels(pairs)
+    labels = truthful_labels(pairs)
     config = TrainerConfig(max_epochs=2, batch_size=16, val_fraction=0.25, shift_pad=2)
 
     def fit(augment: str) -> RewardNet:

@@ -8,11 +8,8 @@ import torch
 from rlkit.data import SegmentPairs, TrajectoryStore, sample_pairs, sample_segments
 from rlkit.reward import RewardEnsemble, RewardNet, RewardTrainer, TrainerConfig
 from rlkit.reward.pair_tensors import PairTensors
-from tests.test_pixel_networks import conv_net, region_store, true_labels
-from tests.test_reward_ensemble_batched import ensemble
-from tests.test_reward_trainer import small_net, store, truthful_labels
-
-__all__ = ["store"]  # the trajectories fixture, shared with the trainer's tests
+from tests.fake_data import truthful_labels
+from tests.reward_builders import conv_net, ensemble, region_store, small_net
 
 ON, OFF = 1.0, 0.0  # dedup_below: every batch deduplicated, none
 
@@ -137,7 +134,7 @@ def test_augmented_pixel_batches_are_never_deduplicated(monkeypatch) -> None:
     pool = sample_segments(store, 4, 4, rng)
     i, j = rng.integers(0, 4, size=(2, 30))
     pairs = SegmentPairs(store, pool[i], pool[j])
-    labels = true_labels(pairs)
+    labels = truthful_labels(pairs)
     config = TrainerConfig(max_epochs=2, batch_size=10, val_fraction=0.0, patience=None,
                            shift_pad=2)
     calls = count_segment_batches(monkeypatch)

@@ -13,19 +13,13 @@ from rlkit.data import SegmentPairs, TrajectoryStore, sample_pairs, sample_segme
 from rlkit.errors import ConfigError, InvalidDataError
 from rlkit.feedback import PreferenceDataset
 from rlkit.prefrl.query import make_selector, preference_probabilities
-from rlkit.reward import RewardEnsemble, RewardNet, RewardNetSpec, RewardTrainer, TrainerConfig
+from rlkit.reward import RewardEnsemble, RewardNet, RewardTrainer, TrainerConfig
 from rlkit.reward.metrics import evaluate_reward
 from rlkit.reward.nets import build_reward_net
 from rlkit.reward.numpy_rewards import TorchRewardFn
 from rlkit.reward.pair_tensors import PairTensors
-from tests.test_reward_trainer import mixed_length_pairs, store, truthful_labels
-
-__all__ = ["store"]  # the trajectories fixture, shared with the trainer's tests
-
-
-def ensemble(hidden=((16, 16),) * 3) -> RewardEnsemble:
-    return RewardEnsemble([RewardNet(RewardNetSpec("mlp", (4,), (2,), hidden=h), seed=i)
-                           for i, h in enumerate(hidden)])
+from tests.fake_data import truthful_labels
+from tests.reward_builders import ensemble, mixed_length_pairs
 
 
 def as_dataset(pairs: SegmentPairs, labels: np.ndarray, upto: int,

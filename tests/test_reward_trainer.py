@@ -5,13 +5,11 @@ import pytest
 import torch
 from gymnasium import spaces
 
-from rlkit.data import SegmentPairs, Trajectory, TrajectoryStore, sample_pairs, sample_segments
+from rlkit.data import SegmentPairs, Trajectory, TrajectoryStore, sample_pairs
 from rlkit.errors import InvalidDataError, InvalidLabelError
 from rlkit.feedback import PreferenceDataset
 from rlkit.reward import (
     RewardEnsemble,
-    RewardNet,
-    RewardNetSpec,
     RewardTrainer,
     TrainerConfig,
     build_reward_net,
@@ -19,31 +17,10 @@ from rlkit.reward import (
     ordinal_cross_entropy,
 )
 from rlkit.reward.metrics import predict_step_rewards
+from tests.fake_data import truthful_labels
+from tests.reward_builders import mixed_length_pairs, small_net
 
-TRUE_WEIGHTS = np.array([1.0, -0.5, 0.8, 0.0, 0.6, -1.0], np.float32)  # over (obs 4, act 2)
 SEGMENT = 10
-
-
-@pytest.fixture(scope="module")
-def store() -> TrajectoryStore:
-    """Random trajectories whose true reward is linear in (obs, act)."""
-    rng = np.random.default_rng(0)
-    store = TrajectoryStore()
-    for _ in range(12):
-        obs = rng.normal(size=(61, 4)).astype(np.float32)
-        acts = rng.uniform(-1, 1, size=(60, 2)).astype(np.float32)
-        store.append(Trajectory(obs, acts, np.concatenate([obs[:-1], acts], 1) @ TRUE_WEIGHTS))
-    return store
-
-
-def truthful_labels(pairs: SegmentPairs) -> np.ndarray:
-    """1 where the left segment has the higher true return, else 0."""
-    left, right = pairs.gather()
-    return (left.returns() > right.returns()).astype(np.float32)
-
-
-def small_net(seed: int = 0, hidden: tuple[int, ...] = (32,)) -> RewardNet:
-    return RewardNet(RewardNetSpec("mlp", (4,), (2,), hidden=hidden), seed=seed)
 
 
 def predicted_delta(model: torch.nn.Module, pairs: SegmentPairs) -> np.ndarray:
@@ -86,14 +63,6 @@ def test_skipped_labels_are_dropped(store: TrajectoryStore) -> None:
     report = RewardTrainer(small_net(), TrainerConfig(max_epochs=2)).fit(pairs, labels)
     assert report.n_train + report.n_val == 60
     assert not np.isnan(labels[report.val_rows]).any()
-
-
-def mixed_length_pairs(store: TrajectoryStore, n: int, seed: int) -> SegmentPairs:
-    """Half the pairs compare 5-step segments, half 10-step ones (padded in a batch)."""
-    rng = np.random.default_rng(seed)
-    left, right = ([sample_segments(store, n // 2, length, rng) for length in (5, 10)]
-                   for _ in range(2))
-    return SegmentPairs(store, np.concatenate(left), np.concatenate(right))
 
 
 def test_same_seed_same_training_resident_or_gathered_per_batch(store: TrajectoryStore) -> None:
