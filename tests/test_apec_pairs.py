@@ -103,21 +103,35 @@ def test_gap_labels_lie_on_the_scale_and_grow_with_the_gap():
     _better_is_later(data)
 
 
+def exactly(message: str) -> str:
+    """A ``pytest.raises`` pattern that matches ``message`` and nothing else."""
+    return f"^{re.escape(message)}$"
+
+
 def test_bad_inputs_name_the_field():
-    store, index, demos = _store(n_ckpt=5)
+    store, index, demos = _store(n_ckpt=5)  # 15 trajectories of 20 steps, checkpoints 0..4
     rng = np.random.default_rng(0)
-    with pytest.raises(InvalidDataError, match="gap"):
+    with pytest.raises(InvalidDataError, match=exactly(
+            "gap 4 is too large for the pool: checkpoint indices span 0..4, so no pair has "
+            "index_j > index_i + gap")):
         select_pairs(store, index, rng, PairConfig(gap=4, ot_threshold=None))
-    with pytest.raises(InvalidDataError, match="demos"):
+    with pytest.raises(InvalidDataError, match=exactly("demos is empty: the OT filter needs demonstrations")):
         select_pairs(store, index, rng, PairConfig(gap=1), demos=[])  # the OT filter is on by default
-    with pytest.raises(InvalidDataError, match="demos"):
+    with pytest.raises(InvalidDataError,
+                       match=exactly("demos: the OT filter (ot_threshold) needs demonstrations")):
+        select_pairs(store, index, rng, PairConfig(gap=1))
+    with pytest.raises(InvalidDataError, match=exactly("demos is empty: the OT filter needs demonstrations")):
         demo_ot_distances(store, [])
-    with pytest.raises(InvalidDataError, match="n_pairs.*distinct trajectory pairs"):
+    with pytest.raises(InvalidDataError, match=exactly(
+            "n_pairs: found only 0 of 10 pairs in 30 draws; 0 distinct trajectory pairs pass the gap "
+            "and OT filter (lower n_pairs, gap or ot_threshold)")):
         select_pairs(store, index, rng, PairConfig(n_pairs=10, gap=1, ot_threshold=1000.0,
                                                    max_draws=3), demos=demos)
-    with pytest.raises(InvalidDataError, match="segment_length"):
+    with pytest.raises(InvalidDataError,
+                       match=exactly("segment_length 50 is longer than every trajectory (longest: 20)")):
         select_pairs(store, index, rng, PairConfig(gap=1, segment_length=50, ot_threshold=None))
-    with pytest.raises(InvalidDataError, match="checkpoint"):
+    with pytest.raises(InvalidDataError,
+                       match=exactly("checkpoint has shape (14,), expected (15,): one per trajectory")):
         select_pairs(store, index[:-1], rng, PairConfig(gap=1, ot_threshold=None))
 
 
