@@ -87,13 +87,9 @@ UNDOCUMENTED_CLASSES = frozenset({
     "rlkit.ail.DiscriminatorConfig", "rlkit.ail.TransitionBuffer", "rlkit.ail.Transitions",
     "rlkit.apec.BCPolicy", "rlkit.apec.DrexConfig", "rlkit.apec.PairConfig", "rlkit.apec.RolloutConfig",
     "rlkit.factories.resumable.ResumableTraining", "rlkit.factories.resumable.Resumed",
-    "rlkit.m3hf.Feedback", "rlkit.m3hf.FeedbackRequest", "rlkit.m3hf.FeedbackSource",
-    "rlkit.m3hf.LLMConfig", "rlkit.m3hf.LLMParser", "rlkit.m3hf.ParseDecision", "rlkit.m3hf.PoolEntry",
-    "rlkit.m3hf.PoolRewardFn", "rlkit.m3hf.PoolShaper", "rlkit.m3hf.RewardPool", "rlkit.m3hf.RewardSpec",
-    "rlkit.m3hf.Scene", "rlkit.m3hf.ScriptedSource", "rlkit.m3hf.SimulatedSource", "rlkit.m3hf.TeamPools",
-    "rlkit.m3hf.TerminalSource", "rlkit.m3hf.WeightRule", "rlkit.marl.MarlConfig",
-    "rlkit.marl.MultiAgentPPO", "rlkit.marl.OvercookedRows", "rlkit.marl.ParallelEnvRows",
-    "rlkit.marl.RowStep", "rlkit.persistence.Format", "rlkit.scale.SweepSpec",
+    "rlkit.marl.MarlConfig", "rlkit.marl.MultiAgentPPO", "rlkit.marl.OvercookedRows",
+    "rlkit.marl.ParallelEnvRows", "rlkit.marl.RowStep", "rlkit.persistence.Format",
+    "rlkit.scale.SweepSpec",
 })
 
 

@@ -79,6 +79,25 @@ class LLMConfig(StrictModel):
     W&B, ``--print-config``, M3HF's ``state.json``), so a resolved config never holds it. The
     ``rlkit`` command refuses it as an override (see ``rlkit.config.SECRET_FIELDS``): give it in
     ``OPENAI_API_KEY``.
+
+    Attributes:
+        model: the model's name on the server.
+        base_url: the OpenAI-compatible server (None: ``$OPENAI_BASE_URL``, else OpenAI's API).
+        api_key: the server's key (None: ``$OPENAI_API_KEY``); never written out.
+        timeout_s: the most one request may take, connect to last byte, in seconds (> 0).
+        deadline_s: the most one parse may take, every retry, backoff and repair included, in
+            seconds (> 0).
+        api_retries: further tries of a request after a connection, rate-limit or server error,
+            in [0, 10].
+        backoff_s: seconds before the first retry, >= 0.
+        backoff_factor: each further retry waits this many times longer, >= 1 (the waits never
+            pass the deadline).
+        repair_retries: further requests, in [0, 5], that show the model its invalid answer and
+            what was wrong with it.
+        temperature: the sampling temperature, in [0, 2].
+        response_format: what the request asks of the answer: ``"json_object"`` (any JSON
+            object), ``"json_schema"`` (the specs' JSON schema, for servers that take it) or
+            ``"none"`` (the server's default).
     """
 
     model: str = "gpt-4o-mini"
@@ -113,7 +132,16 @@ class Attempt:
 
 @dataclass
 class ParseDecision:
-    """The record of one ``parse``: every attempt, who produced the specs, and why."""
+    """The record of one ``parse``: every attempt, who produced the specs, and why.
+
+    Attributes:
+        text: the feedback parsed.
+        attempts: each request to the model (and a failed fallback) and what came of it, in
+            order.
+        parser: who produced ``specs``: ``"llm"``, or ``"fallback"`` when the model failed.
+        reason: why that parser's specs were taken (``"valid output"``, ``"API failed: ..."``).
+        specs: the reward specs parsed from ``text``.
+    """
 
     text: str
     attempts: list[Attempt] = field(default_factory=list)
@@ -138,7 +166,15 @@ class _GiveUp(Exception):
 
 
 class LLMParser:
-    """Parse feedback with an LLM through the ``openai`` SDK; fall back to ``fallback`` on failure."""
+    """Parse feedback with an LLM through the ``openai`` SDK; fall back to ``fallback`` on failure.
+
+    Every parse's record is appended to ``decisions`` (``ParseDecision``).
+
+    Args:
+        config: the server and how patient to be (None: ``LLMConfig()``'s defaults).
+        fallback: parses a text when the model fails for good (None: a ``RuleParser``).
+        sleep: waits the backoff between retries, in seconds (``time.sleep``).
+    """
 
     def __init__(
         self,

@@ -35,8 +35,18 @@ class PoolShaper:
     """Each agent's weighted pool terms: a ``rlkit.types.TeamRewardShaper``."""
 
     def __init__(self, pools: TeamPools, scene: Scene, scale: float = 1.0) -> None:
-        """``scale`` multiplies the whole shaping sum (1 = the paper; lower it to weaken shaping
-        against the env reward in an ablation)."""
+        """Compile every pool entry with a positive weight once.
+
+        Args:
+            pools: every agent's pool; each spec's names must exist in ``scene``.
+            scene: the game the terms read (names, sizes), with as many agents as ``pools``.
+            scale: multiplies the whole shaping sum, finite and >= 0 (1 = the paper; lower it to
+                weaken shaping against the env reward in an ablation).
+
+        Raises:
+            InvalidDataError: on a bad ``scale``, another agent count than the scene's, or a spec
+                naming what the scene lacks.
+        """
         if not (scale >= 0 and np.isfinite(scale)):
             raise InvalidDataError(f"scale must be finite and >= 0, got {scale!r}")
         if pools.n_agents != scene.n_agents:
@@ -72,7 +82,16 @@ class PoolShaper:
 
 
 class PoolRewardFn:
-    """One agent's pool as a ``RewardFn`` (batch of one) reading ``features()`` of a live env."""
+    """One agent's pool as a ``RewardFn`` (batch of one) reading ``features()`` of a live env.
+
+    Made by ``pool_reward_fns``; only ``acts`` of a call is read, the state comes from
+    ``features``.
+
+    Args:
+        shaper: the agents' weighted pools.
+        agent: the agent's index.
+        features: the live env's ``features()``, read at each call (after the step).
+    """
 
     def __init__(
         self, shaper: PoolShaper, agent: int, features: Callable[[], Mapping[str, np.ndarray]]

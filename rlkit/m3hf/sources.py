@@ -33,7 +33,13 @@ QUALITIES: tuple[Quality, ...] = ("correct", "irrelevant", "wrong")
 
 @dataclass(frozen=True)
 class Feedback:
-    """One piece of free text, and how good it is when the source knows (a simulated teacher)."""
+    """One piece of free text, and how good it is when the source knows (a simulated teacher).
+
+    Attributes:
+        text: the feedback, as written.
+        quality: ``"correct"``, ``"irrelevant"`` or ``"wrong"`` when the source knows, else
+            ``"unknown"``.
+    """
 
     text: str
     quality: Quality = "unknown"
@@ -41,7 +47,16 @@ class Feedback:
 
 @dataclass(frozen=True)
 class FeedbackRequest:
-    """What a source is shown at the end of generation ``generation``'s training."""
+    """What a source is shown at the end of generation ``generation``'s training.
+
+    Attributes:
+        generation: the generation (phase) just trained, from 1.
+        scene: the game's names and layout, to describe the agents and what they handle.
+        video_path: the rollout's video, what a person watches (None: no video).
+        states: the rollout's ``features()`` per step, without the game axis: what a simulated
+            teacher reads.
+        original_return: the rollout's return under the env's own reward, when known.
+    """
 
     generation: int
     scene: Scene
@@ -52,11 +67,21 @@ class FeedbackRequest:
 
 @runtime_checkable
 class FeedbackSource(Protocol):
+    """Where a phase's feedback comes from: ``feedback(request)`` gives its texts (none: no
+    feedback this phase)."""
+
     def feedback(self, request: FeedbackRequest) -> list[Feedback]: ...
 
 
 class TerminalSource:
-    """A person at a terminal: shown the video path, types feedback, ends with an empty line."""
+    """A person at a terminal: shown the video path, types feedback, ends with an empty line.
+
+    The lines typed are joined into one ``Feedback``; end of input ends it too.
+
+    Args:
+        read_line: reads one line after a prompt (``input``).
+        show: shows a line to the person (``print``).
+    """
 
     def __init__(self, read_line: Callable[[str], str] = input, show: Callable[[str], None] = print) -> None:
         self._read, self._show = read_line, show
@@ -81,7 +106,16 @@ class TerminalSource:
 
 
 class ScriptedSource:
-    """Fixed texts per phase (phase = generation, from 1); phases without texts give none."""
+    """Fixed texts per phase (phase = generation, from 1); phases without texts give none.
+
+    Args:
+        phases: the texts of each phase, by generation >= 1; each text non-empty.
+        quality: the quality every text is reported with.
+
+    Raises:
+        ConfigError: on a phase below 1 or not an int, or texts that are not a list of
+            non-empty strings.
+    """
 
     def __init__(self, phases: Mapping[int, Sequence[str]], quality: Quality = "unknown") -> None:
         for phase, texts in phases.items():
@@ -136,6 +170,15 @@ class SimulatedSource:
     recipe for the agent nearest to it (get and chop a food, plate it, take the dish to the
     delivery; "faster" once delivered) or tells a motionless agent to move; wrong advice pushes
     the opposite (stay away from a needed food, stop chopping, fetch a food not in the recipe).
+
+    Attributes:
+        rates: the weight of each quality (``"correct"``, ``"irrelevant"``, ``"wrong"``), each
+            >= 0 with a positive sum; a quality left out has weight 0.
+        per_phase: texts per phase, >= 1.
+        rng: draws each text's quality and which irrelevant or wrong text is said.
+
+    Raises:
+        ConfigError: on an unknown quality, negative or all-zero rates, or ``per_phase`` below 1.
     """
 
     rates: Mapping[Quality, float] = field(default_factory=lambda: {"correct": 1.0})

@@ -212,7 +212,18 @@ def _params_for(template: Any, value: Any) -> _Params:
 
 
 class RewardSpec(BaseModel):
-    """One reward function for a pool: a template, the agents it is for, and its parameters."""
+    """One reward function for a pool: a template, the agents it is for, and its parameters.
+
+    Data, never code: an LLM's or a rule parser's output is validated into it (frozen, unknown
+    fields refused).
+
+    Attributes:
+        template: the reward template's name.
+        agents: the indices (0 to 7) of the agents the feedback concerns, at least one, kept
+            sorted and distinct; or ``"all"`` for the team.
+        params: the template's typed parameters (None: the template's defaults).
+        reason: the words of the feedback it came from, at most 500 characters.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -273,7 +284,29 @@ def validate_specs(data: Sequence[Mapping[str, Any]], scene: Scene | None = None
 
 @dataclass(frozen=True)
 class Scene:
-    """The env's self-description for templates, prompts and parsers (no live state)."""
+    """The env's self-description for templates, prompts and parsers (no live state).
+
+    ``entity_index`` (name -> position on the entity axis) is derived from ``entity_names``.
+
+    Attributes:
+        agent_names: the agents' names, in agent order.
+        agent_colours: each agent's colour, as people see it in the video.
+        entity_names: the order of ``features()["positions"]``'s entity axis; it holds every
+            agent and item.
+        entity_kinds: name -> agent / ingredient / plate / knife / delivery.
+        item_names: the ids of ``features()["holding"]``: ingredients then plates.
+        action_names: the agents' actions, by index.
+        recipe_foods: the ingredients the recipe needs.
+        height: the grid's rows.
+        width: the grid's columns.
+        idle_action: the action that does nothing, one of ``action_names``.
+        chops_needed: the chops that make a food chopped.
+        features: the keys of the env's ``features()`` the templates may read.
+
+    Raises:
+        InvalidDataError: when ``entity_names`` lacks an agent or item, or ``idle_action`` is
+            not an action.
+    """
 
     agent_names: tuple[str, ...]
     agent_colours: tuple[str, ...]

@@ -44,7 +44,18 @@ FORMAT = tag("rlkit.m3hf.pools")
 
 
 class WeightRule(StrictModel):
-    """Decay ``alpha``, performance step ``beta``, and which rule (see the module docstring)."""
+    """Decay ``alpha``, performance step ``beta``, and which rule (see the module docstring).
+
+    Args:
+        alpha: the decay of older functions' weights, in (0, 1].
+        beta: the performance step added to (or taken from) the newest functions' weight, in
+            [0, 1).
+        kind: ``"reference"`` (the reference implementation's rule) or ``"compounding"``
+            (an ablation whose decay compounds phase after phase).
+
+    Raises:
+        ConfigError: when ``alpha`` or ``beta`` is out of range.
+    """
 
     alpha: float = 0.9
     beta: float = 0.1
@@ -105,7 +116,13 @@ class WeightRule(StrictModel):
 
 @dataclass(frozen=True)
 class PoolEntry:
-    """One reward function of an agent's pool."""
+    """One reward function of an agent's pool.
+
+    Attributes:
+        spec: the reward function, as parsed from feedback.
+        weight: its weight in the pool, in [0, 1] (a pool's weights sum to 1, or are all 0).
+        generation: the generation (phase) whose feedback added it, from 1.
+    """
 
     spec: RewardSpec
     weight: float
@@ -114,7 +131,12 @@ class PoolEntry:
 
 @dataclass(frozen=True)
 class RewardPool:
-    """One agent's functions and weights (immutable: updates return a new pool)."""
+    """One agent's functions and weights (immutable: updates return a new pool).
+
+    Attributes:
+        agent: the agent's index.
+        entries: its reward functions, oldest first.
+    """
 
     agent: int
     entries: tuple[PoolEntry, ...] = ()
@@ -146,7 +168,16 @@ class RewardPool:
 
 @dataclass(frozen=True)
 class TeamPools:
-    """One ``RewardPool`` per agent, the generation last applied, and the rule."""
+    """One ``RewardPool`` per agent, the generation last applied, and the rule.
+
+    Attributes:
+        pools: a pool per agent, agents 0, 1, ... in order.
+        generation: the generation last applied (0: no feedback yet).
+        rule: how each phase reweights the pools.
+
+    Raises:
+        InvalidDataError: when the pools are not agents 0 to n - 1 in order.
+    """
 
     pools: tuple[RewardPool, ...]
     generation: int = 0
