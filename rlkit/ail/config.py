@@ -89,7 +89,7 @@ class AILConfig(StrictModel):
 
     ``device``: where the discriminator and the generator run (``auto``: CUDA when present).
     ``cpu`` by default: the default discriminator (MLP 64x64) and an MLP PPO generator are too
-    small to gain from a GPU; APEC's preset (``rlkit.apec.config.REFERENCE_AIL``) asks for ``auto``.
+    small to gain from a GPU; APEC's preset (``rlkit.apec.presets.REFERENCE_AIL``) asks for ``auto``.
     """
 
     invalid_error = InvalidDataError

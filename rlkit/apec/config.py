@@ -2,73 +2,29 @@
 
 Each stage's library config is nested as it is (``demos``: ``DemonstratorConfig``; ``ail``: the
 AIL loop's ``AILConfig`` with its ``discriminator``, plus the generator; ``drex``: ``DrexConfig``),
-and the sections' defaults are APEC's reference preset: the ``REFERENCE_*`` constants below, which
-follow APEC's reference implementation (github.com/Zzl35/APEC, ``apec_mjc/``; file:line cited at
-each setting) and the paper's budget. ``experiments/configs/apec.yaml`` holds the per-task
-demonstrator budgets and the measured cost.
+and the sections' defaults are APEC's reference preset: the ``REFERENCE_*`` settings of
+``rlkit.apec.presets`` and the defaults below, which follow APEC's reference implementation
+(github.com/Zzl35/APEC, ``apec_mjc/``; file:line cited at each setting) and the paper's budget.
+The arms (``methods``) are ``rlkit.apec.methods``'. ``experiments/configs/apec.yaml`` holds the
+per-task demonstrator budgets and the measured cost.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-import numpy as np
-from pydantic import AfterValidator, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
-from rlkit.ail.config import AILConfig, DiscriminatorConfig
+from rlkit.ail.config import AILConfig
+from rlkit.apec.methods import METHODS, Method
+from rlkit.apec.methods import split_method as split_method  # rlkit.runners.apec imports it from here
+from rlkit.apec.presets import REFERENCE_AIL, REFERENCE_POLICY_SAC
 from rlkit.apec.tasks import is_pixel_task
 from rlkit.config import StrictModel
 from rlkit.devices import Device
 from rlkit.errors import InvalidDataError
 from rlkit.factories.configs import AgentConfig
 from rlkit.reward.config import TrainerConfig
-
-BASE_METHODS = ("apec", "apec_ordinal", "gap_only", "ot_only", "drex", "raw_ail")
-OT_METHODS = ("apec", "apec_ordinal", "ot_only")
-"""The arms whose pairs pass the OT filter; ``<arm>@<margin>`` runs one at its own margin."""
-
-
-def split_method(method: str) -> tuple[str, float | None]:
-    """An arm's name as its base method and OT margin: ``ot_only@0.05`` is the OT-only ablation
-    with ``pairs.ot_threshold`` 0.05 (the reference's units); a bare name keeps the pairs' margin.
-
-    Args:
-        method: ``apec``, ``apec_ordinal``, ``gap_only``, ``ot_only``, ``drex`` or ``raw_ail``;
-            the OT arms (``OT_METHODS``) also as ``<arm>@<margin>``, the margin a number >= 0.
-
-    Returns:
-        The base method and the margin (None: the pairs' own).
-
-    Raises:
-        InvalidDataError: an unknown method, a margin on an arm without the OT filter, or a
-            margin that is not a finite number >= 0.
-    """
-    base, at, text = method.partition("@")
-    if base not in BASE_METHODS:
-        raise InvalidDataError(f"method {method!r}: unknown; one of {', '.join(BASE_METHODS)}")
-    if not at:
-        return base, None
-    if base not in OT_METHODS:
-        raise InvalidDataError(f"method {method!r}: only {', '.join(OT_METHODS)} take an OT margin")
-    try:
-        margin = float(text)
-    except ValueError:
-        margin = float("nan")
-    if not np.isfinite(margin) or margin < 0:
-        raise InvalidDataError(f"method {method!r}: the OT margin after '@' must be a number >= 0")
-    return base, margin
-
-
-def _known_method(method: str) -> str:
-    split_method(method)
-    return method
-
-
-Method = Annotated[str, AfterValidator(_known_method)]
-METHODS: tuple[str, ...] = ("apec", "gap_only", "ot_only", "drex", "raw_ail")
-"""The default arms. Options to measure: ``apec_ordinal`` (APEC's pairs, labels graded by the
-index gap on the five-level scale, fitted with the ordinal cross-entropy) and the OT arms at other
-margins (``ot_only@0.05``)."""
 
 
 def _sb3_kwargs_leave_device_and_seed(section: str, name: str, kwargs: dict[str, Any]) -> None:
@@ -182,17 +138,6 @@ class DemonstratorConfig(StrictModel):
         return self
 
 
-REFERENCE_SAC: dict[str, Any] = {
-    "learning_starts": 10_000, "batch_size": 256, "ent_coef": 0.1, "learning_rate": 1e-3,
-    "train_freq": 1, "gradient_steps": 1, "policy_kwargs": {"net_arch": [256, 256]},
-}
-"""The reference's SAC (apec_mjc/parameter/Parameter.py:35-81, rl_alg/sac.py:428-489): 256x256,
-fixed entropy coefficient 0.1, batch 256, Adam 1e-3, one update per env step (with one env),
-10 episodes = 10k random-action steps first (SB3 also holds its updates back until then; the
-reference starts them after 5k of those random steps). SB3's gamma 0.99 and tau 0.005 are the
-reference's gamma and 1 - polyak."""
-
-
 class ApecAILConfig(AILConfig):
     """The AIL stage: the AIL loop (``AILConfig``: ``rounds``, ``steps_per_round``,
     ``agent_buffer``, ``device``, the ``discriminator``) and what its trainer and checkpoints take
@@ -208,33 +153,6 @@ class ApecAILConfig(AILConfig):
     def _device_in_one_place(self) -> ApecAILConfig:
         _sb3_kwargs_leave_device_and_seed("ail", "generator_kwargs", self.generator_kwargs)
         return self
-
-
-REFERENCE_DISCRIMINATOR = DiscriminatorConfig(
-    loss="maxent", state_only=True, reward_on="next_obs", hidden=(512, 512), linear_first=True,
-    lr=1e-4, weight_decay=1e-3, loss_scale=1000.0, reward_clip=10.0, grad_penalty=0.0, batch_size=1000,
-    updates_per_round=1, encoder="compact",
-)
-"""APEC's AIL reward (apec_mjc/train_irl.py): a state-only max-ent IRL reward r(s) paid to the
-generator as ``r(s')`` (``reward_on="next_obs"``, rl_alg/sac.py:479-480), MLP 2x512 clipped to
-+-10 (Parameter.py:123-137) with no activation after its first layer (``linear_first``:
-model/reward.py:59-82, ``MLPReward``), Adam 1e-4 with weight decay 1e-3 on the loss
-``(E_agent[r] - E_expert[r]) * 1000`` (``loss_scale``: f_div.py:101-102), one step per round
-(Parameter.py:139) of 1000-state batches.
-
-``loss_scale`` matters through the weight decay only (Adam is invariant to the scale of the loss
-gradient): 1000 with decay 1e-3 is decay 1e-6 on the unscaled loss."""
-
-REFERENCE_AIL = ApecAILConfig(
-    rounds=50, steps_per_round=5000, discriminator=REFERENCE_DISCRIMINATOR, agent_buffer=1000,
-    device="auto", generator="sac", generator_kwargs=REFERENCE_SAC, checkpoint_every=1,
-)
-"""APEC's AIL (apec_mjc/train_irl.py): a SAC generator (``REFERENCE_SAC``) on the
-``REFERENCE_DISCRIMINATOR``'s reward, the discriminator's step on the last 1000 agent states
-(train_irl.py:248). 50 rounds of 5 x 1000 env steps (the paper's length; the reference's default
-runs on to 400, Parameter.py:94), a checkpoint each. ``device``: ``auto``; the SAC generator
-(256x256, an update per env step) and the 512x512 discriminator on 1000-state batches are the
-pipeline's largest networks."""
 
 
 class RolloutConfig(StrictModel):
@@ -391,11 +309,6 @@ class RewardSettings(StrictModel):
                                            optimizer="adam")
 
 
-REFERENCE_POLICY_SAC: dict[str, Any] = {**REFERENCE_SAC}
-"""The policy on the learned reward: the same SAC (apec_mjc/eval_reward.py:155-161, fixed alpha
-0.1 as its README runs it), 10k random steps counted from the seeded buffer's size."""
-
-
 class PolicySettings(StrictModel):
     """A policy trained from scratch on each listed method's learned reward (true return
     reported). As the reference (apec_mjc/eval_reward.py:138-173): SAC paid ``r(s')``, its replay
@@ -429,14 +342,15 @@ def _set_by_the_pipeline(config: StrictModel, section: str, sources: dict[str, s
 
 class ApecConfig(StrictModel):
     """``rlkit apec``'s stages, each section a stage's config; the defaults are APEC's reference
-    preset (``REFERENCE_AIL``, ``REFERENCE_SAC``, the reward and policy sections' own). The
+    preset (``rlkit.apec.presets``' ``REFERENCE_AIL`` and ``REFERENCE_POLICY_SAC``, the other
+    sections' own). The
     stages' seeds derive from ``seed``, the D-REX arm's pair budget from ``pairs``: the nested
     library configs' ``seed``, ``drex.n_pairs``, ``drex.segment_length`` and ``drex.frame_stack``
     are set by the pipeline and refused here."""
 
     env: ApecEnvConfig = ApecEnvConfig()
     demos: DemonstratorConfig = DemonstratorConfig()
-    ail: ApecAILConfig = REFERENCE_AIL
+    ail: ApecAILConfig = ApecAILConfig(**REFERENCE_AIL)
     rollouts: RolloutConfig = RolloutConfig()
     pairs: PairConfig = PairConfig()
     drex: DrexConfig = DrexConfig()
