@@ -223,7 +223,7 @@ def test_a_command_starts_with_a_one_line_summary_and_plain_progress_off_a_termi
     events.Reload()
     assert {"train/value_loss", "rollout/ep_rew_mean", "prefrl/n_labels"} <= set(events.Tags()["scalars"])
 
-    from tests.test_logging import read_wandb_records
+    from tests.log_records import read_wandb_records
 
     (run_file,) = run_dir.glob("wandb/offline-run-*/run-*.wandb")
     records = read_wandb_records(run_file)
@@ -238,7 +238,7 @@ def test_a_command_starts_with_a_one_line_summary_and_plain_progress_off_a_termi
 
 
 def test_label_by_hand_logs_what_was_answered(tmp_path, monkeypatch, capsys):
-    from tests.test_human_store import make_trajectories
+    from tests.fake_data import make_trajectories
 
     trajectories_path = make_trajectories().save(tmp_path / "trajectories")
     monkeypatch.setattr("sys.stdin", io.StringIO("1\n2\n"))  # two answers, then end of input

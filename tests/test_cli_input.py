@@ -31,7 +31,7 @@ def refused(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
 
 
 def test_overrides_after_the_options_are_taken_in_order(tmp_path, capsys):
-    from tests.test_human_store import make_trajectories
+    from tests.fake_data import make_trajectories
 
     trajectories = make_trajectories().save(tmp_path / "trajectories")
     # the line: an override after --run-dir was "unrecognized arguments"

@@ -15,8 +15,8 @@ from rlkit.errors import InvalidDataError
 from rlkit.logging import make_logger
 from rlkit.logging.segments import GAP_PX, log_segment_pair
 from rlkit.prefrl import PreferenceRL
-from tests.test_logging import Collect
-from tests.test_prefrl import small_config
+from tests.log_records import Collect
+from tests.tiny_runs import small_config
 
 
 def test_image_observations_are_one_video_of_both_segments_side_by_side(tmp_path: Path) -> None:

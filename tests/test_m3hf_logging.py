@@ -17,9 +17,9 @@ from rlkit.logging import make_logger
 from rlkit.m3hf.loop import best_generation
 from rlkit.m3hf.parser_llm import LLMConfig, LLMParser
 from rlkit.runners.m3hf import run_m3hf
+from tests.log_records import read_wandb_records
 from tests.openai_server import ScriptedChatServer, reply
-from tests.test_logging import read_wandb_records
-from tests.test_m3hf_loop import SCRIPT, tiny_config
+from tests.tiny_runs import SCRIPT, tiny_config
 
 LLM_SPECS = {"specs": [{"template": "holding", "agents": [0], "params": {"item": "tomato"},
                         "reason": "pick up the tomato"}]}

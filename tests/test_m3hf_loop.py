@@ -14,29 +14,9 @@ from rlkit.cli import main
 from rlkit.errors import ConfigError
 from rlkit.m3hf import LLMConfig, LLMParser, ScriptedSource, TeamPools
 from rlkit.m3hf.loop import M3HFRun, best_generation
-from rlkit.m3hf.run_config import M3HFConfig
 from rlkit.marl import load_checkpoint
 from rlkit.runners.m3hf import run_m3hf
-
-SCRIPT = {
-    1: ["Agent 0 should pick up the tomato and chop it."],
-    2: ["Be faster!"],
-}
-
-
-def tiny_config(**changes) -> M3HFConfig:
-    base = {
-        "env": {"recipe": "tomato", "max_steps": 20},
-        "num_games": 2,
-        "generation_steps": 64,
-        "phases": 2,
-        "marl": {"n_steps": 16, "batch_size": 32, "n_epochs": 1},
-        "feedback": {"source": "scripted", "texts": SCRIPT},
-        "parser": "rule",
-        "eval_games": 2,
-        "video_cell_px": 8,
-    }
-    return M3HFConfig.model_validate(base | changes)
+from tests.tiny_runs import SCRIPT, tiny_config
 
 
 class RecordingLogger:

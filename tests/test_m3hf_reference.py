@@ -19,7 +19,7 @@ from rlkit.marl import load_checkpoint
 from rlkit.marl.evaluate import evaluate
 from rlkit.marl.rows import OvercookedRows
 from rlkit.runners.m3hf import run_m3hf
-from tests.test_m3hf_loop import tiny_config
+from tests.tiny_runs import tiny_config
 
 
 def spec(template: str, agents: object = "all", **params: object) -> RewardSpec:

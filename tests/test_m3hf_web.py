@@ -19,8 +19,8 @@ from rlkit.m3hf.loop import make_source
 from rlkit.m3hf.run_config import M3HFConfig
 from rlkit.marl import MultiAgentPPO
 from rlkit.runners.m3hf import run_m3hf
-from tests.test_human_app import client_for, login
-from tests.test_m3hf_loop import tiny_config
+from tests.tiny_runs import tiny_config
+from tests.web_client import client_for, login
 
 pytestmark = pytest.mark.server
 TEXTS = {1: "Agent 0 should pick up the tomato and chop it.", 2: "Be faster!"}

@@ -21,7 +21,7 @@ os.environ.setdefault("WANDB_MODE", "offline")
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """A trajectory store and a labelled dataset made from it (written as the commands do)."""
-    from tests.test_human_store import make_trajectories
+    from tests.fake_data import make_trajectories
 
     root = tmp_path_factory.mktemp("inputs")
     trajectories = make_trajectories().save(root / "trajectories")

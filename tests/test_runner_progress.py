@@ -11,7 +11,7 @@ from rich.console import Console
 
 from rlkit.logging import MultiLogger, make_logger, progress_of
 from rlkit.runners.m3hf import follow_progress, run_m3hf
-from tests.test_m3hf_loop import tiny_config
+from tests.tiny_runs import tiny_config
 
 
 def progress_logger(run_dir: Path, out: io.StringIO, terminal: bool = False) -> MultiLogger:
