@@ -1,8 +1,7 @@
 """A person in headless Chromium (Debian's, driven by Playwright) labels pairs by clicks and keys,
-survives a SIGKILL of the server, reads the dashboard, and corrects an M3HF parse before sending it.
+survives a SIGKILL of the server and reads the dashboard (the M3HF page: test_human_browser_m3hf.py).
 Screenshots go to ``RLKIT_SCREENSHOTS`` when it is set (that is how ``docs/screenshots`` was made)."""
 
-import json
 import os
 import re
 import shutil
@@ -18,13 +17,10 @@ from stable_baselines3.common.env_util import make_vec_env
 from rlkit.data import SegmentPairs, TrajectoryStore, collect_trajectories
 from rlkit.human import HumanTeacher, HumanTeacherConfig, LabelStore
 from rlkit.human.dashboard import DashboardLogger
-from rlkit.human.m3hf_source import ConfirmedSpecsParser
 from rlkit.human.media import render_pairs
 from rlkit.human.render import ObservationRenderer
 from rlkit.human.server import free_port, start_server_process
 from rlkit.human.settings import ServeConfig
-from rlkit.m3hf import RuleParser
-from tests.test_human_m3hf import TEXT as M3HF_TEXT
 from tests.test_human_m3hf import open_phase
 from tests.test_human_render import mujoco_pairs
 from tests.test_human_store import make_trajectories
@@ -209,7 +205,6 @@ def test_the_csp_refuses_eval_so_playwright_waits_are_written_as_functions(tmp_p
         server.join()
 
 
-OPTIONS = "select => [...select.options].map(option => option.value)"
 PIXEL_SPREAD = """() => [...document.querySelectorAll('.media video')].map((video) => {
   const canvas = document.createElement('canvas');
   canvas.width = video.videoWidth;
@@ -319,80 +314,3 @@ def test_a_pendulum_pair_plays_its_rendered_frames_under_one_play_pause_and_scru
         server.join()
         teacher.renders.close()
     assert errors == []
-
-
-def test_the_m3hf_page_previews_a_parse_takes_a_typed_correction_and_commits_it(tmp_path, browser):
-    source, request = open_phase(tmp_path)
-    port = free_port()
-    server = start_server_process(ServeConfig(run_dir=str(tmp_path), port=port))
-    page = browser.new_page(viewport={"width": 1000, "height": 900})
-    errors = watch_errors(page)
-    first, second = "#specs .spec >> nth=0", "#specs .spec >> nth=1"
-    try:
-        log_in(page, f"http://127.0.0.1:{port}/m3hf", "bob")
-        page.wait_for_selector("#phase[data-ready]")
-        page.wait_for_function("() => document.querySelector('#rollout img').naturalWidth > 0")
-        page.fill("#feedback-text", M3HF_TEXT)
-        page.click("#preview")
-        page.wait_for_selector("#review:not(.hidden)")
-        assert page.locator(".agent-preview").all_inner_texts() == [
-            "agent_0: agent 0: holding(item='tomato', value=1.0)",
-            "agent_1: agent 1: action(action='stay', value=-1.0)",
-        ]
-        page.wait_for_function("() => !document.getElementById('confirm').disabled")
-        # typed: the item is picked from the scene's items, the value is bounded
-        items = page.eval_on_selector(f"{first} >> [data-field=item]", OPTIONS)
-        assert items == ["any", "tomato", "lettuce", "onion", "plate_1", "plate_2"]
-        page.select_option(f"{first} >> [data-field=item]", "onion")
-        page.fill(f"{first} >> [data-field=value]", "12")
-        page.wait_for_function("() => document.getElementById('confirm').disabled")
-        assert page.inner_text(f"{first} >> .problem") == "value: 12 is out of range (-10 ≤ x ≤ 10)"
-        page.fill(f"{first} >> [data-field=value]", "2")
-        page.wait_for_function("() => document.querySelectorAll('#specs .summary')[0].textContent"
-                               " === \"agent 0: holding(item='onion', value=2.0)\"")
-        assert not page.is_disabled("#confirm")
-        shown = json.loads(page.input_value(f"{first} >> .json"))
-        assert shown["params"] == {"item": "onion", "value": 2} and shown["agents"] == [0]
-
-        # the JSON view, advanced: a name the scene lacks is refused and the form is left as it was
-        page.click(f"{second} >> summary")
-        page.fill(f"{second} >> .json", json.dumps({"template": "action", "agents": [1],
-                                                    "params": {"action": "dance"}}))
-        page.click(f"{second} >> .apply-json")
-        page.wait_for_function("() => document.querySelectorAll('#specs .problem')[1].textContent !== ''")
-        assert "unknown action 'dance'" in page.inner_text(f"{second} >> .problem")
-        assert page.input_value(f"{second} >> [data-field=action]") == "stay"
-        page.fill(f"{second} >> .json", json.dumps({"template": "action", "agents": [0, 1],
-                                                    "params": {"action": "chop"}}))
-        page.click(f"{second} >> .apply-json")
-        page.wait_for_function("() => document.querySelectorAll('#specs .summary')[1].textContent"
-                               " === 'agent 0, agent 1: action(action=\\'chop\\', value=1.0)'")
-        assert page.input_value(f"{second} >> [data-field=action]") == "chop"
-        page.uncheck(f"{second} >> .keep")
-
-        # a new spec: what a status picker offers follows the entity (a plate is never chopped)
-        page.click("#add-spec")
-        third = "#specs .spec >> nth=2"
-        page.select_option(f"{third} >> .template", "status")
-        page.select_option(f"{third} >> [data-field=entity]", "plate_1")
-        statuses = page.eval_on_selector(f"{third} >> [data-field=status]", OPTIONS)
-        assert statuses == ["held", "has_food"]
-        page.select_option(f"{third} >> .template", "composite")
-        assert page.locator(f"{third} >> .part").count() == 2
-        page.click(f"{third} >> .add-part")
-        page.click(f"{third} >> .add-part")
-        assert page.locator(f"{third} >> .part").count() == 4 and page.is_disabled(f"{third} >> .add-part")
-        page.uncheck(f"{third} >> .keep")
-        screenshot(page, tmp_path, "m3hf_feedback.png")
-        page.wait_for_function("() => !document.getElementById('confirm').disabled")
-        page.click("#confirm")
-        page.wait_for_function("() => document.getElementById('m3hf-status').textContent.startsWith('sent')")
-        assert page.inner_text("#m3hf-status").endswith("with 1 spec(s)")
-    finally:
-        server.kill()
-        server.join()
-    assert errors == []
-    assert [f.text for f in source.feedback(request)] == [M3HF_TEXT]
-    [spec] = ConfirmedSpecsParser(source, RuleParser()).parse(M3HF_TEXT, request.scene)
-    assert (spec.template, spec.agents) == ("holding", (0,))
-    assert (spec.params.item, spec.params.value) == ("onion", 2.0)

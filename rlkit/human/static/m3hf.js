@@ -1,11 +1,13 @@
 // M3HF page: preview the parse of the text, let the person correct each spec in a typed form
 // (pickers from the scene, bounded numbers; the JSON as an advanced view), confirm to the store.
 // The form offers only valid choices (GET /api/m3hf/form); every spec is also checked by the
-// server (POST /api/m3hf/check) and Confirm stays disabled while any kept spec has a problem.
+// server (POST /api/m3hf/check) and Confirm stays disabled while any kept spec has a problem or
+// waits for the check of the spec as it stands (an answer for an earlier edit is dropped); a check
+// of a spec that is not kept, or an event that leaves a spec as it was, never disables it.
 "use strict";
 const phaseBox = document.getElementById("phase");
 const m3hfStatus = document.getElementById("m3hf-status");
-const form = {description: null, timer: null, checking: 0};
+const form = {description: null, timer: null};
 const COMPOSITE = "composite";
 
 function element(tag, className, text) {
@@ -266,37 +268,38 @@ function changed(card) {
   const {spec, problems} = readCard(card);
   const json = card.querySelector(".json");
   if (document.activeElement !== json) json.value = JSON.stringify(spec, null, 1);
-  card.dataset.valid = "pending";
-  if (problems.length) showProblem(card, problems.join("; "));
-  clearTimeout(form.timer);
-  form.timer = setTimeout(checkAll, 250);
+  // An event that leaves a valid or pending spec as it was starts no check (a tick of keep, the
+  // change event of a number after its input events); a refused one is checked again as it stands.
+  const read = JSON.stringify([spec, problems]);
+  if (read !== card.dataset.read || card.dataset.valid === "false") {
+    card.dataset.read = read;
+    card.dataset.valid = "pending";
+    if (problems.length) showProblem(card, problems.join("; "));
+    clearTimeout(form.timer);
+    form.timer = setTimeout(checkAll, 250);
+  }
   refreshConfirm();
 }
 
 async function checkAll() {
   const cards = [...document.querySelectorAll("#specs .spec")].filter((card) => card.dataset.valid === "pending");
   if (!cards.length) return;
-  form.checking += 1;
-  refreshConfirm();
+  const sent = cards.map((card) => card.dataset.read);
   try {
-    const result = await api("/api/m3hf/check", {specs: cards.map((card) => readCard(card).spec)});
+    const result = await api("/api/m3hf/check", {specs: sent.map((read) => JSON.parse(read)[0])});
     cards.forEach((card, i) => {
-      if (card.dataset.valid !== "pending") return;  // changed again meanwhile: checked again
+      if (card.dataset.read !== sent[i]) return;  // changed again meanwhile: checked again
       showProblem(card, result.problems[i]);
       card.querySelector(".summary").textContent = result.summaries[i] || "";
     });
   } catch (error) {
     m3hfStatus.textContent = "error: " + error.message;
-  } finally {
-    form.checking -= 1;
-    refreshConfirm();
   }
 }
 
 function refreshConfirm() {
   const kept = [...document.querySelectorAll("#specs .spec")].filter((card) => card.querySelector(".keep").checked);
-  const ready = form.checking === 0 && kept.every((card) => card.dataset.valid === "true");
-  document.getElementById("confirm").disabled = !ready;
+  document.getElementById("confirm").disabled = !kept.every((card) => card.dataset.valid === "true");
 }
 
 function readSpecs() {
