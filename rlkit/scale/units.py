@@ -218,14 +218,34 @@ def execute(fn: UnitFn, unit: Unit, report: Callable[[dict[str, float]], None]) 
     except BaseException as error:  # noqa: BLE001 - a unit's failure is data; KeyboardInterrupt too
         if isinstance(error, KeyboardInterrupt):
             raise
-        message = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
-        if not isinstance(error, UnitError):
-            message += "\n" + "".join(traceback.format_exception(error)[-3:]).rstrip()
-        return UnitResult(unit.id, "failed", {}, message, time.perf_counter() - start)
+        return UnitResult(unit.id, "failed", {}, failure_message(error), time.perf_counter() - start)
     if not isinstance(result, dict):
         return UnitResult(unit.id, "failed", {}, f"unit function returned {type(result).__name__}, "
                           "not a dict", time.perf_counter() - start)
     return UnitResult(unit.id, "done", result, None, time.perf_counter() - start)
+
+
+def failure_message(error: BaseException) -> str:
+    """A failed unit's ``error``: ``Type: message`` and the traceback's last frames; a
+    ``UnitError``'s line alone; a pydantic ``ValidationError`` (a payload's config that does not
+    validate, one of an older layout) in one line as a ``ConfigError`` says it: each bad field's
+    path in the model and what is wrong (``rlkit.config.describe_errors``).
+
+    Args:
+        error: what the unit raised.
+
+    Returns:
+        The message, its first line the error's own."""
+    from pydantic import ValidationError
+
+    from rlkit.config import describe_errors
+
+    if isinstance(error, ValidationError):
+        return f"ConfigError: {describe_errors(error.title, error)}"
+    message = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    if not isinstance(error, UnitError):
+        message += "\n" + "".join(traceback.format_exception(error)[-3:]).rstrip()
+    return message
 
 
 class UnitError(RuntimeError):
