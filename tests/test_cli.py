@@ -167,6 +167,20 @@ def test_what_the_run_would_refuse_is_refused_before_its_run_directory_exists(
     assert named in capsys.readouterr().err
 
 
+def test_m3hf_checks_its_game_by_its_config_without_building_one(monkeypatch):
+    """``M3HFConfig.env`` validates every setting the Overcooked env reads, so the checks before a
+    run build no game (a bad one is refused when the config loads: ``env.layout=Z`` above)."""
+    from envs.overcooked.parallel import OvercookedParallelEnv
+    from rlkit.m3hf.run_config import M3HFConfig
+    from rlkit.runners.checks import check_before_run
+
+    def built(*args, **kwargs):
+        raise AssertionError("the checks built an Overcooked env")
+
+    monkeypatch.setattr(OvercookedParallelEnv, "__init__", built)
+    check_before_run("m3hf", M3HFConfig(env={"layout": "B", "n_agents": 2}))
+
+
 def test_a_third_party_sb3_zip_is_refused_before_its_run_dir_unless_trusted(tmp_path, capsys):
     """Issue 16, item 11: a zip without rlkit's .json is only unpickled by explicit opt-in."""
     (tmp_path / "foreign.zip").write_bytes(b"PK\x05\x06" + bytes(18))  # never opened
