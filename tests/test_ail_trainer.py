@@ -23,7 +23,7 @@ from rlkit.ail import (
 )
 from rlkit.ail import checkpoints as checkpoints_module
 from rlkit.ail.discriminator import build_discriminator
-from rlkit.errors import FileFormatError, InvalidDataError
+from rlkit.errors import ConfigError, FileFormatError, InvalidDataError
 from tests.tiny_envs import Point
 
 
@@ -241,16 +241,32 @@ def test_a_run_killed_mid_episode_resumes_bit_identical(demos, tmp_path, lost_la
                                   whole.generator.replay_buffer.observations)
 
 
-def test_a_resume_folder_from_before_it_named_its_round_resumes_from_the_latest_checkpoint(demos, tmp_path):
+def test_a_damaged_or_foreign_resume_folder_is_refused_by_name(demos, tmp_path):
+    """resume/ is a run-state point: a file of it missing, a folder without its point.json (an
+    older rlkit's) or a point of another config is refused naming it; without resume/ at all the
+    run resumes from the latest checkpoint with a new episode."""
     config = AILConfig(rounds=3, steps_per_round=110, discriminator=DiscriminatorConfig(hidden=(16,)))
     sac = {"learning_starts": 50, "policy_kwargs": {"net_arch": [16]}}
     first = AILTrainer(config, venv(), demos, "sac", sac, checkpoints=CheckpointStore(tmp_path))
     first.run_round()
     first.run_round()
-    (tmp_path / "resume" / "episode.npz").unlink()  # as rlkit wrote it before: the replay buffer only
+    resume_dir = tmp_path / "resume"
+    episode = (resume_dir / "episode.npz").read_bytes()
+    (resume_dir / "episode.npz").unlink()
     again = AILTrainer(config, venv(), demos, "sac", sac, checkpoints=CheckpointStore(tmp_path))
-    assert again.resume() == 1 and again.generator._last_obs is None  # a new episode, as before
-    assert again.generator.replay_buffer.pos == first.generator.replay_buffer.pos
+    with pytest.raises(FileFormatError, match=r"resume/episode.npz: missing \(listed in point.json\)"):
+        again.resume()
+    (resume_dir / "episode.npz").write_bytes(episode)
+    other = config.replace(steps_per_round=55)
+    with pytest.raises(ConfigError, match=r"resume/point.json holds a resumable run .*ail.steps_per_round"):
+        AILTrainer(other, venv(), demos, "sac", sac, checkpoints=CheckpointStore(tmp_path)).resume()
+    point = (resume_dir / "point.json").read_bytes()
+    (resume_dir / "point.json").unlink()
+    with pytest.raises(FileFormatError, match=r"resume/point.json: missing \(not an AIL resume point"):
+        again.resume()
+    (resume_dir / "point.json").write_bytes(point)
+    shutil.rmtree(resume_dir)
+    assert again.resume() == 1 and again.generator._last_obs is None  # a new episode
     assert [r.round for r in again.train()] == [0, 1, 2]
 
 

@@ -40,12 +40,13 @@ from rlkit.persistence.rng import (
 KINDS = {
     "rlkit.sb3-agent", "rlkit.reward_model", "rlkit.trajectories", "rlkit.preferences", "rlkit.replay",
     "rlkit.ail_checkpoint", "rlkit.prefrl.resume", "rlkit.marl.checkpoint", "rlkit.m3hf.run",
-    "rlkit.m3hf.pools", "rlkit.human.labels", "rlkit.sb3-resume", "rlkit.apec-inputs",
+    "rlkit.m3hf.pools", "rlkit.human.labels", "rlkit.sb3-resume", "rlkit.apec-inputs", "rlkit.ail.resume",
 }
 
 
 def test_the_registry_lists_every_kind_and_each_writer_uses_its_tag():
     from rlkit.ail import checkpoints
+    from rlkit.ail import resume as ail_resume
     from rlkit.apec import inputs
     from rlkit.data import store
     from rlkit.factories import resumable
@@ -60,7 +61,8 @@ def test_the_registry_lists_every_kind_and_each_writer_uses_its_tag():
     assert set(FORMATS) == KINDS
     written = {agents.FORMAT, serialization.FORMAT, store._FORMAT, dataset._FORMAT, tag(replay.KIND),
                checkpoints.FORMAT, resume.FORMAT, checkpoint.FORMAT, loop.STATE_FORMAT, weights.FORMAT,
-               f"rlkit.human.labels/{schema.CURRENT_VERSION}", resumable.FORMAT, tag(inputs.KIND)}
+               f"rlkit.human.labels/{schema.CURRENT_VERSION}", resumable.FORMAT, tag(inputs.KIND),
+               tag(ail_resume.KIND)}
     assert written == {spec.tag for spec in FORMATS.values()}
     for spec in FORMATS.values():
         assert spec.tag == f"{spec.kind}/{spec.version}" and spec.header and spec.check and spec.writer
@@ -70,9 +72,9 @@ def test_a_newer_or_unknown_version_is_refused_by_name(tmp_path):
     path = tmp_path / "meta.json"
     write_header(path, "rlkit.marl.checkpoint", {"x": 1})
     assert read_header(path, "rlkit.marl.checkpoint")["x"] == 1
-    for found, message in (("rlkit.marl.checkpoint/3", "written by a newer rlkit"),
+    for found, message in (("rlkit.marl.checkpoint/4", "written by a newer rlkit"),
                            ("rlkit.marl.checkpoint/0", "old version this rlkit no longer reads"),
-                           ("rlkit.reward_model/1", "expected 'rlkit.marl.checkpoint/2'"),
+                           ("rlkit.reward_model/1", "expected 'rlkit.marl.checkpoint/3'"),
                            ("rlkit.marl.checkpoint/two", "expected"), (7, "format is 7")):
         data = json.loads(path.read_text()) | {"format": found}
         path.write_text(json.dumps(data))
@@ -80,7 +82,7 @@ def test_a_newer_or_unknown_version_is_refused_by_name(tmp_path):
             read_header(path, "rlkit.marl.checkpoint")
         assert str(path) in str(caught.value)
     with pytest.raises(FileFormatError, match=r"'rlkit.marl.checkpoint/1', an old version this rlkit no "
-                                              r"longer reads \(it reads 'rlkit.marl.checkpoint/2'\)"):
+                                              r"longer reads \(it reads 'rlkit.marl.checkpoint/3'\)"):
         check_tag("rlkit.marl.checkpoint/1", "rlkit.marl.checkpoint", path)
     with pytest.raises(FileFormatError, match="written by a newer rlkit"):
         check_tag("rlkit.reward_model/2", "rlkit.reward_model", "model.json")
@@ -213,6 +215,20 @@ def make_ail_checkpoint(root: Path):
     return files, [folder / "meta.json"], load
 
 
+def make_ail_resume(root: Path):
+    from rlkit.ail.resume import read_resume_folder, save_resume_folder
+
+    folder, config = root / "resume", {"ail": {"rounds": 3}, "generator": "SAC"}
+    save_resume_folder(folder, 2, filled_buffer(40), {"agent:_last_obs": np.ones((1, 3))}, config)
+
+    def load() -> None:
+        assert read_resume_folder(folder, config)[0] == 2
+        load_replay(replay_buffer(), folder / "replay.npz")
+
+    files = [folder / name for name in ("point.json", "replay.npz", "episode.npz")]
+    return files, [folder / "point.json"], load
+
+
 def make_prefrl_resume(root: Path, monkeypatch):
     from rlkit.prefrl import PreferenceRL, resume
     from rlkit.prefrl import loop as prefrl_loop
@@ -269,6 +285,7 @@ ARTEFACTS = {
     "rlkit.sb3-agent": make_agent, "rlkit.reward_model": make_reward_model,
     "rlkit.trajectories": make_trajectories, "rlkit.preferences": make_preferences,
     "rlkit.replay": make_replay, "rlkit.ail_checkpoint": make_ail_checkpoint,
+    "rlkit.ail.resume": make_ail_resume,
     "rlkit.prefrl.resume": make_prefrl_resume, "rlkit.marl.checkpoint": make_marl_checkpoint,
     "rlkit.m3hf.run": make_m3hf_run,  # with rlkit.m3hf.pools, which its state.json covers
 }
@@ -404,7 +421,7 @@ def test_the_writers_stage_their_folders_and_a_failed_save_keeps_the_last_checkp
     def broken(*args, **kwargs):
         raise OSError("disk full")
 
-    monkeypatch.setattr(marl_checkpoint, "write_header", broken)
+    monkeypatch.setattr(marl_checkpoint, "commit", broken)
     with pytest.raises(OSError, match="disk full"):
         marl_checkpoint.save_checkpoint(trainer, tmp_path / "checkpoint")
     assert {path: path.read_bytes() for path in files} == before

@@ -17,8 +17,9 @@ from rlkit.cli import _resume_check
 from rlkit.errors import ConfigError
 from rlkit.factories.resumable import KIND as SB3_RESUME_KIND
 from rlkit.factories.resumable import ResumableTraining
-from rlkit.persistence import resume_config, write_header
+from rlkit.persistence import resume_config
 from rlkit.persistence.resume_config import MAY_CHANGE, changed_paths, refuse_changed_config
+from rlkit.persistence.run_state import commit
 from rlkit.prefrl import resume as prefrl_resume
 from rlkit.runners.commands import COMMANDS, command_schema
 from rlkit.scale.sweep import SweepSpec, prepare_sweep_dir, run_sweep
@@ -85,9 +86,11 @@ def _seed_changed(config: BaseModel) -> BaseModel:
 
 def resume_pref_rl(run_dir: Path) -> None:
     config = command_schema("pref-rl")()
-    write_header(run_dir / prefrl_resume.RESUME_DIR / prefrl_resume.STATE_FILE, prefrl_resume.KIND, {
-        "config": config.model_dump(mode="json"), "timestep": 0, "agent_updates": 0,
-        "agent_episodes": 0, "pending_pairs": 1, "numpy_rng": {}, "rounds": [], "episodes": {}})
+    state = {"timestep": 0, "agent_updates": 0, "agent_episodes": 0, "pending_pairs": 1, "numpy_rng": {},
+             "rounds": [], "episodes": {}, "generation": 0, "round": "round-0000000", "store_chunks": [],
+             "replay": None, "dataset": {}}
+    commit(run_dir / prefrl_resume.RESUME_DIR / prefrl_resume.STATE_FILE, prefrl_resume.KIND, "pref-rl",
+           config.model_dump(mode="json"), state)
     other = _seed_changed(config)
     check = _resume_check("pref-rl", other)
     assert check is not None
@@ -98,9 +101,8 @@ def resume_m3hf(run_dir: Path) -> None:
     from rlkit.m3hf.loop import STATE_KIND
 
     config = command_schema("m3hf")()
-    write_header(run_dir / "state.json", STATE_KIND, {
-        "config": config.model_dump(mode="json"), "completed": 0,
-        "history": [{"original_return": 0.0}], "best": None})
+    commit(run_dir / "state.json", STATE_KIND, "m3hf", config.model_dump(mode="json"), {
+        "completed": 0, "history": [{"original_return": 0.0}], "best": None})
     check = _resume_check("m3hf", _seed_changed(config))
     assert check is not None
     check(run_dir)
@@ -143,9 +145,9 @@ def resume_from_config_yaml(command: str) -> Callable[[Path], None]:
 def resume_resumable_training(run_dir: Path) -> None:
     agent = PPO("MlpPolicy", make_vec_env("CartPole-v1", n_envs=1, seed=0), n_steps=8, batch_size=8,
                 device="cpu", seed=0)
-    write_header(run_dir / "point-000000000008.json", SB3_RESUME_KIND, {
-        "settings": {"seed": 0}, "algo": "PPO", "n_envs": 1, "counters": {}, "rngs": {}, "exact": True,
-        "episode": False, "replay": None, "progress": {}})
+    commit(run_dir / "point-000000000008.json", SB3_RESUME_KIND, "resumable", {"seed": 0}, {
+        "algo": "PPO", "n_envs": 1, "counters": {}, "rngs": {}, "exact": True, "episode": False,
+        "replay": None, "progress": {}})
     ResumableTraining(run_dir, 16, 8, settings={"seed": 1}).resume(agent)
 
 

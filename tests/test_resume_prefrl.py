@@ -231,7 +231,7 @@ def test_a_rounds_write_is_the_new_data_not_the_whole_point(tmp_path, relabel):
     for name in ("observations", "next_observations", "actions", "rewards", "dones", "timeouts"):
         np.testing.assert_array_equal(getattr(fresh.agent.replay_buffer, name), getattr(buffer, name))
     np.testing.assert_array_equal(point.dataset.store.arrays()["obs"], loop.store.arrays()["obs"])
-    named = set(point.state["chunk_sha256"]) | {"state.json"}
+    named = {name for name in point.files if not name.startswith(point.state["round"])} | {"state.json"}
     on_disk = {p.relative_to(folder).as_posix() for p in files(folder)}
     assert {p for p in on_disk if not p.startswith(point.state["round"])} == named  # no leftovers
 
@@ -247,7 +247,7 @@ def test_a_save_killed_before_its_commit_leaves_the_previous_point(tmp_path, mon
     def killed(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(prefrl_resume, "write_header", killed)  # every new file is written by then
+    monkeypatch.setattr(prefrl_resume, "commit", killed)  # every new file is written by then
     with pytest.raises(KeyboardInterrupt):
         prefrl_resume.save(loop, folder, pending_pairs=10)
     monkeypatch.undo()
@@ -262,12 +262,13 @@ def test_a_save_killed_before_its_commit_leaves_the_previous_point(tmp_path, mon
     assert point.timestep == 14_000 and point.dataset.store.n_steps == 14_000
     on_disk = {p.relative_to(folder).as_posix() for p in files(folder)}
     assert {p for p in on_disk if not p.startswith(point.state["round"])} == (
-        set(point.state["chunk_sha256"]) | {"state.json"})
+        {name for name in point.files if not name.startswith(point.state["round"])} | {"state.json"})
 
 
 def test_a_point_written_whole_by_a_pre_release_rlkit_is_refused_by_name(tmp_path):
     """Format versions 1 and 2 wrote a point whole (``tensors.pt``, ``replay.npz``,
-    ``preferences.*``, ``reward/`` in the folder): refused naming the version, or the layout."""
+    ``preferences.*``, ``reward/`` in the folder), version 3 without its command: each refused
+    naming the version, and a header without its command or config by the field missing."""
     loop, rng = sac_loop(20_000), np.random.default_rng(2)
     grow(loop, 4_000, rng)
     folder = tmp_path / "resume"
@@ -279,12 +280,18 @@ def test_a_point_written_whole_by_a_pre_release_rlkit_is_refused_by_name(tmp_pat
     write_header(folder / "state.json", prefrl_resume.KIND, prefrl_resume._state(loop, 10),
                  covers=payload_files(folder))
     config_json = loop.config.model_dump(mode="json")
-    with pytest.raises(FileFormatError, match=r"state.json: field 'layout' missing"):
+    with pytest.raises(FileFormatError, match=r"state.json: missing field 'command'"):
+        prefrl_resume.load(folder, config_json)
+    write_header(folder / "state.json", prefrl_resume.KIND,
+                 prefrl_resume._state(loop, 10) | {"command": "pref-rl"}, covers=payload_files(folder))
+    with pytest.raises(FileFormatError, match=r"state.json: missing field 'config'"):
         prefrl_resume.load(folder, config_json)
     header = json.loads((folder / "state.json").read_text())
-    (folder / "state.json").write_text(json.dumps(header | {"format": "rlkit.prefrl.resume/2"}))
-    with pytest.raises(FileFormatError, match=r"state.json: format is 'rlkit.prefrl.resume/2', an old"):
-        prefrl_resume.load(folder, config_json)
+    for version in (2, 3):
+        (folder / "state.json").write_text(json.dumps(header | {"format": f"rlkit.prefrl.resume/{version}"}))
+        refused = rf"state.json: format is 'rlkit.prefrl.resume/{version}', an old"
+        with pytest.raises(FileFormatError, match=refused):
+            prefrl_resume.load(folder, config_json)
 
 
 def test_a_damaged_replay_chunk_is_refused_naming_it(tmp_path):

@@ -12,7 +12,7 @@ from rlkit.errors import ConfigError
 from rlkit.factories.configs import PrefRLConfig
 from rlkit.m3hf.loop import STATE_KIND
 from rlkit.m3hf.run_config import M3HFConfig
-from rlkit.persistence import write_header
+from rlkit.persistence.run_state import commit
 from rlkit.prefrl import resume as prefrl_resume
 from rlkit.runners.rundir import make_run_dir
 
@@ -65,9 +65,10 @@ def test_commands_that_never_resume_refuse_a_used_run_dir(tmp_path, command):
 
 
 def pref_rl_point(run_dir: Path, config: PrefRLConfig) -> None:
-    write_header(run_dir / "resume" / "state.json", prefrl_resume.KIND, {
-        "config": config.model_dump(mode="json"), "timestep": 0, "agent_updates": 0,
-        "agent_episodes": 0, "pending_pairs": 1, "numpy_rng": {}, "rounds": [], "episodes": {}})
+    commit(run_dir / "resume" / "state.json", prefrl_resume.KIND, "pref-rl", config.model_dump(mode="json"), {
+        "timestep": 0, "agent_updates": 0, "agent_episodes": 0, "pending_pairs": 1, "numpy_rng": {},
+        "rounds": [], "episodes": {}, "generation": 0, "round": "round-0000000", "store_chunks": [],
+        "replay": None, "dataset": {}})
 
 
 def test_pref_rl_goes_on_from_its_resume_point_with_its_settings_only(tmp_path):
@@ -90,9 +91,9 @@ def test_m3hf_goes_on_from_its_state_with_its_settings_only(tmp_path):
     make_run_dir("m3hf", str(tmp_path), config)
     with pytest.raises(ConfigError, match="no point of an `rlkit m3hf` run"):
         make_run_dir("m3hf", str(tmp_path), config, resumes=_resume_check("m3hf", config))
-    write_header(tmp_path / "state.json", STATE_KIND, {
-        "config": config.model_dump(mode="json", exclude={"llm": {"api_key"}}), "completed": 0,
-        "history": [{"original_return": 0.0}], "best": None})
+    saved = config.model_dump(mode="json", exclude={"llm": {"api_key"}})
+    commit(tmp_path / "state.json", STATE_KIND, "m3hf", saved,
+           {"completed": 0, "history": [{"original_return": 0.0}], "best": None})
     more = config.model_copy(update={"phases": config.phases + 1})
     assert make_run_dir("m3hf", str(tmp_path), more, resumes=_resume_check("m3hf", more))
     other = config.model_copy(update={"seed": config.seed + 1})

@@ -39,6 +39,7 @@ from rlkit.ail.resume import (
     EPISODE_FILE,
     REPLAY_FILE,
     load_replay,
+    point_config,
     read_resume_folder,
     restore_generator_rngs,
     restore_trainer_state,
@@ -49,7 +50,7 @@ from rlkit.ail.transitions import TransitionBuffer, Transitions, take_rows
 from rlkit.data import Trajectory
 from rlkit.devices import resolve_device
 from rlkit.errors import InvalidDataError, StateError
-from rlkit.factories.run_state import episode_state, restore_episode
+from rlkit.persistence.run_state import episode_state, restore_episode
 from rlkit.reward.nets import action_shape
 from rlkit.wrappers import RewardVecEnvWrapper
 from rlkit.wrappers.relabel import RolloutRewardRelabeller, per_rollout_reward
@@ -174,7 +175,7 @@ class AILTrainer:
         if self.checkpoints is None or (latest := self.checkpoints.latest()) is None:
             return None
         resume_dir = self.checkpoints.resume_dir
-        kept, episode = read_resume_folder(resume_dir)
+        kept, episode = read_resume_folder(resume_dir, point_config(self.config, self.generator))
         start = latest if kept is None else kept  # later checkpoints are trained again, the same
         checkpoint = self.checkpoints.load(start, self.device, env=self.venv)
         # In place: the env wrapper holds this discriminator's reward method.
@@ -206,7 +207,8 @@ class AILTrainer:
         self.checkpoints.save(self.round, self.generator, self.discriminator, record.to_dict(),
                               trainer_state(self.optimizer, self.rng, self.torch_rng, self.generator))
         replay = _replay_buffer(self.generator) if isinstance(self.generator, OffPolicyAlgorithm) else None
-        save_resume_folder(self.checkpoints.resume_dir, self.round, replay, episode_state(self.generator))
+        save_resume_folder(self.checkpoints.resume_dir, self.round, replay, episode_state(self.generator),
+                           point_config(self.config, self.generator))
 
     def update_discriminator(self, agent: Transitions) -> dict[str, float]:
         """``updates_per_round`` Adam steps on fresh expert/agent batches (their images randomly

@@ -22,12 +22,13 @@ A point (format ``rlkit.sb3-resume``) holds:
   agent's last observation (``episode.npz``);
 - the caller's settings and its own progress (JSON, e.g. an episode-return curve).
 
-Layout: ``<dir>/point-<steps>.json``, the header, written last (the commit), covers
-``<dir>/point-<steps>/`` (``agent.zip``, ``agent.json``, ``tensors.pt``) and names the replay chunks
-``<dir>/replay/*.npz`` with their SHA-256. The last ``keep`` points are kept. A killed write leaves
-no header (its files are removed by the next save); a damaged point is passed over for the one
-before and named in ``Resumed.skipped``; when none is whole the error names each. A point written
-with other settings is refused, naming them (never passed over).
+Layout: ``<dir>/point-<steps>.json``, the header, committed last through
+``rlkit.persistence.run_state`` (command ``resumable``, the caller's settings as its config), names
+``<dir>/point-<steps>/`` (``agent.zip``, ``agent.json``, ``tensors.pt``, ``episode.npz``) and the
+replay chunks ``<dir>/replay/*.npz`` with their SHA-256. The last ``keep`` points are kept. A
+killed write leaves no header (its files are removed by the next save); a damaged point is passed
+over for the one before and named in ``Resumed.skipped``; when none is whole the error names
+each. A point written with other settings is refused, naming them (never passed over).
 
 What a resumed run reproduces. Where the point holds the episode in progress, the resumed run
 steps on from where the killed one was, and is bit-identical to a run never stopped (measured in
@@ -64,30 +65,30 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
-from stable_baselines3.common.save_util import load_from_zip_file, recursive_setattr
+from stable_baselines3.common.save_util import load_from_zip_file
 from stable_baselines3.common.type_aliases import TrainFreq, TrainFrequencyUnit
 
 from rlkit.errors import FileFormatError, InvalidDataError
-from rlkit.factories.run_state import (
+from rlkit.persistence import atomic_write_bytes, tag
+from rlkit.persistence.agents import save_agent
+from rlkit.persistence.arrays import load_npz, save_npz
+from rlkit.persistence.formats import payload_files
+from rlkit.persistence.replay import chunk_files, load_replay_chunks, save_replay_chunks
+from rlkit.persistence.run_state import (
+    Point,
     check_learn_rngs,
+    check_rng_tensors,
+    commit,
     env_rng_states,
     episode_state,
     learn_rngs,
-    own_rngs,
+    peek,
+    read_point,
     restore_episode,
     restore_learn_rngs,
-    restore_own_rngs,
-)
-from rlkit.persistence import atomic_write_bytes, read_header, tag, write_header
-from rlkit.persistence.agents import save_agent
-from rlkit.persistence.arrays import load_npz, save_npz
-from rlkit.persistence.formats import payload_files, verify_checksums
-from rlkit.persistence.replay import chunk_files, load_replay_chunks, save_replay_chunks
-from rlkit.persistence.resume_config import refuse_changed_config
-from rlkit.persistence.rng import (
-    check_torch_rng_state,
-    restore_torch_rng,
-    torch_rng_state,
+    restore_networks,
+    restore_rng_tensors,
+    rng_tensors,
 )
 
 __all__ = ["ResumableTraining", "Resumed"]
@@ -100,7 +101,7 @@ EPISODE_FILE = "episode.npz"  # the episode in progress: the env's layers and th
 REPLAY_DIR = "replay"
 COUNTERS = ("num_timesteps", "_n_updates", "_episode_num", "_n_calls")
 _FIELDS: dict[str, type | tuple[type, ...]] = {
-    "settings": dict, "algo": str, "n_envs": int, "counters": dict, "rngs": dict, "exact": bool,
+    "algo": str, "n_envs": int, "counters": dict, "rngs": dict, "exact": bool,
     "episode": bool, "replay": (dict, type(None)), "progress": dict,
 }
 _HEADER = re.compile(r"^point-(\d{12})\.json$")
@@ -177,15 +178,15 @@ class ResumableTraining:
         for steps in reversed(self.points()):
             path = self._header(steps)
             try:
-                header = read_header(path, KIND, _FIELDS, verify=False)
-                self._check_settings(path, header, agent)
-                tensors = self._verified(path, header)
+                point = read_point(path, KIND, "resumable", self.settings, _FIELDS, verify=False)
+                self._check_agent(point, agent)
+                tensors = self._verified(point)
             except FileFormatError as error:
                 skipped.append(str(error))
                 continue
-            _restore(agent, self.directory, path, header, tensors)
-            self._replay = header["replay"]
-            return Resumed(steps, header["progress"], header["exact"], tuple(skipped))
+            _restore(agent, self.directory, path, point.state, tensors)
+            self._replay = point.state["replay"]
+            return Resumed(steps, point.state["progress"], point.state["exact"], tuple(skipped))
         if skipped:
             raise FileFormatError(f"{self.directory}: no whole resume point: " + "; ".join(skipped))
         return None
@@ -226,40 +227,35 @@ class ResumableTraining:
     def _header(self, steps: int) -> Path:
         return self.directory / f"point-{steps:012d}.json"
 
-    def _check_settings(self, path: Path, header: dict[str, Any], agent: BaseAlgorithm) -> None:
+    def _check_agent(self, point: Point, agent: BaseAlgorithm) -> None:
         for key, value in (("algo", type(agent).__name__), ("n_envs", agent.n_envs)):
-            if header[key] != value:
-                raise InvalidDataError(f"{path}: a point of a run with {key}={header[key]!r}, this one has "
-                                       f"{value!r}; resume with the same settings or use a new folder")
-        refuse_changed_config("resumable", header["settings"], self.settings, where=path)
+            if point.state[key] != value:
+                raise InvalidDataError(f"{point.path}: a point of a run with {key}={point.state[key]!r}, "
+                                       f"this one has {value!r}; resume with the same settings or use a "
+                                       "new folder")
 
-    def _verified(self, path: Path, header: dict[str, Any]) -> dict[str, Any]:
+    def _verified(self, point: Point) -> dict[str, Any]:
         """Every file the point names checked against its SHA-256, and its RNG states readable."""
-        verify_checksums(path, header)
-        replay = header["replay"]
+        path, state = point.path, point.state
         try:
-            named = chunk_files(replay) if replay is not None else {}
+            named = chunk_files(state["replay"]) if state["replay"] is not None else {}
         except (KeyError, TypeError, AttributeError):
             raise FileFormatError(f"{path}: field 'replay' is not a replay buffer manifest") from None
-        verify_checksums(path, {"sha256": named})
+        if any(point.files.get(name) != sha for name, sha in named.items()):
+            raise FileFormatError(f"{path}: its replay chunks are not among its checksummed files")
+        point.verify()
         tensors_path = path.with_suffix("") / TENSORS_FILE
         try:
             tensors = torch.load(tensors_path, map_location="cpu", weights_only=True)
-            check_torch_rng_state(tensors["torch"], tensors_path)
-            cuda = list(tensors["cuda"])
-            own = dict(tensors["own"])
-            for state in own.values():
-                check_torch_rng_state(state, tensors_path)
-        except FileFormatError:
-            raise
         except Exception as error:  # torch's restricted unpickler raises its own kinds
             raise FileFormatError(f"{tensors_path}: missing or damaged ({error})") from None
-        check_learn_rngs(header["rngs"], path)
-        counters = header["counters"]
+        check_rng_tensors(tensors, tensors_path)
+        check_learn_rngs(state["rngs"], path)
+        counters = state["counters"]
         if not all(isinstance(counters.get(name), int) for name in COUNTERS[:3]):
             raise FileFormatError(f"{path}: field 'counters' lacks one of {list(COUNTERS[:3])}")
-        arrays = load_npz(path.with_suffix("") / EPISODE_FILE) if header["episode"] else None
-        return {"torch": tensors["torch"], "cuda": cuda, "own": own, "episode": arrays}
+        arrays = load_npz(path.with_suffix("") / EPISODE_FILE) if state["episode"] else None
+        return {"rngs": tensors, "episode": arrays}
 
     def _save(self, agent: BaseAlgorithm, boundary: _ChunkEnd, progress: dict[str, Any]) -> None:
         steps = agent.num_timesteps
@@ -268,8 +264,7 @@ class ResumableTraining:
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
         save_agent(agent, folder / AGENT_NAME)
-        cuda = torch.cuda.get_rng_state_all() if agent.device.type == "cuda" else []
-        tensors = {"torch": torch_rng_state(), "cuda": cuda, "own": own_rngs(agent)}
+        tensors = rng_tensors(agent)
         atomic_write_bytes(folder / TENSORS_FILE, lambda handle: torch.save(tensors, handle))
         episode = episode_state(agent)
         if episode is not None:
@@ -278,14 +273,14 @@ class ResumableTraining:
         if isinstance(agent, OffPolicyAlgorithm) and agent.replay_buffer is not None:
             replay, _ = save_replay_chunks(agent.replay_buffer, self.directory, REPLAY_DIR, self._replay,
                                            steps, generation=steps)
-        write_header(header, KIND, {
-            "settings": self.settings, "algo": type(agent).__name__, "n_envs": agent.n_envs,
+        commit(header, KIND, "resumable", self.settings, {
+            "algo": type(agent).__name__, "n_envs": agent.n_envs,
             "counters": {name: int(getattr(agent, name)) for name in COUNTERS if hasattr(agent, name)},
             # the env RNGs as they are now with the episode in progress, else from before the last step
             "rngs": learn_rngs(agent) | ({} if episode is not None else {"envs": boundary.env_rngs}),
             "exact": episode is not None or (boundary.env_rngs is not None and boundary.episode_end),
             "episode": episode is not None, "replay": replay, "progress": progress,
-        }, covers=payload_files(folder))
+        }, covers=payload_files(folder), named=chunk_files(replay) if replay is not None else None)
         self._replay = replay
         self._prune(steps)
 
@@ -299,11 +294,9 @@ class ResumableTraining:
         names = {f"point-{p:012d}" for p in kept}
         named: set[str] = set()
         for p in kept:
-            try:
-                replay = read_header(self._header(p), KIND, verify=False).get("replay")
-                named |= set(chunk_files(replay)) if replay else set()
-            except (FileFormatError, KeyError, TypeError, AttributeError):
-                continue  # a damaged point: nothing of it is worth keeping
+            header = peek(self._header(p), KIND)  # None: a damaged point, nothing of it worth keeping
+            sums = header.get("sha256") if header is not None else None
+            named |= set(sums) if isinstance(sums, dict) else set()
         for path in self.directory.iterdir():
             if path.is_dir() and path.name.startswith("point-") and path.name not in names:
                 shutil.rmtree(path)
@@ -358,13 +351,7 @@ def _restore(agent: BaseAlgorithm, directory: Path, path: Path, header: dict[str
     """Put a verified point into ``agent``; networks that do not fit it are refused."""
     zip_path = path.with_suffix("") / f"{AGENT_NAME}.zip"
     _, params, variables = load_from_zip_file(zip_path, device=agent.device, load_data=False)
-    try:
-        agent.set_parameters(params, exact_match=True, device=agent.device)
-        for name, value in (variables or {}).items():
-            recursive_setattr(agent, f"{name}.data", value.data)
-    except (AttributeError, KeyError, RuntimeError, TypeError, ValueError) as error:
-        raise InvalidDataError(f"{zip_path}: networks that do not fit this agent (other settings?): "
-                               f"{type(error).__name__}: {error}") from None
+    restore_networks(agent, params or {}, variables, zip_path)
     for name, value in header["counters"].items():
         if name in COUNTERS and hasattr(agent, name):
             setattr(agent, name, int(value))
@@ -372,12 +359,8 @@ def _restore(agent: BaseAlgorithm, directory: Path, path: Path, header: dict[str
         if header["replay"] is None:
             raise FileFormatError(f"{path}: no replay buffer, this agent keeps one")
         load_replay_chunks(agent.replay_buffer, directory, header["replay"])
-    rngs = header["rngs"]
-    restore_torch_rng(tensors["torch"], where=path.with_suffix("") / TENSORS_FILE)
-    restore_own_rngs(agent, tensors["own"], path.with_suffix("") / TENSORS_FILE)
-    if tensors["cuda"] and agent.device.type == "cuda" and len(tensors["cuda"]) == torch.cuda.device_count():
-        torch.cuda.set_rng_state_all(tensors["cuda"])
-    restore_learn_rngs(agent, rngs, path)
+    restore_rng_tensors(agent, tensors["rngs"], path.with_suffix("") / TENSORS_FILE)
+    restore_learn_rngs(agent, header["rngs"], path)
     agent._last_obs = None  # learn() starts with an env reset, unless the episode goes on
     if tensors["episode"] is not None:
         restore_episode(agent, tensors["episode"], path.with_suffix("") / EPISODE_FILE)

@@ -22,8 +22,9 @@ are written first and ``state.json`` last, atomically, so a run killed at any po
 the last completed generation with its pools and RNG states, and continues as if never stopped.
 A run resumed with other settings than it was started with (bar ``phases``: more phases may be
 added) is refused, each changed setting named (``rlkit.persistence.resume_config``, ``m3hf``).
-``state.json`` (format ``rlkit.m3hf.run``) holds the SHA-256 of that generation's pools file and
-checkpoint header (which covers its policies), so a damaged one is refused by name on resume.
+``state.json`` (format ``rlkit.m3hf.run``), committed and read through
+``rlkit.persistence.run_state`` (command ``m3hf``), holds the SHA-256 of that generation's pools file
+and checkpoint header (which covers its policies), so a damaged one is refused by name on resume.
 """
 
 from __future__ import annotations
@@ -59,16 +60,15 @@ from rlkit.m3hf.specs import FeedbackParser, RewardSpec, Scene
 from rlkit.m3hf.weights import TeamPools, WeightRule
 from rlkit.marl import MultiAgentPPO, OvercookedRows, load_checkpoint, save_checkpoint
 from rlkit.marl.evaluate import evaluate
-from rlkit.persistence import atomic_open, atomic_write_json, read_header, tag, write_header
-from rlkit.persistence.formats import CHECKSUMS, SELF_CHECKSUM
-from rlkit.persistence.resume_config import refuse_changed_config
+from rlkit.persistence import atomic_open, atomic_write_json, tag
+from rlkit.persistence.run_state import commit, read_point
 
 log = logging.getLogger(__name__)
 STATE_KIND = "rlkit.m3hf.run"
 STATE_FORMAT = tag(STATE_KIND)
 STATE_FILE = "state.json"
 _STATE_FIELDS: dict[str, type | tuple[type, ...]] = {
-    "config": dict, "completed": int, "history": list, "best": (dict, type(None)),
+    "completed": int, "history": list, "best": (dict, type(None)),
 }
 # config.performance -> the field of a generation's row that "best" and "improved" compare
 MEASURES = {"train": "train_original_return", "eval": "original_return"}
@@ -174,7 +174,6 @@ class M3HFRun:
             rule = WeightRule(self.config.alpha, self.config.beta, self.config.weight_rule)
             pools = TeamPools.empty(self.venv.n_agents, rule)
             state = {
-                "format": STATE_FORMAT,
                 "config": self.config.model_dump(mode="json"),  # the API key never dumps
                 "completed": -1,
                 "history": [],
@@ -265,8 +264,9 @@ class M3HFRun:
             scalars = {key: float(value) for key, value in row.items() if isinstance(value, int | float)}
             self.logger.log({f"m3hf/{key}": value for key, value in scalars.items()}, trainer.num_timesteps)
         # last: the generation is now complete; its pools and checkpoint are covered by checksums
-        write_header(self.run_dir / STATE_FILE, STATE_KIND, state,
-                     covers=[self._pools(generation), self._checkpoint(generation) / "meta.json"])
+        commit(self.run_dir / STATE_FILE, STATE_KIND, "m3hf", state["config"],
+               {key: value for key, value in state.items() if key != "config"},
+               covers=[self._pools(generation), self._checkpoint(generation) / "meta.json"])
         log.info("generation %d: original return %.2f", generation, row["original_return"])
 
     def _ask(self, trainer: MultiAgentPPO, phase: int, state: dict[str, Any]) -> list[Feedback]:
@@ -328,15 +328,14 @@ class M3HFRun:
         path = self.run_dir / STATE_FILE
         if not path.is_file():
             return None
-        header = read_header(path, STATE_KIND, _STATE_FIELDS)  # and the files it covers
-        state = {key: value for key, value in header.items() if key not in (CHECKSUMS, SELF_CHECKSUM)}
+        point = read_point(path, STATE_KIND, "m3hf", self.config.model_dump(mode="json"), _STATE_FIELDS,
+                           where=self.run_dir)  # and the files it covers
+        state = {**point.state, "config": point.config}
         rows_ok = all(isinstance(row, dict) and isinstance(row.get("original_return"), int | float)
                       for row in state["history"])
         if not rows_ok or state["completed"] < 0 or len(state["history"]) != state["completed"] + 1:
             raise FileFormatError(f"{path}: completed={state['completed']} with "
                                   f"{len(state['history'])} generations of history")
-        refuse_changed_config("m3hf", state["config"], self.config.model_dump(mode="json"),
-                              where=self.run_dir)
         return state
 
 
@@ -346,8 +345,8 @@ def resumable(run_dir: str | Path, config: M3HFConfig) -> bool:
     path = Path(run_dir) / STATE_FILE
     if not path.is_file():
         return False
-    saved = read_header(path, STATE_KIND, _STATE_FIELDS, verify=False)["config"]
-    refuse_changed_config("m3hf", saved, config.model_dump(mode="json"), where=run_dir)
+    read_point(path, STATE_KIND, "m3hf", config.model_dump(mode="json"), _STATE_FIELDS, verify=False,
+               where=run_dir)
     return True
 
 

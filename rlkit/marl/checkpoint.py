@@ -2,7 +2,9 @@
 
 A checkpoint is a directory: ``policies.pt`` (state dicts only, loaded with ``weights_only=True``)
 and ``meta.json`` (format ``rlkit.marl.checkpoint``: config, counters, numpy RNG state, spaces, and
-the SHA-256 of ``policies.pt``, so a damaged file is refused by name, never loaded). It is staged
+the SHA-256 of ``policies.pt``, so a damaged file is refused by name, never loaded), committed and
+read through ``rlkit.persistence.run_state`` as a part of an M3HF run's point (no command of its
+own: the run is rebuilt from the saved config). It is staged
 beside its target and renamed into place (``rlkit.persistence.atomic_dir``), so a crash leaves the
 old checkpoint or the new one. Resuming restores the RNG states too: a resumed run takes the same
 actions as the run that never stopped.
@@ -22,15 +24,17 @@ from rlkit.logging import Logger
 from rlkit.marl.config import MarlConfig
 from rlkit.marl.ppo import MultiAgentPPO
 from rlkit.marl.rows import AgentRows
-from rlkit.persistence import atomic_dir, atomic_write_bytes, read_header, tag, write_header
+from rlkit.persistence import atomic_dir, atomic_write_bytes, tag
 from rlkit.persistence.rng import check_torch_rng_state, random_state_from_json, random_state_to_json
+from rlkit.persistence.run_state import Point, commit, read_point
 
 KIND = "rlkit.marl.checkpoint"
 FORMAT = tag(KIND)
 META_FILE = "meta.json"
 POLICIES_FILE = "policies.pt"
-_FIELDS = {"config": dict, "num_timesteps": int, "n_updates": list, "numpy_rng": list, "episodes": dict,
-           "agent_names": list, "observation_shape": list, "n_actions": int}
+_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "num_timesteps": int, "n_updates": list, "numpy_rng": list, "episodes": dict, "agent_names": list,
+    "observation_shape": list, "n_actions": int}
 
 
 def save_checkpoint(trainer: MultiAgentPPO, path: str | Path) -> Path:
@@ -51,10 +55,9 @@ def save_checkpoint(trainer: MultiAgentPPO, path: str | Path) -> Path:
             tensors[f"policy_{index}"] = model.policy.state_dict()
             tensors[f"optimizer_{index}"] = model.policy.optimizer.state_dict()
         atomic_write_bytes(staging / POLICIES_FILE, lambda handle: torch.save(tensors, handle))
-        write_header(
-            staging / META_FILE, KIND,
+        commit(
+            staging / META_FILE, KIND, None, trainer.config.model_dump(mode="json"),
             {
-                "config": trainer.config.model_dump(mode="json"),
                 "num_timesteps": trainer.num_timesteps,
                 "n_updates": [model._n_updates for model in trainer.models],
                 "numpy_rng": random_state_to_json(trainer._numpy_rng),
@@ -94,7 +97,8 @@ def load_checkpoint(path: str | Path, env: AgentRows, logger: Logger | None = No
             config, weights or counters do not fit together.
     """
     folder = Path(path)
-    meta = _read_meta(folder)
+    point = _read_meta(folder)
+    meta = point.state
     found = {
         "agent_names": list(env.agent_names),
         "observation_shape": list(env.observation_space.shape),
@@ -105,7 +109,7 @@ def load_checkpoint(path: str | Path, env: AgentRows, logger: Logger | None = No
             raise IncompatibleModelError(f"checkpoint {str(folder)!r} has {key}={meta[key]}, the env {value}")
     meta_path, policies = folder / META_FILE, folder / POLICIES_FILE
     try:
-        config = MarlConfig(**meta["config"])
+        config = MarlConfig(**point.config)
     except (TypeError, ValueError) as error:  # pydantic's ValidationError is a ValueError
         raise FileFormatError(f"{meta_path}: bad config ({error})") from None
     if device is not None:
@@ -134,9 +138,9 @@ def load_checkpoint(path: str | Path, env: AgentRows, logger: Logger | None = No
     return trainer
 
 
-def _read_meta(folder: Path) -> dict[str, Any]:
+def _read_meta(folder: Path) -> Point:
     if not (folder / META_FILE).is_file() or not (folder / POLICIES_FILE).is_file():
         raise FileFormatError(
             f"{str(folder)!r} is not a rlkit.marl checkpoint (meta.json or policies.pt missing)"
         )
-    return read_header(folder / META_FILE, KIND, _FIELDS)
+    return read_point(folder / META_FILE, KIND, None, None, _FIELDS)

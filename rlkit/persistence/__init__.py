@@ -7,6 +7,11 @@
   device) within the size limit of its kind (``MAX_BYTES``)
 - ``arrays``: ``.npz`` files without pickle; ``rng``: RNG state as data; ``replay``: SB3 replay buffers
 - ``agents``: SB3 agents without unpickling (imported from its module: it loads SB3)
+- ``resume_config``: whether a run may go on under its current config (``MAY_CHANGE`` per command)
+- ``run_state``: every resumable command's resume points, committed (header last, naming each
+  payload file's SHA-256, the command and its config) and read back (format, config diff,
+  checksums) in one way, and the parts of an SB3 run they hold (imported from its module: it
+  loads SB3)
 """
 
 from rlkit.persistence.atomic import (

@@ -66,24 +66,32 @@ FORMATS: dict[str, Format] = {f.kind: f for f in (
            "zip CRC-32 per array; shapes checked against the buffer", "rlkit.persistence.replay"),
     Format("rlkit.apec-inputs", 1, "inputs.json", "demos.npz, demos.json, demonstrator/step_*.safetensors",
            "sha256 of every payload file in inputs.json", "rlkit.apec.inputs", checksummed=True),
-    Format("rlkit.ail_checkpoint", 2, "round_NNNNNN/meta.json",
+    # /3: trainer_state.pt's generator RNGs as rlkit.persistence.run_state.rng_tensors (CUDA's too)
+    Format("rlkit.ail_checkpoint", 3, "round_NNNNNN/meta.json",
            "generator.zip/.json, reward/, shaping/, trainer_state.pt",
            "sha256 of every payload file in meta.json", "rlkit.ail.checkpoints", checksummed=True),
-    # /3: written a round at a time (only new trajectory and replay chunks)
-    Format("rlkit.prefrl.resume", 3, "resume/state.json",
+    # The resume points and their parts: committed and read through rlkit.persistence.run_state
+    # (POINT_KINDS), their headers naming the command, its config and every payload file's SHA-256.
+    # /4: a run-state point (command and config; one checksum map for the round's files and chunks)
+    Format("rlkit.prefrl.resume", 4, "resume/state.json",
            "round-NNNNNNN/ (tensors.pt, pairs.npz, reward/), store/traj-*.npz, "
            "replay/rows-*.npz + rewards-*.npz",
            "sha256 of the round's files and of every chunk in state.json", "rlkit.prefrl.resume",
            checksummed=True),
     # an SB3 run trained in chunks (rlkit.factories.resumable: APEC's demonstrator and policies)
-    Format("rlkit.sb3-resume", 1, "point-<steps>.json",
-           "point-<steps>/ (agent.zip/.json, tensors.pt), replay/rows-*.npz + rewards-*.npz",
+    # /2: a run-state point (command ``resumable``, the caller's settings as its config)
+    Format("rlkit.sb3-resume", 2, "point-<steps>.json",
+           "point-<steps>/ (agent.zip/.json, tensors.pt, episode.npz), replay/rows-*.npz + rewards-*.npz",
            "sha256 of the point's files and of every replay chunk in the header",
            "rlkit.factories.resumable", checksummed=True),
-    Format("rlkit.marl.checkpoint", 2, "meta.json", "policies.pt",
+    # the latest AIL round's replay buffer and episode in progress, beside its checkpoint
+    Format("rlkit.ail.resume", 1, "<checkpoints>/resume/point.json", "replay.npz, episode.npz",
+           "sha256 of both in point.json", "rlkit.ail.resume", checksummed=True),
+    # /3: a run-state part (its config as the point's config, no command)
+    Format("rlkit.marl.checkpoint", 3, "meta.json", "policies.pt",
            "sha256 of policies.pt in meta.json", "rlkit.marl.checkpoint", checksummed=True),
-    # /3: generations carry the performance signal and the best is chosen by it (rollback)
-    Format("rlkit.m3hf.run", 3, "state.json",
+    # /4: a run-state point (command ``m3hf``)
+    Format("rlkit.m3hf.run", 4, "state.json",
            "pools/gen_NNN.json and checkpoints/gen_NNN/meta.json of the last completed generation",
            "sha256 of both in state.json (the checkpoint's meta.json covers its policies.pt)",
            "rlkit.m3hf.loop", checksummed=True),
@@ -176,7 +184,8 @@ def payload_files(folder: str | os.PathLike[str], exclude: Iterable[str] = ()) -
 
 
 def write_header(path: str | os.PathLike[str], kind: str, data: Mapping[str, Any],
-                 covers: Iterable[str | os.PathLike[str]] = ()) -> dict[str, Any]:
+                 covers: Iterable[str | os.PathLike[str]] = (),
+                 sums: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Write ``data`` as ``kind``'s header at ``path`` (atomically), stamped with the current tag
     and the SHA-256 of each file in ``covers`` (paths under the header's folder).
 
@@ -185,6 +194,8 @@ def write_header(path: str | os.PathLike[str], kind: str, data: Mapping[str, Any
         kind: a key of ``FORMATS``.
         data: the header's own fields (JSON data; arrays and paths are converted).
         covers: the payload files to checksum, already written, under ``path``'s folder.
+        sums: further covered files whose SHA-256 is known (relative name -> hex), e.g. chunks an
+            earlier save wrote and checksummed; listed as they are, not read again.
 
     Returns:
         The header exactly as written (and as ``read_header`` will read it back).
@@ -192,9 +203,9 @@ def write_header(path: str | os.PathLike[str], kind: str, data: Mapping[str, Any
     path = Path(path)
     header: dict[str, Any] = {**data, "format": tag(kind)}
     files = [Path(f) for f in covers]
-    if files or FORMATS[kind].checksummed:
-        header[CHECKSUMS] = {f.resolve().relative_to(path.parent.resolve()).as_posix(): sha256_file(f)
-                             for f in files}
+    if files or sums or FORMATS[kind].checksummed:
+        header[CHECKSUMS] = {**(sums or {}), **{
+            f.resolve().relative_to(path.parent.resolve()).as_posix(): sha256_file(f) for f in files}}
     header.pop(SELF_CHECKSUM, None)
     header = json.loads(json.dumps(header, default=_json_default))  # exactly what is read back
     header[SELF_CHECKSUM] = _digest(header)

@@ -18,10 +18,11 @@ the positions added since and the reward chunks a relabelling changed (``replay/
 ``rlkit.persistence.replay.save_replay_chunks``), and the small files of the round (agent and
 reward model tensors, the labelled pairs) in a folder of their own, ``round-NNNNNNN/``. Files an
 existing point names are never rewritten; ``state.json`` (format ``rlkit.prefrl.resume``), replaced
-atomically last, is the commit: it names the round folder and every chunk with its SHA-256, so a run
-killed mid-write keeps the previous point whole, and a damaged file is refused by name, never
-loaded. Files no point names any more (a superseded chunk, the last round's folder, a killed
-write's leftovers) are removed after the commit.
+atomically last through ``rlkit.persistence.run_state`` (command ``pref-rl``, the run's config), is
+the commit: it names the round folder's files and every chunk with its SHA-256, so a run killed
+mid-write keeps the previous point whole, a damaged file is refused by name, never loaded, and a
+run resumed with other settings is refused naming them. Files no point names any more (a
+superseded chunk, the last round's folder, a killed write's leftovers) are removed after the commit.
 """
 
 from __future__ import annotations
@@ -35,22 +36,20 @@ import numpy as np
 import torch
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
-from stable_baselines3.common.save_util import recursive_getattr, recursive_setattr
 
 from rlkit.data import TrajectoryStore
 from rlkit.data.segments import SegmentPairs
 from rlkit.errors import FileFormatError
 from rlkit.feedback import OrdinalScale, PreferenceDataset
 from rlkit.logging.local import metrics_size, rewind_metrics
-from rlkit.persistence import atomic_write_bytes, read_header, tag, write_header
+from rlkit.persistence import atomic_write_bytes, tag
 from rlkit.persistence.arrays import load_npz, save_npz
-from rlkit.persistence.formats import payload_files, sha256_file, verify_checksums
+from rlkit.persistence.formats import payload_files, sha256_file
 from rlkit.persistence.replay import (
     chunk_files,
     load_replay_chunks,
     save_replay_chunks,
 )
-from rlkit.persistence.resume_config import refuse_changed_config
 from rlkit.persistence.rng import (
     check_torch_rng_state,
     numpy_rng_state,
@@ -58,6 +57,7 @@ from rlkit.persistence.rng import (
     restore_torch_rng,
     torch_rng_state,
 )
+from rlkit.persistence.run_state import commit, network_tensors, peek, read_point, restore_networks
 from rlkit.prefrl import rollout_start
 from rlkit.reward import LoadedRewardModel, load_reward_model, save_reward_model
 
@@ -69,9 +69,10 @@ PAIRS_FILE = "pairs.npz"
 KIND = "rlkit.prefrl.resume"
 FORMAT = tag(KIND)
 STATE_FILE = "state.json"
-LAYOUT = "chunked/1"  # state.json's "layout": a point written a round at a time
-_FIELDS = {"config": dict, "timestep": int, "agent_updates": int, "agent_episodes": int,
-           "pending_pairs": int, "numpy_rng": dict, "rounds": list, "episodes": dict}
+_FIELDS: dict[str, type | tuple[type, ...]] = {"timestep": int, "agent_updates": int, "agent_episodes": int,
+           "pending_pairs": int, "numpy_rng": dict, "rounds": list, "episodes": dict,
+           "generation": int, "round": str, "store_chunks": list, "replay": (dict, type(None)),
+           "dataset": dict}
 
 
 @dataclasses.dataclass
@@ -79,7 +80,8 @@ class ResumePoint:
     """A saved round start, read back (see ``load``)."""
 
     directory: Path
-    state: dict[str, Any]
+    state: dict[str, Any]  # state.json's fields but its command and config
+    files: dict[str, str]  # every file the point names (under ``directory``) -> its SHA-256
     dataset: PreferenceDataset
     reward: LoadedRewardModel
     tensors: dict[str, Any]
@@ -120,13 +122,8 @@ class ResumePoint:
         """Networks, optimisers, counters and replay buffer into a fresh agent of the same config;
         where the point has the start of its round's rollout, the counters and the episode in
         progress as they were there (``restore_rollout_rngs`` follows at that rollout's start)."""
-        try:
-            agent.set_parameters(self.tensors["agent"], exact_match=True, device=agent.device)
-            for name, value in self.tensors["agent_variables"].items():
-                recursive_setattr(agent, f"{name}.data", value.data)
-        except (AttributeError, KeyError, RuntimeError, TypeError, ValueError) as error:
-            raise FileFormatError(f"{self.payload / 'tensors.pt'}: does not fit this agent "
-                                  f"({type(error).__name__}: {error})") from None
+        restore_networks(agent, self.tensors["agent"], self.tensors["agent_variables"],
+                         self.payload / "tensors.pt")
         agent.num_timesteps = self.timestep
         agent._n_updates = int(self.state["agent_updates"])
         agent._episode_num = int(self.state["agent_episodes"])
@@ -150,42 +147,31 @@ def save(loop: PreferenceRL, directory: Path, pending_pairs: int) -> int:
         The bytes written (the new chunks, the round's files and ``state.json``).
     """
     directory.mkdir(parents=True, exist_ok=True)
-    previous = _previous_state(directory)
+    previous = peek(directory / STATE_FILE, KIND)
     generation = int(previous.get("generation", -1)) + 1 if previous else 0
     round_dir = f"round-{generation:07d}"
     shutil.rmtree(directory / round_dir, ignore_errors=True)  # a killed write's, named by no point
     start = loop.rollout_start
     _write_round(loop, directory / round_dir, start)
-    chunked = previous if previous and previous.get("layout") == LAYOUT else None
     stop = len(loop.store) if start is None else start.state["store_trajectories"]
-    store_chunks, written = _save_store(loop.store, directory, chunked, generation, stop)
+    store_chunks, written = _save_store(loop.store, directory, previous, generation, stop)
     agent, replay = loop.agent, None
     if isinstance(agent, OffPolicyAlgorithm) and agent.replay_buffer is not None:
         replay, new = save_replay_chunks(agent.replay_buffer, directory, "replay",
-                                         chunked.get("replay") if chunked else None,
+                                         previous.get("replay") if previous else None,
                                          agent.num_timesteps, generation)
         written += new
     files = {chunk["file"]: chunk["sha256"] for chunk in store_chunks}
     files |= chunk_files(replay) if replay is not None else {}
     covers = payload_files(directory / round_dir)
-    write_header(directory / STATE_FILE, KIND, {  # last: the commit of the new point
-        **_state(loop, pending_pairs), "layout": LAYOUT, "generation": generation, "round": round_dir,
-        "store_chunks": store_chunks, "replay": replay, "chunk_sha256": files,
-        "dataset": _dataset_header(loop.dataset), "rollout_start": None if start is None else start.state,
-    }, covers=covers)
+    commit(directory / STATE_FILE, KIND, "pref-rl", loop.config.model_dump(mode="json"), {  # last
+        **_state(loop, pending_pairs), "generation": generation, "round": round_dir,
+        "store_chunks": store_chunks, "replay": replay, "dataset": _dataset_header(loop.dataset),
+        "rollout_start": None if start is None else start.state,
+    }, covers=covers, named=files)
     _remove_unnamed(directory, {STATE_FILE, round_dir, *files})
     return sum((directory / name).stat().st_size for name in [*written, STATE_FILE]) + sum(
         path.stat().st_size for path in covers)
-
-
-def _previous_state(directory: Path) -> dict[str, Any] | None:
-    """The point's state.json as written (None when there is none or it cannot be read)."""
-    if not exists(directory):
-        return None
-    try:
-        return read_header(directory / STATE_FILE, KIND, verify=False)
-    except FileFormatError:
-        return None
 
 
 def _save_store(store: TrajectoryStore, directory: Path, previous: dict[str, Any] | None,
@@ -244,11 +230,10 @@ def _write_round(loop: PreferenceRL, folder: Path, start: rollout_start.RolloutS
 
 
 def _write_tensors(loop: PreferenceRL, folder: Path, start: rollout_start.RolloutStart | None = None) -> None:
-    agent = loop.agent
-    _, variables = agent._get_torch_save_params()  # the state dicts come from get_parameters()
+    params, variables = network_tensors(loop.agent)
     tensors = {
-        "agent": agent.get_parameters(),
-        "agent_variables": {name: recursive_getattr(agent, name) for name in variables or []},
+        "agent": params,
+        "agent_variables": variables,
         "reward_optimizer": loop.trainer.optimizer.state_dict(),
         "torch_rng": torch_rng_state(),
         **({} if start is None else {"rollout_start": start.tensors}),
@@ -259,7 +244,6 @@ def _write_tensors(loop: PreferenceRL, folder: Path, start: rollout_start.Rollou
 def _state(loop: PreferenceRL, pending_pairs: int) -> dict[str, Any]:
     agent = loop.agent
     return {
-        "config": loop.config.model_dump(mode="json"),
         "timestep": agent.num_timesteps,
         "agent_updates": agent._n_updates,
         "agent_episodes": agent._episode_num,
@@ -282,11 +266,9 @@ def load(directory: Path, config_json: dict[str, Any]) -> ResumePoint | None:
     settings) when the run was started with another config."""
     if not exists(directory):
         return None
-    state = read_header(directory / STATE_FILE, KIND, _FIELDS, verify=False)
-    refuse_changed_config("pref-rl", state["config"], config_json, where=directory.parent)
-    read_header(directory / STATE_FILE, KIND)  # now every payload file against its SHA-256
-    payload = _check_chunked(directory, state)
-    verify_checksums(directory / STATE_FILE, {"sha256": state["chunk_sha256"]})
+    point = read_point(directory / STATE_FILE, KIND, "pref-rl", config_json, _FIELDS, where=directory.parent)
+    state = point.state
+    payload = _check_chunked(directory, state, point.files)
     tensors_path = payload / "tensors.pt"
     try:
         tensors = torch.load(tensors_path, map_location="cpu", weights_only=True)
@@ -304,28 +286,18 @@ def load(directory: Path, config_json: dict[str, Any]) -> ResumePoint | None:
     restore_numpy_rng(np.random.default_rng(), state["numpy_rng"], directory / STATE_FILE)  # a check
     store = TrajectoryStore.load_chunks(directory / chunk["file"] for chunk in state["store_chunks"])
     dataset = _load_dataset(store, payload / PAIRS_FILE, state["dataset"])
-    return ResumePoint(directory, state, dataset, load_reward_model(payload / "reward"), tensors, payload)
+    return ResumePoint(directory, state, point.files, dataset, load_reward_model(payload / "reward"), tensors,
+                       payload)
 
 
-_CHUNKED_FIELDS: dict[str, type | tuple[type, ...]] = {
-    "layout": str, "generation": int, "round": str, "store_chunks": list, "replay": (dict, type(None)),
-    "chunk_sha256": dict, "dataset": dict,
-}
-
-
-def _check_chunked(directory: Path, state: dict[str, Any]) -> Path:
-    """The round folder of a chunked point, after checking the fields that name its files."""
+def _check_chunked(directory: Path, state: dict[str, Any], files: dict[str, str]) -> Path:
+    """The round folder of a point, after checking the fields that name its files."""
     where = directory / STATE_FILE
-    for name, types in _CHUNKED_FIELDS.items():
-        if not isinstance(state.get(name), types):
-            raise FileFormatError(f"{where}: field {name!r} missing or of the wrong type")
-    if state["layout"] != LAYOUT:
-        raise FileFormatError(f"{where}: layout {state['layout']!r}, this rlkit reads {LAYOUT!r}")
     round_dir = state["round"]
     if not round_dir.startswith("round-") or "/" in round_dir or not state["store_chunks"]:
         raise FileFormatError(f"{where}: round {round_dir!r} or its trajectory chunks are not a point's")
     for chunk in state["store_chunks"]:
-        if not isinstance(chunk, dict) or chunk.get("file") not in state["chunk_sha256"]:
+        if not isinstance(chunk, dict) or chunk.get("file") not in files:
             raise FileFormatError(f"{where}: trajectory chunk {chunk!r} is not among its checksummed files")
     return directory / round_dir
 
@@ -363,6 +335,6 @@ def check(directory: Path, config_json: dict[str, Any]) -> bool:
     directory is used again); one started with other settings is refused, naming them."""
     if not exists(directory):
         return False
-    state = read_header(directory / STATE_FILE, KIND, _FIELDS, verify=False)
-    refuse_changed_config("pref-rl", state["config"], config_json, where=directory.parent)
+    read_point(directory / STATE_FILE, KIND, "pref-rl", config_json, _FIELDS, verify=False,
+               where=directory.parent)
     return True

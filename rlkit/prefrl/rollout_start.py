@@ -1,21 +1,21 @@
 """The start of the rollout a pref-rl round falls in: what a resumed run steps that rollout again
 from, up to the round, so that it goes on bit-identically to a run never stopped.
 
-A round comes mid-rollout (every ``query.every_steps`` env steps; PPO collects ``n_steps`` per
-env before it trains, SAC ``train_freq``), inside SB3's step loop, where the step that triggered it
-is not yet in the rollout or replay buffer. The agent does not change within a rollout (it trains
-at the rollout's end), nor do the reward model, the labels and the loop's RNG (only rounds change
+A round comes mid-rollout (every ``query.every_steps`` env steps; PPO collects ``n_steps`` per env
+before it trains, SAC ``train_freq``), inside SB3's step loop, where the step that triggered it is
+not yet in the rollout or replay buffer. The agent does not change within a rollout (it trains at
+the rollout's end), nor do the reward model, the labels and the loop's RNG (only rounds change
 them), so a point saved at the round holds those, and this module adds the rest as it was at the
 rollout's start: the episode in progress (every env layer, the trajectory recorder's open
-trajectories, ``rlkit.factories.run_state.episode_state``), the counters, the RNGs a rollout draws
-from (``run_state.learn_rngs``, torch's, the agent's own generators), gSDE's exploration noise,
-SB3's episode-info buffers and the records its logger holds for its next dump (the ``train/*`` of
-the update before), the store's length, the episode log, the metric bytes and the reward
-normaliser. ``capture`` keeps it in memory at each rollout's start where a round may fall; the
-rollout's first round's point writes it (a later round in the same rollout writes none: the
-earlier point steps on through it) (``rlkit.prefrl.resume``). Where a layer of the env cannot hand its state
-over, or the agent runs off the CPU, ``capture`` gives None and the round's point asks it again at
-once, with the env reset: equal in steps, rounds and labels, not in numbers.
+trajectories, ``rlkit.persistence.run_state.episode_state``), the counters, the RNGs a rollout draws
+from (``run_state.learn_rngs`` and ``rng_tensors``: torch's, the agent's own generators), gSDE's
+exploration noise, SB3's episode-info buffers and the records its logger holds for its next dump
+(the ``train/*`` of the update before), the store's length, the episode log, the metric bytes and
+the reward normaliser. ``capture`` keeps it in memory at each rollout's start where a round may
+fall; the rollout's first round's point writes it (a later round in the same rollout writes none:
+the earlier point steps on through it) (``rlkit.prefrl.resume``). Where a layer of the env cannot
+hand its state over, or the agent runs off the CPU, ``capture`` gives None and the round's point
+asks it again at once, with the env reset: equal in steps, rounds and labels, not in numbers.
 """
 
 from __future__ import annotations
@@ -35,22 +35,18 @@ from stable_baselines3.common.save_util import recursive_setattr
 from stable_baselines3.common.type_aliases import TrainFreq, TrainFrequencyUnit
 
 from rlkit.errors import FileFormatError
-from rlkit.factories.run_state import (
-    check_learn_rngs,
-    episode_state,
-    learn_rngs,
-    own_rngs,
-    restore_learn_rngs,
-    restore_own_rngs,
-)
-from rlkit.factories.run_state import restore_episode as restore_env_episode
 from rlkit.logging.local import metrics_size
 from rlkit.persistence.arrays import load_npz
-from rlkit.persistence.rng import (
-    check_torch_rng_state,
-    restore_torch_rng,
-    torch_rng_state,
+from rlkit.persistence.run_state import (
+    check_learn_rngs,
+    check_rng_tensors,
+    episode_state,
+    learn_rngs,
+    restore_learn_rngs,
+    restore_rng_tensors,
+    rng_tensors,
 )
+from rlkit.persistence.run_state import restore_episode as restore_env_episode
 from rlkit.reward import RunningNorm
 
 if TYPE_CHECKING:
@@ -109,7 +105,7 @@ def capture(loop: PreferenceRL, last_round: int) -> RolloutStart | None:
         "ep_success": [bool(s) for s in agent.ep_success_buffer or []],
         "sb3_logger": _pending_records(agent),
     }
-    tensors = {"torch_rng": torch_rng_state(), "own": own_rngs(agent), "sde": _sde_noise(agent)}
+    tensors = {**rng_tensors(agent), "sde": _sde_noise(agent)}
     return RolloutStart(state, tensors, {k: np.array(v) for k, v in episode.items()},
                         copy.deepcopy(loop.reward_norm))
 
@@ -167,8 +163,7 @@ def restore_rngs(agent: BaseAlgorithm, start: dict[str, Any], tensors: dict[str,
         tensors_path: the file those came from, named in errors.
         state_path: the file ``start`` came from, named in errors.
     """
-    restore_torch_rng(tensors["torch_rng"], where=tensors_path)
-    restore_own_rngs(agent, tensors["own"], tensors_path)
+    restore_rng_tensors(agent, tensors, tensors_path)
     for name, value in tensors["sde"].items():
         recursive_setattr(agent, name, value.clone())
     restore_learn_rngs(agent, start["rngs"], state_path)
@@ -194,9 +189,7 @@ def check(where: Path, start: Any, tensors: dict[str, Any], tensors_path: Path) 
         raise FileFormatError(f"{where}: field 'rollout_start' is not the start of a rollout")
     check_learn_rngs(start["rngs"], where)
     try:
-        own = tensors["rollout_start"]
-        for rng_state in [own["torch_rng"], *own["own"].values()]:
-            check_torch_rng_state(rng_state, tensors_path)
-    except (KeyError, TypeError, AttributeError):
+        check_rng_tensors(tensors["rollout_start"], tensors_path)
+    except (KeyError, TypeError, AttributeError, FileFormatError):
         raise FileFormatError(f"{tensors_path}: the RNG states of its rollout's start are missing or "
                               "damaged") from None
