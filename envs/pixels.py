@@ -51,7 +51,15 @@ KEYPOINT_COLOURS = {
 
 
 class Canvas:
-    """A square frame over the world square ``[-extent, extent]^2`` (y up), drawn in place."""
+    """A square frame over the world square ``[-extent, extent]^2`` (y up), drawn in place.
+
+    Args:
+        size: the frame's side in pixels, >= 8.
+        extent: half the side of the world square the frame shows, in world units.
+
+    Raises:
+        ConfigError: when ``size`` is below 8.
+    """
 
     def __init__(self, size: int, extent: float) -> None:
         if size < 8:
@@ -89,7 +97,12 @@ def _image_space(size: int) -> spaces.Box:
 
 
 class PixelPendulum(gymnasium.Env[np.ndarray, np.ndarray]):
-    """Pendulum-v1's dynamics and reward, seen as a frame: the rod (length 1) from the pivot."""
+    """Pendulum-v1's dynamics and reward, seen as a frame: the rod (length 1) from the pivot.
+
+    Args:
+        size: the frames' side in pixels, >= 8.
+        render_mode: ``"rgb_array"`` or None; ``render()`` returns the frame either way.
+    """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 20}
 
@@ -138,7 +151,12 @@ class PixelPendulum(gymnasium.Env[np.ndarray, np.ndarray]):
 class PixelPointMass(gymnasium.Env[np.ndarray, np.ndarray]):
     """A damped point mass in the square ``[-1, 1]^2`` pushed by a force in ``[-1, 1]^2``, to a
     target placed at random each episode. Reward: minus the distance to the target, minus
-    ``0.01 |a|^2``. State: position, velocity, target."""
+    ``0.01 |a|^2``. State: position, velocity, target.
+
+    Args:
+        size: the frames' side in pixels, >= 8.
+        render_mode: ``"rgb_array"`` or None; ``render()`` returns the frame either way.
+    """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 20}
     dt = 0.05

@@ -17,7 +17,15 @@ from rlkit.errors import ConfigError, WrongTypeError
 
 
 class Rewards(StrictModel):
-    """Team reward terms; the defaults are the reference's."""
+    """Team reward terms, each paid to every agent; the defaults are the reference's.
+
+    Attributes:
+        chop: when a food of the recipe finishes its third chop.
+        correct_delivery: when a plate holding exactly the recipe's foods is delivered (the
+            episode ends).
+        wrong_delivery: when anything else is delivered.
+        step: every step, once.
+    """
 
     chop: float = 10.0  # a food of the recipe finishes its third chop
     correct_delivery: float = 200.0
@@ -86,7 +94,25 @@ class GameConfig(StrictModel):
 
 
 class OvercookedConfig(GameConfig):
-    """A game and how it is shown: observations as vectors or images, frames' pixels per cell."""
+    """A game and how it is shown: observations as vectors or images, frames' pixels per cell.
+
+    Attributes:
+        layout: the map, ``"A"``, ``"B"`` or ``"C"``.
+        recipe: the dish, by name in any food order (``"lettuce-tomato"``, ``"tomato salad"``)
+            or by the reference's index (0 to 6).
+        n_agents: the team's size, 2 or 3.
+        macro_actions: agents choose macro actions (go to an object, chop, deliver, ...) that
+            run over several steps; False: primitive moves.
+        obs_radius: an agent sees the cells within this many rows and columns of it (0: the
+            whole map), >= 0.
+        max_steps: steps before an episode is truncated, >= 1.
+        macro_timeout: the most steps one macro runs, >= 1 (above every path length on every
+            map).
+        rewards: the team reward terms (a dict of terms is coerced).
+        obs_mode: ``"vector"`` (float32 features in [0, 1]) or ``"image"`` (uint8 RGB frames of
+            the visible cells).
+        cell_px: pixels per cell of ``rgb_array`` frames and image observations, >= 4.
+    """
 
     obs_mode: Literal["vector", "image"] = "vector"
     cell_px: int = Field(80, ge=4)  # pixels per cell for rgb_array and image observations, as the reference

@@ -32,6 +32,31 @@ class OvercookedParallelEnv(ParallelEnv):
     ``truncated`` at ``max_steps``. Observations are read-only arrays: an agent's observation
     is the same object until it refreshes (every step with primitive actions, when its macro
     finishes with macro actions). The game has no randomness: the actions alone fix an episode.
+
+    The arguments are validated as an ``OvercookedConfig`` (``config``).
+
+    Args:
+        layout: the map, ``"A"``, ``"B"`` or ``"C"``.
+        recipe: the dish, by name in any food order (``"lettuce-tomato"``, ``"tomato salad"``)
+            or by the reference's index (0 to 6).
+        n_agents: the team's size, 2 or 3.
+        macro_actions: agents choose macro actions (go to an object, chop, deliver, ...) that
+            run over several steps; False: primitive moves.
+        obs_radius: an agent sees the cells within this many rows and columns of it (0: the
+            whole map), >= 0.
+        max_steps: steps before an episode is truncated, >= 1.
+        macro_timeout: the most steps one macro runs, >= 1 (above every path length on every
+            map).
+        rewards: the team reward terms (a ``Rewards``, a dict of terms, or None: the
+            defaults).
+        obs_mode: ``"vector"`` (float32 features in [0, 1]) or ``"image"`` (uint8 RGB frames of
+            the visible cells).
+        cell_px: pixels per cell of ``rgb_array`` frames and image observations, >= 4.
+        render_mode: ``"rgb_array"``, ``"ansi"``, ``"human"`` or None (no rendering).
+
+    Raises:
+        WrongTypeError: on a value of the wrong type.
+        ConfigError: on a value out of range, an unknown reward term or an unknown render mode.
     """
 
     metadata = {

@@ -21,7 +21,15 @@ KNIVES = ("knife_1", "knife_2")
 
 
 class ScriptedChef:
-    """``actions = chef(obs, infos)`` each step (a ``video.Policy``); needs macro actions."""
+    """``actions = chef(obs, infos)`` each step (a ``video.Policy``); needs macro actions.
+
+    Args:
+        env: the game it plays, made with ``macro_actions=True``; the chef reads its
+            ``describe()`` each step.
+
+    Raises:
+        ConfigError: when ``env`` plays primitive actions.
+    """
 
     def __init__(self, env: OvercookedParallelEnv) -> None:
         if env.config.macro_actions is False:

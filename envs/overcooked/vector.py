@@ -32,8 +32,22 @@ class OvercookedVecEnv:
     def __init__(
         self, num_games: int, render_mode: str | None = None, *, keep_features: bool = False, **kwargs: Any
     ) -> None:
-        """``keep_features``: store every step's ``features()`` before auto-reset in ``last_features``
-        (reward shapers need the final state of a finished game, which ``features()`` no longer has)."""
+        """Build the games.
+
+        Args:
+            num_games: the games stepped together, a positive int.
+            render_mode: ``"rgb_array"`` or None (no rendering).
+            keep_features: store every step's ``features()`` before auto-reset in
+                ``last_features`` (reward shapers need the final state of a finished game, which
+                ``features()`` no longer has).
+            **kwargs: the game's settings, ``OvercookedConfig``'s fields (``obs_mode`` must be
+                ``"vector"``).
+
+        Raises:
+            ConfigError: on a bad ``num_games``, ``render_mode`` or ``obs_mode``, or a setting out
+                of range.
+            WrongTypeError: on an unknown setting or a value of the wrong type.
+        """
         if isinstance(num_games, bool) or not isinstance(num_games, int) or num_games < 1:
             raise ConfigError(f"num_games must be a positive int, got {num_games!r}")
         config = OvercookedConfig.from_kwargs(**kwargs)

@@ -39,7 +39,13 @@ from rlkit.marl.stacked import StackedMlp, stackable
 
 
 class MultiAgentPPO:
-    """Train ``env``'s agents with PPO; ``learn()`` may be called repeatedly (phases)."""
+    """Train ``env``'s agents with PPO; ``learn()`` may be called repeatedly (phases).
+
+    Args:
+        env: the games' agents as rows (``OvercookedRows``, ``ParallelEnvRows``).
+        config: the PPO settings (None: ``MarlConfig()``'s defaults).
+        logger: where training metrics go (None: nowhere).
+    """
 
     def __init__(
         self, env: AgentRows, config: MarlConfig | None = None, logger: Logger | None = None

@@ -25,8 +25,17 @@ from rlkit.types import TeamRewardShaper
 
 @dataclass(frozen=True)
 class RowStep:
-    """One step of every row. ``terminal_obs`` holds the last observation of rows whose game just
-    ended (``dones``) and the next observation elsewhere; ``obs`` is after any auto-reset."""
+    """One step of every row (R = games x agents, game-major).
+
+    Attributes:
+        obs: ``(R, D)`` float32, the observations after the step and any auto-reset.
+        rewards: ``(R,)`` float32, what the agents learn from (shaped).
+        original: ``(R,)`` float32, the env's own reward.
+        dones: ``(R,)`` bool, the row's game ended this step.
+        truncated: ``(R,)`` bool, ended by a time limit (the value is bootstrapped).
+        terminal_obs: ``(R, D)`` float32, the last observation of rows whose game just ended and
+            the next observation elsewhere.
+    """
 
     obs: np.ndarray  # (R, D) float32
     rewards: np.ndarray  # (R,) float32, what the agents learn from
@@ -60,6 +69,14 @@ class OvercookedRows:
     The shaper sees the state after the step and before auto-reset, and each agent's macro in
     effect (an action sent while a macro runs is ignored by the game, so it is not what happened).
     ``shaper`` may be replaced between ``learn()`` calls (M3HF reweights its pools each phase).
+
+    Args:
+        venv: the batched Overcooked games; with a ``shaper`` built with ``keep_features=True``.
+        shaper: returns a ``(games, agents)`` term per step from the state and the macros in
+            effect (None: the env's reward alone).
+
+    Raises:
+        InvalidDataError: when a ``shaper`` is given and ``venv`` does not keep its features.
     """
 
     def __init__(self, venv: OvercookedVecEnv, shaper: TeamRewardShaper | None = None) -> None:
@@ -110,6 +127,15 @@ class ParallelEnvRows:
 
     Rewards are the env's; when it is a ``PettingZooRewardWrapper`` the original rewards come from
     ``info[agent]["original_reward"]``. A game that ends is reset at once (SB3's convention).
+
+    Args:
+        make_env: builds one game; every agent of it must have the same 1-D Box observation
+            space and Discrete action space.
+        num_games: the copies stepped together, >= 1.
+
+    Raises:
+        InvalidDataError: when ``num_games`` is below 1 or the spaces differ or are of another
+            kind.
     """
 
     def __init__(self, make_env: Callable[[], ParallelEnv], num_games: int) -> None:
