@@ -150,11 +150,11 @@ def test_an_apec_run_resumes_on_any_device(tmp_path):
     dumped = ApecConfig().model_dump(mode="json")
     (tmp_path / "config.yaml").write_text(json.dumps(dumped))  # JSON is YAML
     said = load_config(ApecConfig, None, ["ail.device=auto", "drex.device=cpu"])
-    assert same_config(said)(tmp_path)
+    assert same_config(said, "apec")(tmp_path)
     elsewhere = load_config(ApecConfig, None, ["ail.device=cpu", "demos.device=cuda"])
-    assert same_config(elsewhere)(tmp_path)
+    assert same_config(elsewhere, "apec")(tmp_path)
     with pytest.raises(ConfigError, match=r"other settings for \['ail.rounds'\]"):
-        same_config(load_config(ApecConfig, None, ["ail.device=cpu", "ail.rounds=3"]))(tmp_path)
+        same_config(load_config(ApecConfig, None, ["ail.device=cpu", "ail.rounds=3"]), "apec")(tmp_path)
 
 
 class RecordingPPO(PPO):

@@ -21,7 +21,6 @@ from rlkit.config import save_config
 from rlkit.errors import ConfigError
 from rlkit.logging.local import METRICS_FILE
 from rlkit.persistence.resume_config import refuse_changed_config
-from rlkit.runners.commands import COMMANDS
 
 CONFIG_FILE = "config.yaml"
 Resumes = Callable[[Path], bool]
@@ -140,12 +139,18 @@ def empty_run_dir(path: Path) -> None:
             child.unlink()
 
 
-def same_config(config: BaseModel, command: str | None = None) -> Resumes:
+def same_config(config: BaseModel, command: str) -> Resumes:
     """A resume check for commands that go on from their outputs (apec, demos): the directory's
     ``config.yaml`` must be this config but for what ``MAY_CHANGE[command]`` allows; other
-    settings are refused by name (``refuse_changed_config``). ``command``: the command whose
-    schema ``config`` is, when not given."""
-    name = command or _command_of(config)
+    settings are refused by name (``refuse_changed_config``).
+
+    Args:
+        config: the run's resolved config.
+        command: the ``rlkit`` command it runs (whose ``MAY_CHANGE`` entry applies).
+
+    Returns:
+        The check, called with the run directory: True when the run may go on there.
+    """
 
     def check(path: Path) -> bool:
         try:
@@ -156,19 +161,10 @@ def same_config(config: BaseModel, command: str | None = None) -> Resumes:
         if not isinstance(saved, dict):
             raise ConfigError(f"{path / CONFIG_FILE}: a YAML {type(saved).__name__}, not a config; use "
                               "a new --run-dir or --overwrite")
-        refuse_changed_config(name, saved, config.model_dump(mode="json"), where=path)
+        refuse_changed_config(command, saved, config.model_dump(mode="json"), where=path)
         return True
 
     return check
-
-
-def _command_of(config: BaseModel) -> str:
-    """The command of ``COMMANDS`` whose schema is ``config``'s class."""
-    schema = f"{type(config).__module__}:{type(config).__name__}"
-    for command, (name, _) in COMMANDS.items():
-        if name == schema:
-            return command
-    raise ConfigError(f"{schema} is no command's config")
 
 
 def _used_message(command: str, path: Path, resumable: bool) -> str:
