@@ -84,12 +84,20 @@ class DiscriminatorConfig(StrictModel):
 
 
 class AILConfig(StrictModel):
-    """``agent_buffer`` (default: one round of steps) is how many recent agent transitions the
-    discriminator sees; APEC uses the last 1000 of 5000.
+    """How adversarial imitation trains (``AILTrainer``): rounds of generator steps, each followed
+    by discriminator updates.
 
-    ``device``: where the discriminator and the generator run (``auto``: CUDA when present).
-    ``cpu`` by default: the default discriminator (MLP 64x64) and an MLP PPO generator are too
-    small to gain from a GPU; APEC's preset (``rlkit.apec.presets.REFERENCE_AIL``) asks for ``auto``.
+    Attributes:
+        rounds: the rounds to train, >= 1.
+        steps_per_round: the generator's env steps per round, >= 1.
+        discriminator: the discriminator's architecture, loss and updates.
+        agent_buffer: how many recent agent transitions the discriminator sees, >= 1 (None: one
+            round of steps); APEC uses the last 1000 of 5000.
+        seed: seeds the discriminator, the generator and the trainer's sampling.
+        device: where the discriminator and the generator run (``auto``: CUDA when present).
+            ``cpu`` by default: the default discriminator (MLP 64x64) and an MLP PPO generator
+            are too small to gain from a GPU; APEC's preset
+            (``rlkit.apec.presets.REFERENCE_AIL``) asks for ``auto``.
     """
 
     invalid_error = InvalidDataError

@@ -58,8 +58,18 @@ from rlkit.wrappers.relabel import RolloutRewardRelabeller, per_rollout_reward
 
 @dataclass(frozen=True)
 class AILRound:
-    """Diagnostics of one round; ``true_return`` is the mean env return of the episodes that
-    finished during the round (None when none did). Never used for training."""
+    """Diagnostics of one round. Never used for training.
+
+    Attributes:
+        round: the round's index, from 0.
+        timesteps: the generator's env steps after the round.
+        disc: the discriminator update's metrics, by name.
+        expert_reward: the generator's mean reward on a sample of expert transitions.
+        agent_reward: the generator's mean reward on a sample of recent agent transitions.
+        true_return: the mean env return of the episodes that finished during the round (None
+            when none did).
+        n_episodes: the episodes that finished during the round.
+    """
 
     round: int
     timesteps: int
@@ -81,6 +91,21 @@ class AILTrainer:
 
     ``generator`` is ``"ppo"``, ``"sac"`` (built with ``generator_kwargs``) or a factory that builds
     any PPO/SAC-like algorithm on the env it is given (the reward-relabelling wrapper).
+
+    Args:
+        config: rounds, steps per round, the discriminator, seed and device.
+        venv: the env; its reward is replaced by the discriminator's for the generator.
+        demos: the expert's trajectories, on ``venv``'s spaces.
+        generator: ``"ppo"``, ``"sac"``, ``"drqsac"`` (``make_generator``) or a factory
+            ``venv -> algorithm``.
+        generator_kwargs: further SB3 constructor arguments of a named generator
+            (``make_generator``'s ``kwargs``).
+        checkpoints: where the rounds' checkpoints go (None: none are saved, nothing to resume).
+        callbacks: each called with every round's record and the trainer, after the round.
+
+    Raises:
+        InvalidDataError: when the demos do not fit ``venv``'s spaces, or its observations have no
+            fixed shape.
     """
 
     def __init__(

@@ -15,7 +15,17 @@ from rlkit.errors import InvalidDataError
 
 @dataclass(frozen=True, eq=False)
 class Transitions:
-    """``N`` transitions ``(s, a, s', done)``; ``dones`` marks true terminations only."""
+    """``N`` transitions ``(s, a, s', done)``; ``dones`` marks true terminations only.
+
+    Attributes:
+        obs: the ``N`` observations before each step.
+        acts: the ``N`` actions.
+        next_obs: the ``N`` observations after each step.
+        dones: ``(N,)`` bool, True where the step ended in a true terminal state.
+
+    Raises:
+        InvalidDataError: when the arrays' lengths differ.
+    """
 
     obs: np.ndarray
     acts: np.ndarray
@@ -72,7 +82,21 @@ def take_rows(tensors: dict[str, torch.Tensor], index: np.ndarray) -> dict[str, 
 
 class TransitionBuffer:
     """The most recent ``capacity`` agent transitions; a ``StepObserver`` for the reward wrapper,
-    so generator experience is captured as it is collected, with no second rollout."""
+    so generator experience is captured as it is collected, with no second rollout.
+
+    Each env's step counts as one transition; once full, the oldest are overwritten. It also
+    collects the true returns of the episodes that end (``pop_episode_returns``).
+
+    Args:
+        capacity: the most transitions kept, >= 1.
+        obs_shape: the shape of one observation.
+        act_shape: the shape of one action (``()`` for a discrete action).
+        act_dtype: the actions' dtype.
+        obs_dtype: the observations' dtype.
+
+    Raises:
+        InvalidDataError: when ``capacity`` is below 1.
+    """
 
     def __init__(self, capacity: int, obs_shape: tuple[int, ...], act_shape: tuple[int, ...],
                  act_dtype: np.dtype, obs_dtype: type | np.dtype = np.float32) -> None:
