@@ -14,7 +14,7 @@ the checkpoint it belongs to is written:
   (``rlkit.persistence.run_state.episode_state``: the env, the reward wrapper with the
   agent-transition buffer it feeds, the agent's last observation);
 - ``point.json``, committed last through ``rlkit.persistence.run_state`` (command ``resumable``):
-  the round it belongs to, the trainer's config but its device, and both files' SHA-256, so a
+  the round it belongs to, the trainer's config but its device and rounds, and both files' SHA-256, so a
   damaged one is refused by name and a run with other settings is refused naming them.
 
 A run resumed from there goes on bit-identically: the rounds after ``resume/``'s are trained again
@@ -64,7 +64,8 @@ _FIELDS: dict[str, type | tuple[type, ...]] = {"round": int, "replay": bool, "ep
 
 def point_config(config: BaseModel, generator: BaseAlgorithm) -> dict[str, Any]:
     """What an AIL resume point must have been saved with to go on: the trainer's config but its
-    device (a run may resume on another), and the generator's algorithm.
+    device and rounds (a run may resume on another device, and go on for more rounds), and the
+    generator's algorithm.
 
     Args:
         config: the trainer's ``AILConfig``.
@@ -73,7 +74,8 @@ def point_config(config: BaseModel, generator: BaseAlgorithm) -> dict[str, Any]:
     Returns:
         JSON data, the point's config.
     """
-    return {"ail": config.model_dump(mode="json", exclude={"device"}), "generator": type(generator).__name__}
+    return {"ail": config.model_dump(mode="json", exclude={"device", "rounds"}),
+            "generator": type(generator).__name__}
 
 
 def trainer_state(optimizer: torch.optim.Optimizer, rng: np.random.Generator,

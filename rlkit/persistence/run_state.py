@@ -176,8 +176,16 @@ def read_point(path: Where, kind: str, command: str | None,
 
 
 def peek(path: Where, kind: str) -> dict[str, Any] | None:
-    """A point's header as written, unchecked but for its format (None: there is none, or it
-    cannot be read), e.g. to find the files an earlier point named before writing the next."""
+    """A point's header as written, unchecked but for its format, e.g. to find the files an
+    earlier point named before writing the next.
+
+    Args:
+        path: the header file.
+        kind: one of ``POINT_KINDS``.
+
+    Returns:
+        The header, or None when there is none or it cannot be read.
+    """
     if not Path(path).is_file():
         return None
     try:
@@ -240,6 +248,10 @@ def rng_tensors(agent: BaseAlgorithm) -> dict[str, Any]:
 def check_rng_tensors(tensors: Any, where: Where) -> None:
     """``rng_tensors``'s states as read back are ones torch accepts (before any is restored).
 
+    Args:
+        tensors: the states, as read back.
+        where: the file they came from, named in errors.
+
     Raises:
         FileFormatError: a state missing or damaged, naming ``where``.
     """
@@ -253,7 +265,13 @@ def check_rng_tensors(tensors: Any, where: Where) -> None:
 
 
 def restore_rng_tensors(agent: BaseAlgorithm, tensors: Mapping[str, Any], where: Where) -> None:
-    """Put ``rng_tensors``'s states back (CUDA's where the agent runs on as many devices)."""
+    """Put ``rng_tensors``'s states back (CUDA's where the agent runs on as many devices).
+
+    Args:
+        agent: the agent, built as the saved one was.
+        tensors: what ``rng_tensors`` returned, checked by ``check_rng_tensors``.
+        where: the file they came from, named in errors.
+    """
     restore_torch_rng(tensors["torch"], where=where)
     restore_own_rngs(agent, tensors["own"], where)
     cuda = list(tensors["cuda"])
