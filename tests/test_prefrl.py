@@ -1,15 +1,10 @@
 """The online preference-RL loop with PPO and with SAC (replay buffer relabelled)."""
 
-from collections.abc import Callable
-
 import numpy as np
 import pytest
 from stable_baselines3 import SAC
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
-from stable_baselines3.common.vec_env import VecEnv
-from stable_baselines3.common.vec_env.base_vec_env import VecEnvStepReturn
 
-from rlkit.config import load_config
 from rlkit.data import SegmentPairs, TrajectoryStore, collect_trajectories, sample_pairs
 from rlkit.errors import ConfigError
 from rlkit.factories.builders import build_reward_model, make_venv
@@ -18,38 +13,8 @@ from rlkit.prefrl import PreferenceRL
 from rlkit.reward.metrics import evaluate_reward
 from rlkit.reward.normalize import NormalizedReward
 from rlkit.wrappers import LazyRewardReplayBuffer, relabel_replay_buffer
-
-
-def small_config(algo: str, **extra: str) -> PrefRLConfig:
-    kwargs = ("{n_steps: 64, batch_size: 64, n_epochs: 2}" if algo == "ppo"
-              else "{learning_starts: 100, batch_size: 64, buffer_size: 5000}")
-    overrides = [
-        "env.id=Pendulum-v1", "env.n_envs=2", f"agent.algo={algo}", f"agent.kwargs={kwargs}",
-        "agent.total_timesteps=600", "query.every_steps=200", "query.initial_pairs=40",
-        "query.pairs_per_round=20", "query.segment_length=10", "model.hidden=[32, 32]",
-        # three whole passes per refit (a steps refit would give 20 new labels one step here)
-        "trainer.max_epochs=3", "trainer.refit=epochs", *(f"{k}={v}" for k, v in extra.items()),
-    ]
-    return load_config(PrefRLConfig, None, overrides)
-
-
-def truthful_labels(pairs: SegmentPairs) -> np.ndarray:
-    """1 where the left segment has the higher true return, else 0."""
-    left, right = pairs.gather()
-    return (left.returns() > right.returns()).astype(np.float32)
-
-
-def count_env_steps(venv: VecEnv) -> Callable[[], int]:
-    """Counts every step of ``venv``'s envs from now on, whoever takes it; returns the reader."""
-    steps = [0]
-    step_wait = venv.step_wait
-
-    def counted() -> VecEnvStepReturn:
-        steps[0] += venv.num_envs
-        return step_wait()
-
-    venv.step_wait = counted  # type: ignore[method-assign]
-    return lambda: steps[0]
+from tests.fake_data import truthful_labels
+from tests.tiny_runs import count_env_steps, small_config
 
 
 def held_out_pairs(config: PrefRLConfig) -> SegmentPairs:

@@ -20,9 +20,9 @@ from rlkit.human import LabelStore
 from rlkit.prefrl import PreferenceRL
 from rlkit.prefrl import loop as prefrl_loop
 from rlkit.runners.prefrl import build_preference_rl
-from tests.test_human_store import make_pairs, make_trajectories
-from tests.test_prefrl import small_config
+from tests.fake_data import make_pairs, make_trajectories
 from tests.test_prefrl_resume import KilledInRound
+from tests.tiny_runs import small_config
 
 FIVE = (0.0, 0.2, 0.5, 0.8, 1.0)
 

@@ -16,7 +16,8 @@ from rlkit.feedback import SimulatedTeacher, TeacherConfig
 from rlkit.prefrl import PreferenceRL, UniformSelector
 from rlkit.reward import RewardTrainer, TrainerConfig, build_reward_net
 from rlkit.wrappers import LazyRewardReplayBuffer
-from tests.test_prefrl import small_config, truthful_labels
+from tests.fake_data import truthful_labels
+from tests.tiny_runs import small_config
 
 QUERY = QueryConfig(every_steps=200, initial_pairs=40, pairs_per_round=20, segment_length=10)
 

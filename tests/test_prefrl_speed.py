@@ -13,7 +13,7 @@ from rlkit.prefrl import PreferenceRL
 from rlkit.prefrl.query import preference_probabilities
 from rlkit.reward import RewardEnsemble, RewardNet, RewardNetSpec
 from rlkit.reward.numpy_rewards import TorchRewardFn
-from tests.test_prefrl import small_config
+from tests.tiny_runs import small_config
 
 
 @pytest.fixture

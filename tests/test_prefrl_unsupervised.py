@@ -13,7 +13,7 @@ from rlkit.prefrl import PreferenceRL
 from rlkit.prefrl import loop as prefrl_loop
 from rlkit.prefrl.unsupervised import StateEntropyReward, reset_critic
 from rlkit.wrappers.relabel import buffer_transitions
-from tests.test_prefrl import count_env_steps, small_config
+from tests.tiny_runs import count_env_steps, small_config
 
 
 def buffer_of(points: list[list[float]]) -> ReplayBuffer:
