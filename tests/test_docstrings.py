@@ -75,14 +75,14 @@ def exported_names() -> list[str]:
 
 EXPORTED = exported_names()
 
-# Exported classes whose docstrings do not describe their constructor's arguments yet (issue 38:
-# the class case is new). Each is a strict xfail: documenting one makes its case pass, and the
-# name must then leave this list; a new class that is not documented fails.
+# Exported classes whose docstrings do not describe their constructor's arguments yet. Each is a
+# strict xfail: documenting one makes its case pass, and the name must then leave this list; a new
+# class that is not documented fails.
 UNDOCUMENTED_CLASSES = frozenset({
     "rlkit.ail.Checkpoint", "rlkit.ail.CheckpointStore", "rlkit.ail.Discriminator",
-    "rlkit.ail.DiscriminatorConfig", "rlkit.apec.BCPolicy", "rlkit.apec.DrexConfig",
-    "rlkit.apec.PairConfig", "rlkit.apec.RolloutConfig", "rlkit.factories.resumable.ResumableTraining",
-    "rlkit.factories.resumable.Resumed", "rlkit.persistence.Format", "rlkit.scale.SweepSpec",
+    "rlkit.apec.DrexConfig", "rlkit.apec.PairConfig", "rlkit.apec.RolloutConfig",
+    "rlkit.factories.resumable.ResumableTraining", "rlkit.factories.resumable.Resumed",
+    "rlkit.persistence.Format", "rlkit.scale.SweepSpec",
 })
 
 

@@ -42,6 +42,34 @@ class DiscriminatorConfig(StrictModel):
     turns it off; shifting by default follows the reference's DAC (``augment: True``,
     ``RandomShiftsAug(pad=4)`` on 84 x 84 frames), and ``shift_pad`` None scales its pad to the
     images (``rlkit.reward.augment.default_pad``: 3 on 64 x 64).
+
+    Attributes:
+        loss: ``"gail"``, ``"airl"`` or ``"maxent"`` (max-ent IRL).
+        state_only: the reward net reads observations only (no actions).
+        hidden: the widths of the nets' hidden layers, each >= 1.
+        activation: the nets' activation.
+        linear_first: no activation after the nets' first hidden layer.
+        gamma: AIRL's shaping discount, in [0, 1].
+        gail_reward: the generator's reward from a GAIL logit: ``"positive"``
+            (``-log(1 - D)``, always > 0) or ``"logit"`` (``log D - log(1 - D)``, for envs with
+            early termination).
+        reward_clip: bounds the raw output to ``[-reward_clip, reward_clip]``, > 0 (None: no
+            bound).
+        grad_penalty: the weight of ``losses.gradient_penalty``, >= 0 (0 = off).
+        lr: Adam's learning rate, > 0.
+        weight_decay: Adam's weight decay, >= 0.
+        loss_scale: multiplies the loss, > 0.
+        reward_on: the generator is paid ``r(s)`` (``"obs"``) or ``r(s')`` (``"next_obs"``: a
+            state-only gail or maxent discriminator only).
+        batch_size: expert and agent transitions (each) per discriminator step, >= 1.
+        updates_per_round: discriminator steps per round, >= 0.
+        encoder: the convolutions of image nets, ``"compact"`` or ``"drq"``.
+        augment: the random shift of image batches, ``"auto"``, ``"shift"`` or ``"none"``.
+        shift_pad: the largest shift, in pixels, >= 0 (None: scaled to the images).
+
+    Raises:
+        InvalidDataError: on a value out of range, or ``reward_on="next_obs"`` without a
+            state-only gail or maxent discriminator.
     """
 
     invalid_error = InvalidDataError

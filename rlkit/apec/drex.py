@@ -71,7 +71,17 @@ def pixel_encoder(in_channels: int, height: int, width: int, channels: Sequence[
 
 class BCPolicy(nn.Module):
     """A deterministic policy from observations to Box actions, clipped to the bounds: an MLP on
-    flat vectors, or ``pixel_encoder`` then the MLP on uint8 frame stacks (divided by 255 here)."""
+    flat vectors, or ``pixel_encoder`` then the MLP on uint8 frame stacks (divided by 255 here).
+
+    Args:
+        obs_shape: one observation's shape (flattened for the MLP); ``C x H x W`` with
+            ``pixels``.
+        action_space: the env's Box action space; ``act`` clips to its bounds.
+        hidden: the widths of the MLP's hidden ReLU layers.
+        pixels: observations are uint8 frame stacks, encoded by ``pixel_encoder`` first.
+        conv_channels: the widths of the pixel encoder's 3x3 convolutions.
+        feature_dim: the pixel encoder's output features.
+    """
 
     def __init__(self, obs_shape: Sequence[int], action_space: spaces.Box, hidden: Sequence[int],
                  pixels: bool = False, conv_channels: Sequence[int] = (32, 32), feature_dim: int = 50,
