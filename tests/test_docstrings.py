@@ -8,7 +8,6 @@ gives directly). A function that takes arguments needs an ``Args:`` section nami
 section (a generator or context manager may use ``Yields:``). A class needs a docstring of its own,
 and its docstring with ``__init__``'s (the pages merge them) describes each constructor argument,
 in ``Args:`` or, for a field, ``Attributes:`` (``Args:`` names no other). Methods are not checked.
-The classes not documented so far are listed in ``UNDOCUMENTED_CLASSES`` (strict xfails).
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ import dataclasses
 import importlib
 import inspect
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Set
 from pathlib import Path
 from typing import Any
 
@@ -75,16 +74,6 @@ def exported_names() -> list[str]:
 
 EXPORTED = exported_names()
 
-# Exported classes whose docstrings do not describe their constructor's arguments yet. Each is a
-# strict xfail: documenting one makes its case pass, and the name must then leave this list; a new
-# class that is not documented fails.
-UNDOCUMENTED_CLASSES = frozenset({
-    "rlkit.ail.Checkpoint", "rlkit.ail.CheckpointStore", "rlkit.ail.Discriminator",
-    "rlkit.apec.DrexConfig", "rlkit.apec.PairConfig", "rlkit.apec.RolloutConfig",
-    "rlkit.factories.resumable.ResumableTraining", "rlkit.factories.resumable.Resumed",
-    "rlkit.persistence.Format", "rlkit.scale.SweepSpec",
-})
-
 
 def exported_object(dotted: str) -> Any:
     try:
@@ -130,7 +119,7 @@ def entries(lines: list[str]) -> set[str]:
     return {m.group(1) for line in lines if (m := ENTRY.match(line))}
 
 
-def args_problems(params: set[str], found: dict[str, list[str]], listed: set[str] = frozenset()) -> list[str]:
+def args_problems(params: set[str], found: dict[str, list[str]], listed: Set[str] = frozenset()) -> list[str]:
     """Why the ``Args:`` section in ``found`` (with the names ``listed`` elsewhere) does not
     describe exactly ``params``."""
     if not params:
@@ -172,7 +161,7 @@ def own_docstring(cls: type) -> str | None:
     writes from the signature when there is none."""
     doc = cls.__dict__.get("__doc__")
     generated = (dataclasses.is_dataclass(cls) or issubclass(cls, tuple)) and \
-        bool(doc) and doc.startswith(f"{cls.__name__}(")
+        doc is not None and doc.startswith(f"{cls.__name__}(")
     return None if generated or not doc else inspect.cleandoc(doc)
 
 
@@ -184,7 +173,7 @@ def constructor_parameters(cls: type) -> set[str]:
         return set()
     own_metaclass = type(cls).__module__.partition(".")[0] in ("rlkit", "envs")
     try:
-        signature = inspect.signature(cls.__init__ if own_metaclass else cls)
+        signature = inspect.signature(cls.__init__ if own_metaclass else cls)  # type: ignore[misc]
     except ValueError:  # a builtin's constructor (an exception's)
         return set()
     return parameter_names(signature)
@@ -210,13 +199,9 @@ def test_the_pages_document_functions_and_classes() -> None:
     assert len(functions) > 50, functions  # the walk finds the packages' functions at all
     classes = [name for name in EXPORTED if exported_class(name) is not None]
     assert len(classes) > 50, classes
-    assert UNDOCUMENTED_CLASSES <= set(classes), UNDOCUMENTED_CLASSES - set(classes)  # none stale
 
 
-@pytest.mark.parametrize("dotted", [
-    pytest.param(name, marks=pytest.mark.xfail(strict=True, reason="not documented yet"))
-    if name in UNDOCUMENTED_CLASSES else name for name in EXPORTED
-])
+@pytest.mark.parametrize("dotted", EXPORTED)
 def test_exported_function_or_class_is_documented(dotted: str) -> None:
     obj = exported_object(dotted)
     if inspect.isclass(obj):

@@ -43,7 +43,15 @@ _NAME = re.compile(r"^round_(\d{6,})$")
 
 @dataclass
 class Checkpoint:
-    """One loaded checkpoint; ``discriminator.generator_reward`` is the reward it was trained on."""
+    """One loaded checkpoint (``CheckpointStore.load``).
+
+    Attributes:
+        round: the round's index, from 0.
+        generator: the generator policy after the round (an SB3 PPO, SAC or DrQSAC model).
+        discriminator: the discriminator after the round; its ``generator_reward`` is the reward
+            the generator was trained on.
+        diagnostics: the round's ``AILRound`` diagnostics, as ``AILRound.to_dict`` saved them.
+    """
 
     round: int
     generator: Generator
@@ -52,7 +60,16 @@ class Checkpoint:
 
 
 class CheckpointStore:
-    """Save every ``every``-th round under ``root``; list and load any saved round back."""
+    """Save every ``every``-th round under ``root``; list and load any saved round back.
+
+    Args:
+        root: the folder of the ``round_NNNNNN/`` checkpoints and of ``resume/``; created on the
+            first save.
+        every: save round ``k`` when ``k + 1`` is a multiple of it, >= 1 (1: every round).
+
+    Raises:
+        InvalidDataError: when ``every`` is below 1.
+    """
 
     def __init__(self, root: str | os.PathLike[str], every: int = 1) -> None:
         if every < 1:

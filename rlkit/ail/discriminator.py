@@ -22,7 +22,19 @@ Batch = dict[str, torch.Tensor]
 
 
 class Discriminator(nn.Module):
-    """``reward_net`` is D's logit (GAIL), g (AIRL) or r (max-ent); ``shaping_net`` is AIRL's h."""
+    """The discriminator of an AIL run (``build_discriminator`` makes one for an env's spaces).
+
+    Args:
+        config: its settings: the loss (``"gail"``, ``"airl"`` or ``"maxent"``), the generator's
+            reward, clipping and augmentation.
+        reward_net: D's logit (GAIL), AIRL's reward term ``g`` or max-ent IRL's reward ``r``.
+        shaping_net: AIRL's state-only shaping term ``h(s)``; given for ``loss="airl"`` and only
+            for it.
+
+    Raises:
+        InvalidDataError: when ``shaping_net`` is given without ``loss="airl"`` or missing with
+            it, or ``config.augment="shift"`` with a reward net that is not a CNN.
+    """
 
     def __init__(self, config: DiscriminatorConfig, reward_net: RewardNet,
                  shaping_net: RewardNet | None = None) -> None:

@@ -156,9 +156,17 @@ class ApecAILConfig(AILConfig):
 
 
 class RolloutConfig(StrictModel):
-    """``per_checkpoint`` finished episodes from each of the first ``max_checkpoints`` checkpoints;
-    stochastic by default. The reference: 10 rollouts of each of the first 50 checkpoints
-    (apec_mjc/utils/replay_buffer.py:676,683)."""
+    """The rollouts of the AIL checkpoints that APEC pairs; the defaults are the reference's 10
+    rollouts of each of the first 50 checkpoints (apec_mjc/utils/replay_buffer.py:676,683).
+
+    Attributes:
+        per_checkpoint: finished episodes from each checkpoint, >= 1.
+        max_checkpoints: roll out only the first this many saved checkpoints, >= 2 (None: all).
+        deterministic: the policies' deterministic actions; False: sampled ones.
+        seed: the base seed, in [0, 2**32) (``policy_rollouts`` reseeds the env with ``seed + k``
+            for the k-th policy; a ``checkpoint_tasks`` task seeds from ``(seed, round)``);
+            ``rlkit apec`` sets it to the config's seed + 2.
+    """
 
     invalid_error = InvalidDataError
 
@@ -183,15 +191,28 @@ class PairConfig(StrictModel):
     later rollout is kept when ``d_later <= d_earlier - ot_threshold`` (replay_buffer.py:999);
     None turns the filter off (gap only). Sinkhorn: cosine cost on states + 1e-4, entropic
     regularisation ``ot_reg`` = 0.01, ``ot_iterations`` = 100 (replay_buffer.py:19,441,462-463).
-    ``labels="gap"`` maps the index gap onto ``scale``'s levels above 0.5 (larger gap, stronger).
 
     Pixel tasks: the reference's pixel pipeline (apec_dmc/src/data_scripts/make_pref_dataset.py,
     cfgs/config_data.yaml) computes the same distance on the raw frame stacks, flattened (no
     encoder), and draws 5,000 pairs of checkpoints more than 15 apart (epoch_threshold) among 5
     evenly spaced ones of 50, margin 0.0, windows of 10 steps redrawn every epoch
     (cfgs/config_pbrl.yaml segment_len); here the windows are drawn once, with the pairs.
-    ``ot_downsample`` > 1 averages the frames over blocks first (cheaper; not the reference's).
-    ``max_draws`` bounds rejection sampling at ``max_draws * n_pairs`` candidate pairs.
+
+    Attributes:
+        n_pairs: the pairs to select, >= 1.
+        gap: a pair's later checkpoint index exceeds the earlier one by more than this, >= 0.
+        ot_threshold: the OT margin the later rollout must be closer to the demos by, >= 0
+            (None: no OT filter, gap only).
+        ot_reg: Sinkhorn's entropic regularisation, > 0.
+        ot_iterations: Sinkhorn's iterations, >= 1.
+        ot_downsample: pixel frames are averaged over blocks this wide before the OT cost, >= 1
+            (1: the raw frames, as the reference; more is cheaper).
+        segment_length: steps per window, the same steps of both trajectories, >= 1 (None: the
+            whole trajectories, over their common length).
+        labels: ``"binary"`` (the later checkpoint preferred outright) or ``"gap"`` (the index
+            gap mapped onto ``scale``'s levels above 0.5: the larger the gap, the stronger).
+        scale: the ``OrdinalScale`` name ``labels="gap"`` uses (``"ternary"``, ``"five"``, ...).
+        max_draws: rejection sampling stops after ``max_draws * n_pairs`` candidate pairs, >= 1.
     """
 
     invalid_error = InvalidDataError
@@ -219,18 +240,42 @@ class DrexConfig(StrictModel):
     released code then stores the noise levels as the label, lines 651-653, which its loss reads
     as the noisier one preferred: not copied). The behaviour cloning is rlkit's (MSE; the
     reference's differs, with no measurable gain: ``experiments/apec_drex_bc_check.py``).
-    ``device``: where the behaviour-cloning policy trains and acts (``cpu``: a 64x64 MLP is too
-    small for a GPU to pay).
 
     Pixel observations (uint8 channel-first frame stacks) go through a convolutional encoder
     first, as the reference's BC agent (apec_dmc/src/agent/bc.py: DrQ-v2's encoder, a trunk to
     ``feature_dim`` with LayerNorm and tanh, random-shift augmentation): 3x3 convolutions of
     ``conv_channels`` (the first with stride 2), then the trunk, then the ``hidden`` MLP;
     minibatches shifted by up to ``augment_pad`` pixels (``rlkit.reward.augment.random_shift``).
-    ``frame_stack``: frames per observation, for the noisy rollouts' store (1: vector tasks).
 
     In ``rlkit apec`` the pipeline sets ``n_pairs`` and ``segment_length`` (``pairs``'), ``seed``
-    (the config's) and ``frame_stack`` (``env``'s): the D-REX arm gets the other arms' budget."""
+    (the config's) and ``frame_stack`` (``env``'s): the D-REX arm gets the other arms' budget.
+
+    Attributes:
+        noise_levels: the eps of each level, each in [0, 1]: every step of a rollout is a random
+            action with probability eps.
+        rollouts_per_level: finished episodes at each noise level, >= 1.
+        min_gap: a pair's noise levels differ by at least this, > 0.
+        n_pairs: the pairs to select, >= 1.
+        segment_length: steps per window, the same steps of both trajectories, >= 1 (None: the
+            whole trajectories, over their common length).
+        hidden: the widths of the behaviour-cloning MLP's hidden layers.
+        bc_epochs: passes of behaviour cloning over the demos' (state, action) samples, >= 1.
+        bc_lr: behaviour cloning's Adam learning rate.
+        bc_batch_size: samples per behaviour-cloning minibatch, >= 1.
+        seed: seeds the policy's initial weights, its minibatch order and shifts, and the noisy
+            rollouts (the env reseeded with ``seed + k`` for the k-th level); in [0, 2**32).
+        max_draws: rejection sampling stops after ``max_draws * n_pairs`` candidate pairs, >= 1.
+        device: where the behaviour-cloning policy trains and acts (``cpu``: a 64x64 MLP is too
+            small for a GPU to pay).
+        conv_channels: the widths of the pixel encoder's convolutions.
+        feature_dim: the pixel encoder's output features, >= 1.
+        augment_pad: the largest shift of pixel minibatches, in pixels, >= 0 (0: none).
+        frame_stack: frames per observation, for the noisy rollouts' store, >= 1 (1: vector
+            tasks).
+
+    Raises:
+        InvalidDataError: on a value out of range, or ``noise_levels`` empty or outside [0, 1].
+    """
 
     invalid_error = InvalidDataError
 

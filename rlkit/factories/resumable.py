@@ -109,10 +109,15 @@ _HEADER = re.compile(r"^point-(\d{12})\.json$")
 
 @dataclass(frozen=True)
 class Resumed:
-    """What ``ResumableTraining.resume`` loaded: the point's env steps, the caller's progress as it
-    saved it, whether the resumed run continues bit-identically (``exact``: the point holds the
-    episode in progress, or its chunk ended on an episode end in every env) and the damaged newer
-    points passed over, each with why."""
+    """What ``ResumableTraining.resume`` loaded.
+
+    Attributes:
+        timesteps: the point's env steps (the agent's ``num_timesteps``).
+        progress: the caller's progress, as ``train``'s ``progress`` returned it for the point.
+        exact: the resumed run continues bit-identically: the point holds the episode in
+            progress, or its chunk ended on an episode end in every env.
+        skipped: the damaged newer points passed over, newest first, each named with why.
+    """
 
     timesteps: int
     progress: dict[str, Any]
@@ -127,12 +132,23 @@ class ResumableTraining:
     Chunks end at multiples of ``chunk_steps`` (rounded down to whole rollouts: ``n_steps x
     n_envs`` on-policy, ``train_freq x n_envs`` off-policy), the same ones after a restart; the run
     ends where one ``learn(total_timesteps)`` call would (``total_timesteps`` rounded up to whole
-    rollouts). ``settings``: the caller's JSON settings, saved with each point; a point saved with
-    others is refused naming them. ``keep``: how many points stay (the newest; >= 2 lets a damaged
-    one fall back to the one before).
+    rollouts).
 
     Use: build the agent as for a fresh run, ``resume(agent)`` (None: nothing saved, start fresh),
     then ``train(agent, callback, progress)``.
+
+    Args:
+        directory: the folder of the resume points; created by the first save.
+        total_timesteps: the run's env steps, >= 1.
+        chunk_steps: env steps between resume points, >= 1.
+        settings: the caller's JSON settings, saved with each point; a point saved with others is
+            refused naming them (None: no settings).
+        keep: how many points stay, the newest, >= 1 (>= 2 lets a damaged one fall back to the one
+            before).
+
+    Raises:
+        InvalidDataError: when ``total_timesteps``, ``chunk_steps`` or ``keep`` is below 1, or
+            ``settings`` is not JSON data.
     """
 
     def __init__(self, directory: str | Path, total_timesteps: int, chunk_steps: int,

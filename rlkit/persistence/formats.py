@@ -36,8 +36,16 @@ SELF_CHECKSUM = "header_sha256"  # the SHA-256 of the header's other fields (can
 class Format:
     """One kind of artefact: its tag, where its header lives, what it covers and how it is checked.
 
-    Every header must carry its own digest; ``checksummed``: it must also list its payload's
-    SHA-256."""
+    Attributes:
+        kind: the kind's name, ``"rlkit.<what>"``: the key in ``FORMATS``.
+        version: the one version that is written and read (the tag's ``/<version>``).
+        header: where the header lives (a file name pattern, or where inside the payload).
+        payload: what the header covers, in words.
+        check: what reading it checks, in words.
+        writer: the module that writes and reads the kind.
+        checksummed: the header must list its payload's SHA-256 (``write_header`` writes the map
+            even when it covers no file); every header must carry its own digest.
+    """
 
     kind: str
     version: int

@@ -92,17 +92,38 @@ def parse_resources(text: str) -> dict[str, float]:
 
 @dataclass(frozen=True)
 class SweepSpec:
-    """What a sweep runs; written to ``sweep.json`` and compared on ``--resume``."""
+    """What a sweep runs: a trial per grid point and seed; written to ``sweep.json`` (``to_json``)
+    and compared on ``--resume``.
+
+    Attributes:
+        command: the ``rlkit`` command each trial runs (``pref-rl``, ``train-reward``, ...).
+        grid: each swept config key's values, as strings (``parse_grid``); the grid points are
+            their cartesian product.
+        seeds: trials per grid point, >= 1: seeds ``0 .. seeds - 1``, set through ``seed_key``.
+        overrides: ``key=value`` overrides of every trial, before its grid point and seed.
+        config: the command's ``--config`` YAML, an absolute path (None: the command's defaults).
+        seed_key: the config field a trial's seed sets; no key of ``grid``.
+        logger: each trial's ``--logger`` backends, comma-separated (``rlkit sweep`` adds
+            ``jsonl``: a trial's metrics reach the scheduler through its ``metrics.jsonl``).
+        extra: free-form data kept with the spec; the sweep does not read it, nor write it to
+            ``sweep.json``.
+        metrics: what the results table and plot show, names or ``fnmatch`` patterns
+            (``rlkit.scale.aggregate.shown_metrics``; (): the command's default); not in
+            ``sweep.json``, so a resumed sweep may show others.
+
+    Raises:
+        ConfigError: when ``seeds`` is below 1 or ``grid`` sets ``seed_key``.
+    """
 
     command: str
     grid: dict[str, list[str]]
     seeds: int = 1
-    overrides: tuple[str, ...] = ()  # applied to every trial
-    config: str | None = None  # the command's --config YAML, absolute
+    overrides: tuple[str, ...] = ()
+    config: str | None = None
     seed_key: str = "seed"
     logger: str = "jsonl,wandb"
     extra: dict[str, Any] = field(default_factory=dict)
-    metrics: tuple[str, ...] = ()  # what the table and plot show (names or patterns); () = default
+    metrics: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.seeds < 1:
