@@ -43,3 +43,20 @@ def location(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     yield cluster.create_database(name)
     cluster.drop_database(name)
 
+
+@pytest.fixture
+def scratch() -> Iterator[Path]:
+    """A private temporary folder for a sweep (``sweeps.scratch_dir``), removed afterwards."""
+    from tests.sweeps import scratch_dir
+
+    with scratch_dir() as folder:
+        yield folder
+
+
+@pytest.fixture(scope="module")
+def dataset() -> Iterator[str]:
+    """A small preference dataset's path prefix, made by ``rlkit collect`` + ``label`` once per module."""
+    from tests.sweeps import make_dataset, scratch_dir
+
+    with scratch_dir() as folder:
+        yield make_dataset(folder)

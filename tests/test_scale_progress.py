@@ -10,7 +10,7 @@ from rich.console import Console
 
 from rlkit.logging import ProgressDisplay
 from rlkit.scale.units import Backend, Unit, run_units
-from tests.test_scale import toy_unit
+from tests.sweeps import toy_unit
 
 LINE = r"toy units  {}  elapsed \d:\d\d:\d\d  eta (\d:\d\d:\d\d|\?)"
 

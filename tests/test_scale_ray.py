@@ -5,7 +5,6 @@ command logs while it runs."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,33 +12,19 @@ import pytest
 pytest.importorskip("ray.tune", reason="needs the ray extra: pip install 'rlkit[ray]'")
 
 from rlkit.scale.units import Backend  # noqa: E402
-from tests.test_scale import (  # noqa: E402
+from tests.sweeps import (  # noqa: E402
     LONG,
     TINY,
     check_a_unit_starts_when_its_prerequisites_are_done,
     check_aggregate_against_trials,
     check_units_run_fail_and_resume,
     kill_driver_midway,
-    make_dataset,
     rlkit,
-    scratch_dir,
     status,
     sweep_argv,
 )
 
 RAY = ["--backend", "ray", "--num-cpus", "2"]
-
-
-@pytest.fixture
-def scratch() -> Iterator[Path]:
-    with scratch_dir() as folder:
-        yield folder
-
-
-@pytest.fixture(scope="module")
-def dataset() -> Iterator[str]:
-    with scratch_dir() as folder:
-        yield make_dataset(folder)
 
 
 @pytest.mark.slow
