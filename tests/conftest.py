@@ -9,7 +9,7 @@ import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import torch
@@ -60,3 +60,17 @@ def dataset() -> Iterator[str]:
 
     with scratch_dir() as folder:
         yield make_dataset(folder)
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    """Headless Chromium (``browser_pages.CHROMIUM``, driven by Playwright); skips where either is missing."""
+    from tests.browser_pages import CHROMIUM, CHROMIUM_ARGS
+
+    sync_api = pytest.importorskip("playwright.sync_api")
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"{CHROMIUM} is missing: `make browser-deps` installs Debian's chromium")
+    with sync_api.sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()

@@ -24,17 +24,7 @@ from rlkit.ail import (
 from rlkit.ail import checkpoints as checkpoints_module
 from rlkit.ail.discriminator import build_discriminator
 from rlkit.errors import ConfigError, FileFormatError, InvalidDataError
-from tests.tiny_envs import Point
-
-
-def expert(obs: np.ndarray) -> np.ndarray:
-    return np.clip(-4.0 * obs, -1.0, 1.0)
-
-
-def venv(seed: int = 0) -> DummyVecEnv:
-    env = DummyVecEnv([Point, Point])
-    env.seed(seed)
-    return env
+from tests.small_tasks import expert, venv
 
 
 @pytest.fixture(scope="module")

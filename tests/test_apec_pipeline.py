@@ -19,30 +19,14 @@ from rlkit.logging import make_logger
 from rlkit.reward import load_reward_model
 from rlkit.runners.apec import run_apec
 from tests.tiny_envs import POINT_ID
-
-TINY = [
-    f"env.id={POINT_ID}", "env.horizon=20", "env.n_envs=2",
-    "demos.algo=ppo", "demos.total_timesteps=2048", "demos.checkpoint_every=512",
-    "demos.baseline=random", "demos.eval_episodes=4",
-    "demos.kwargs={n_steps: 64, batch_size: 64, learning_rate: 0.001}",
-    "ail.rounds=4", "ail.steps_per_round=256", "ail.generator=ppo", "ail.generator_kwargs={}",
-    "ail.discriminator.hidden=[16, 16]",  # linear_first (the default): one hidden ReLU layer
-    "ail.discriminator.batch_size=64", "ail.agent_buffer=256",
-    "rollouts.per_checkpoint=2", "pairs.n_pairs=24", "pairs.gap=1", "pairs.ot_threshold=0",
-    "drex.noise_levels=[0.0, 0.25, 0.5, 0.75]", "drex.rollouts_per_level=2", "drex.bc_epochs=5",
-    "reward.hidden=[16, 16]", "reward.trainer.max_epochs=3",
-    "heldout.episodes_per_policy=1", "heldout.random_episodes=2", "heldout.n_pairs=64",
-    "heldout.segment_length=10",
-    "policy.methods=[apec]", "policy.agent.algo=ppo", "policy.agent.total_timesteps=256",
-    "policy.agent.eval_episodes=2", "policy.agent.kwargs={n_steps: 64, batch_size: 64}",
-]
+from tests.tiny_runs import APEC_TINY
 
 
 @pytest.mark.slow
 def test_rlkit_apec_runs_every_method_end_to_end_and_a_rerun_reuses_every_stage(tmp_path, capsys):
     run_dir = tmp_path / "run"
     arms = ["apec", "gap_only", "ot_only", "ot_only@0", "drex", "raw_ail"]  # @0: the pairs' margin
-    assert main(["apec", "--run-dir", str(run_dir), "--logger", "jsonl", *TINY,
+    assert main(["apec", "--run-dir", str(run_dir), "--logger", "jsonl", *APEC_TINY,
                  f"methods=[{', '.join(arms)}]"]) == 0
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
     assert [line["method"] for line in lines[:-1]] == arms
@@ -134,7 +118,7 @@ def test_apec_config_errors_name_the_field(tmp_path, capsys):
 @pytest.mark.slow
 def test_graded_apec_labels_grow_with_the_index_gap_and_train_with_the_ordinal_loss(tmp_path, capsys):
     run_dir = tmp_path / "run"
-    argv = ["apec", "--run-dir", str(run_dir), "--logger", "jsonl", *TINY,
+    argv = ["apec", "--run-dir", str(run_dir), "--logger", "jsonl", *APEC_TINY,
             "methods=[apec_ordinal]", "policy.methods=[]", "ail.rounds=6"]
     assert main(argv) == 0
     data = PreferenceDataset.load(run_dir / "datasets" / "apec_ordinal")
@@ -164,7 +148,7 @@ def test_heldout_ail_trajectories_come_from_a_separate_run_and_every_figure_name
     from rlkit.runners.apec import run_apec
 
     run_dir = tmp_path / "run"
-    overrides = [o for o in TINY if not o.startswith(("heldout.n_pairs", "heldout.segment_length"))]
+    overrides = [o for o in APEC_TINY if not o.startswith(("heldout.n_pairs", "heldout.segment_length"))]
     config = load_config(ApecConfig, None, [*overrides, "methods=[apec]", "policy.methods=[]"])
     assert config.heldout_ail_seed == 1000 and config.heldout.segment_length is None
     results = run_apec(config, run_dir)
@@ -280,7 +264,7 @@ def test_rlkit_apec_on_ray_rolls_out_the_same_trajectories_as_in_one_process(tmp
     import shutil
 
     ray = pytest.importorskip("ray")
-    argv = ["apec", "--logger", "jsonl", *TINY, "methods=[apec]", "policy.methods=[]"]
+    argv = ["apec", "--logger", "jsonl", *APEC_TINY, "methods=[apec]", "policy.methods=[]"]
     local = tmp_path / "local"
     assert main([*argv, "--run-dir", str(local)]) == 0
     on_ray = tmp_path / "ray"
@@ -340,7 +324,7 @@ def test_the_demonstrator_killed_part_way_goes_on_from_its_last_checkpoint(tmp_p
                 raise _Killed
             return self.venv.step_wait()
 
-    config = load_config(ApecConfig, None, TINY)  # PPO, 2048 steps on 2 envs, a checkpoint every 512
+    config = load_config(ApecConfig, None, APEC_TINY)  # PPO, 2048 steps on 2 envs, a checkpoint every 512
     demonstrator = config.demos.replace(seed=config.seed)
     make_venv, out = venv_factory(config.env), tmp_path / "demonstrator"
     with pytest.raises(_Killed):  # at step 1200 (600 steps of 2 envs), past the checkpoint at 1024
@@ -383,7 +367,7 @@ def test_the_policy_stage_killed_part_way_resumes_from_its_last_point(tmp_path):
     from rlkit.runners.apec_policy import run_policy
 
     Reward = _counting_reward()
-    config = load_config(ApecConfig, None, TINY)  # PPO, 256 steps on 2 envs: points at 128 and 256
+    config = load_config(ApecConfig, None, APEC_TINY)  # PPO, 256 steps on 2 envs: points at 128 and 256
     make_venv = venv_factory(config.env)
     whole = Reward()
     expected = run_policy(config, make_venv, whole, tmp_path / "whole", None)
@@ -413,8 +397,8 @@ def test_a_policy_evaluated_every_chunk_trains_as_one_evaluated_at_the_end_and_k
     from rlkit.runners.apec_policy import run_policy
 
     Reward = _counting_reward()
-    plain = load_config(ApecConfig, None, TINY)  # PPO, 256 steps on 2 envs: chunks of 128
-    config = load_config(ApecConfig, None, [*TINY, "policy.eval_every=128"])
+    plain = load_config(ApecConfig, None, APEC_TINY)  # PPO, 256 steps on 2 envs: chunks of 128
+    config = load_config(ApecConfig, None, [*APEC_TINY, "policy.eval_every=128"])
     make_venv = venv_factory(config.env)
     at_the_end = run_policy(plain, make_venv, Reward(), tmp_path / "plain", None)
     every_chunk = run_policy(config, make_venv, Reward(), tmp_path / "evaluated", None)
@@ -448,7 +432,7 @@ def test_a_policy_also_reports_its_stochastic_return_and_an_older_result_gets_it
     from rlkit.runners.apec_policy import STOCHASTIC, run_policy, stochastic_return
 
     Reward = _counting_reward()
-    config = load_config(ApecConfig, None, TINY)  # PPO: a Gaussian policy
+    config = load_config(ApecConfig, None, APEC_TINY)  # PPO: a Gaussian policy
     make_venv = venv_factory(config.env)
     result = run_policy(config, make_venv, Reward(), tmp_path / "policy", None)
     assert result["n_stochastic_episodes"] == config.policy.agent.eval_episodes
@@ -480,7 +464,7 @@ def test_a_policy_resumed_from_its_last_point_ends_where_an_unbroken_run_does(tm
     from rlkit.runners.apec_policy import run_policy
 
     Reward = _counting_reward()
-    config = load_config(ApecConfig, None, [*TINY, f"env.horizon={horizon}", "policy.eval_every=128"])
+    config = load_config(ApecConfig, None, [*APEC_TINY, f"env.horizon={horizon}", "policy.eval_every=128"])
     make_venv = venv_factory(config.env)
     unbroken = run_policy(config, make_venv, Reward(), tmp_path / "unbroken", None)
     with pytest.raises(_Killed):  # at step 200, after the point at 128
@@ -501,7 +485,7 @@ def test_a_resumed_policy_logs_each_row_once_under_its_own_name(tmp_path):
     from rlkit.runners.apec_policy import run_policy
 
     Reward = _counting_reward()
-    config = load_config(ApecConfig, None, [*TINY, "env.horizon=16", "policy.eval_every=128"])
+    config = load_config(ApecConfig, None, [*APEC_TINY, "env.horizon=16", "policy.eval_every=128"])
     make_venv = venv_factory(config.env)
 
     def policy(run_dir: Path, reward) -> None:
@@ -548,7 +532,7 @@ def test_an_ail_run_resumed_before_its_latest_round_logs_each_round_once(tmp_pat
 
     def config(rounds: int) -> ApecConfig:
         return ApecConfig.model_validate(apply_overrides(ApecConfig().model_dump(mode="json"),
-                                                         [*TINY, f"ail.rounds={rounds}", *SAC_AIL]))
+                                                         [*APEC_TINY, f"ail.rounds={rounds}", *SAC_AIL]))
 
     def rows(run_dir: Path) -> list[dict]:
         return [{k: v for k, v in json.loads(line).items() if k != "wall_time"}

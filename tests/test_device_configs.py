@@ -23,10 +23,9 @@ from rlkit.m3hf.run_config import M3HFConfig
 from rlkit.marl import MarlConfig, MultiAgentPPO
 from rlkit.runners.m3hf import run_m3hf
 from rlkit.runners.rundir import same_config
-from tests.test_ail_trainer import expert, venv
-from tests.test_m3hf_loop import tiny_config
-from tests.test_marl import cue_rows
+from tests.small_tasks import cue_rows, expert, venv
 from tests.tiny_envs import POINT_ID
+from tests.tiny_runs import tiny_config
 
 no_cuda = pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
 

@@ -23,7 +23,7 @@ from rlkit.errors import FileFormatError, InvalidDataError
 from rlkit.persistence import reading
 from rlkit.persistence.arrays import load_npz, save_npz
 from rlkit.persistence.formats import SELF_CHECKSUM, read_header, read_json_lines, write_header
-from tests.test_persistence import (
+from tests.saved_artefacts import (
     make_agent,
     make_preferences,
     make_reward_model,

@@ -4,7 +4,6 @@ Screenshots go to ``RLKIT_SCREENSHOTS`` when it is set (that is how ``docs/scree
 
 import os
 import re
-import shutil
 import signal
 import threading
 from itertools import combinations
@@ -21,43 +20,13 @@ from rlkit.human.media import render_pairs
 from rlkit.human.render import ObservationRenderer
 from rlkit.human.server import free_port, start_server_process
 from rlkit.human.settings import ServeConfig
-from tests.test_human_m3hf import open_phase
-from tests.test_human_render import mujoco_pairs
-from tests.test_human_store import make_trajectories
+from tests.browser_pages import log_in, screenshot, watch_errors
+from tests.fake_data import make_trajectories
+from tests.pendulum_media import mujoco_pairs
+from tests.web_client import open_phase
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
 KEY_VALUES = {"1": 1.0, "2": 0.8, "3": 0.5, "4": 0.2, "5": 0.0, "s": None}
-
-
-@pytest.fixture
-def browser():
-    sync_api = pytest.importorskip("playwright.sync_api")
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"{CHROMIUM} is missing: `make browser-deps` installs Debian's chromium")
-    with sync_api.sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
-
-
-def screenshot(page, tmp_path: Path, name: str) -> None:
-    path = tmp_path / name
-    page.screenshot(path=str(path), full_page=True)
-    if target := os.environ.get("RLKIT_SCREENSHOTS"):
-        Path(target).mkdir(parents=True, exist_ok=True)
-        shutil.copy(path, Path(target) / name)
-
-
-def watch_errors(page) -> list[str]:
-    """Every uncaught script error and console error the page logs from now on."""
-    errors: list[str] = []
-    page.on("pageerror", lambda error: errors.append(f"{page.url}: uncaught {error}"))
-    page.on("console", lambda message: message.type == "error"
-            and errors.append(f"{page.url}: console error {message.text}"))
-    return errors
 
 
 def twenty_pairs_of_eight_segments(tmp_path: Path) -> tuple[LabelStore, np.ndarray]:
@@ -67,14 +36,6 @@ def twenty_pairs_of_eight_segments(tmp_path: Path) -> tuple[LabelStore, np.ndarr
     pairs = SegmentPairs(trajectories, np.array(left), np.array(right))
     store = LabelStore(tmp_path)
     return store, store.add_queries(pairs, media=render_pairs(pairs, tmp_path / "media"))
-
-
-def log_in(page, url: str, annotator: str) -> None:
-    """Open a page and type an annotator id into its login form, as a person does."""
-    page.goto(url)
-    page.fill("#annotator", annotator)
-    page.press("#annotator", "Enter")
-    page.wait_for_selector("#annotator-name")
 
 
 def current_pair(page) -> int:

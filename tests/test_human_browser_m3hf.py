@@ -10,14 +10,8 @@ from rlkit.human.m3hf_source import ConfirmedSpecsParser
 from rlkit.human.server import free_port, start_server_process
 from rlkit.human.settings import ServeConfig
 from rlkit.m3hf import RuleParser
-from tests.test_human_browser import (
-    browser,  # noqa: F401 (a fixture)
-    log_in,
-    screenshot,
-    watch_errors,
-)
-from tests.test_human_m3hf import TEXT as M3HF_TEXT
-from tests.test_human_m3hf import open_phase
+from tests.browser_pages import log_in, screenshot, watch_errors
+from tests.web_client import M3HF_TEXT, open_phase
 
 pytestmark = [pytest.mark.browser, pytest.mark.server]
 OPTIONS = "select => [...select.options].map(option => option.value)"
@@ -60,7 +54,7 @@ def wait_held(page, held: list, count: int) -> None:
     raise AssertionError(f"{len(held)} check request(s) held after 20 s, {count} expected")
 
 
-def test_the_m3hf_page_previews_a_parse_takes_a_typed_correction_and_commits_it(tmp_path, browser):  # noqa: F811
+def test_the_m3hf_page_previews_a_parse_takes_a_typed_correction_and_commits_it(tmp_path, browser):
     source, request = open_phase(tmp_path)
     port = free_port()
     server = start_server_process(ServeConfig(run_dir=str(tmp_path), port=port))
@@ -129,7 +123,7 @@ def test_the_m3hf_page_previews_a_parse_takes_a_typed_correction_and_commits_it(
     assert_confirmed(source, request, "onion", 2.0)
 
 
-def test_confirm_waits_for_the_checks_of_the_kept_specs_as_they_stand_and_for_no_other(tmp_path, browser):  # noqa: F811
+def test_confirm_waits_for_the_checks_of_the_kept_specs_as_they_stand_and_for_no_other(tmp_path, browser):
     """Each check request is held here until the test lets it through. A check of a dropped spec
     leaves Confirm enabled; an answer for a value typed over is not taken for the new value; a
     click on Confirm straight from a number field is not lost to the field's change event (a click

@@ -10,10 +10,9 @@ from rlkit.human.app import create_app
 from rlkit.human.m3hf_source import ConfirmedSpecsParser, WebFeedbackSource, scene_from_json, scene_to_json
 from rlkit.human.settings import ServeConfig
 from rlkit.m3hf import FeedbackSource, RuleParser, Scene
-from tests.web_client import client_for, login, open_phase
+from tests.web_client import M3HF_TEXT, client_for, login, open_phase
 
 pytestmark = pytest.mark.server
-TEXT = "Agent 0 should pick up the tomato. Agent 1 should not stand still."
 
 
 def test_scenes_survive_the_trip_through_json():
@@ -30,32 +29,32 @@ def test_preview_correct_and_confirm_reach_the_loop_as_confirmed_specs(tmp_path)
     assert "Phase 3" in html and "the <b>green</b> chef" in html and 'data-media="m3hf_phase_003.gif"' in html
     assert client.get("/media/m3hf_phase_003.gif").content[:6] == b"GIF89a"
 
-    preview = client.post("/api/m3hf/preview", json={"text": TEXT}, headers=headers).json()
+    preview = client.post("/api/m3hf/preview", json={"text": M3HF_TEXT}, headers=headers).json()
     assert preview["per_agent"] == {"agent_0": ["agent 0: holding(item='tomato', value=1.0)"],
                                     "agent_1": ["agent 1: action(action='stay', value=-1.0)"]}
     specs = [s["spec"] for s in preview["specs"]]
     specs[0]["params"]["item"] = "onion"  # the person corrects the parse: onion, not tomato
-    committed = client.post("/api/m3hf/commit", json={"phase": 3, "text": TEXT, "specs": specs},
+    committed = client.post("/api/m3hf/commit", json={"phase": 3, "text": M3HF_TEXT, "specs": specs},
                             headers=headers)
     assert committed.status_code == 200, committed.text
     assert [s["summary"] for s in committed.json()["specs"]][0] == "agent 0: holding(item='onion', value=1.0)"
 
     feedback = source.feedback(request)
-    assert [f.text for f in feedback] == [TEXT]
+    assert [f.text for f in feedback] == [M3HF_TEXT]
     # the loop took the phase's feedback and went on: the page says so, a late confirm is refused
     assert 'id="phase-closed"' in client.get("/m3hf").text
     late = client.post("/api/m3hf/commit", json={"phase": 3, "text": "too late", "specs": []},
                        headers=headers)
     assert late.status_code == 409 and "phase 3 is closed" in late.json()["detail"]
-    assert client.post("/api/m3hf/preview", json={"text": TEXT}, headers=headers).status_code == 409
-    assert [item["text"] for item in source.store.phase_feedback(3)] == [TEXT]
+    assert client.post("/api/m3hf/preview", json={"text": M3HF_TEXT}, headers=headers).status_code == 409
+    assert [item["text"] for item in source.store.phase_feedback(3)] == [M3HF_TEXT]
     parser = ConfirmedSpecsParser(source, RuleParser())
-    assert parser.parse(TEXT, request.scene)[0].params.item == "onion"  # the correction, not a re-parse
+    assert parser.parse(M3HF_TEXT, request.scene)[0].params.item == "onion"  # the correction, not a re-parse
     assert parser.parse("Agent 1 should go to the onion.", request.scene)[0].template == "distance"
     # the phase asked again (a run killed before the phase's generation completed, resumed) opens
     # again and gets the same feedback at once: taking it consumed nothing
     again = WebFeedbackSource(LabelStore(tmp_path), tmp_path / "media", timeout_s=0.0, poll_s=0.02)
-    assert [f.text for f in again.feedback(request)] == [TEXT]
+    assert [f.text for f in again.feedback(request)] == [M3HF_TEXT]
     assert again.confirmed == source.confirmed
 
 

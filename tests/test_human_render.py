@@ -2,9 +2,7 @@
 from them by a background worker, and the label API showing the plot until the video is written."""
 
 import json
-import os
 import threading
-from pathlib import Path
 
 import gymnasium as gym
 import imageio.v2 as imageio
@@ -21,30 +19,8 @@ from rlkit.human.app import create_app
 from rlkit.human.media import plot_name, shown_media
 from rlkit.human.render import MujocoRenderer, ObservationRenderer, RenderQueue
 from rlkit.human.settings import ServeConfig
+from tests.pendulum_media import ENV, mujoco_pairs, pendulum_trajectories
 from tests.web_client import client_for, login
-
-os.environ.setdefault("MUJOCO_GL", "egl")  # headless software rendering (see STACK_NOTES)
-ENV = "InvertedPendulum-v5"
-
-
-def pendulum_trajectories(n_steps: int = 60, length: int = 8) -> list[Trajectory]:
-    """Random InvertedPendulum steps with their MuJoCo states, cut into pieces of ``length``."""
-    venv = make_vec_env(ENV, n_envs=2, seed=0, wrapper_class=RecordStates)
-    trajectories = collect_trajectories(venv, None, np.random.default_rng(0), n_steps=n_steps,
-                                        max_length=length)
-    return [t for t in trajectories if len(t) == length]
-
-
-class GatedRenderer(MujocoRenderer):
-    """Renders only once ``gate`` is set: the state a page sees while the worker is busy."""
-
-    def __init__(self, gate: threading.Event) -> None:
-        super().__init__(ENV)
-        self.gate = gate
-
-    def __call__(self, states: np.ndarray) -> np.ndarray:
-        assert self.gate.wait(60)
-        return super().__call__(states)
 
 
 def test_each_recorded_state_restores_the_observation_after_its_step():
@@ -136,18 +112,6 @@ def test_shown_media_stands_the_plot_in_for_a_video_not_yet_written(tmp_path):
     assert shown_media(tmp_path, "seg-3-0-5.webm") == ("seg-3-0-5.webm", False)
     assert shown_media(tmp_path, "l0.gif") == ("l0.gif", False)  # not a segment video: as it is
     assert shown_media(tmp_path, "") == ("", False)
-
-
-def mujoco_pairs(tmp_path: Path, gate: threading.Event) -> tuple[HumanTeacher, SegmentPairs, np.ndarray]:
-    """Two InvertedPendulum pairs asked of people, their videos rendering behind ``gate``."""
-    trajectories = pendulum_trajectories()
-    store = TrajectoryStore()
-    store.extend(trajectories)
-    pairs = SegmentPairs(store, np.array([[0, 0, 6], [2, 1, 6]]), np.array([[1, 2, 6], [0, 0, 6]]))
-    teacher = HumanTeacher(LabelStore(tmp_path), HumanTeacherConfig(wait=False, fps=5),
-                           media_dir=tmp_path / "media", renderer=GatedRenderer(gate))
-    teacher.label(pairs)
-    return teacher, pairs, teacher.store.add_queries(pairs)
 
 
 def test_the_label_api_shows_plots_while_the_worker_renders_then_the_videos(tmp_path):

@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 import torch
 from gymnasium import spaces
-from pettingzoo import ParallelEnv
 
 import envs.overcooked as oc
 from rlkit.errors import IncompatibleModelError, InvalidDataError
@@ -20,55 +19,7 @@ from rlkit.marl import (
 from rlkit.marl.ppo import _sample
 from rlkit.marl.stacked import StackedMlp, stackable
 from rlkit.wrappers.pettingzoo_wrapper import PettingZooRewardWrapper
-
-N_CUES = 3
-LENGTH = 8
-
-
-class CueGame(ParallelEnv):
-    """Each step a random cue c is shown to everyone; agent i scores 1 for action (c + i) mod 3.
-
-    The agents must answer the same cue differently, so the task is solved only if each policy
-    learns from its own agent's rewards (or, shared, reads the agent id).
-    """
-
-    metadata = {"name": "cue_game"}
-    render_mode = None
-
-    def __init__(self, n_agents: int = 2) -> None:
-        self.possible_agents = [f"player_{i}" for i in range(n_agents)]
-        self._rng = np.random.default_rng(0)
-
-    def observation_space(self, agent: str) -> spaces.Box:
-        return spaces.Box(0.0, 1.0, (N_CUES,), np.float32)
-
-    def action_space(self, agent: str) -> spaces.Discrete:
-        return spaces.Discrete(N_CUES)
-
-    def _obs(self) -> dict[str, np.ndarray]:
-        self._cue = int(self._rng.integers(N_CUES))
-        return {a: np.eye(N_CUES, dtype=np.float32)[self._cue] for a in self.agents}
-
-    def reset(self, seed=None, options=None):
-        self._rng = np.random.default_rng(seed)
-        self.agents, self._t = list(self.possible_agents), 0
-        return self._obs(), {a: {} for a in self.agents}
-
-    def step(self, actions):
-        rewards = {a: float(actions[a] == (self._cue + i) % N_CUES) for i, a in enumerate(self.agents)}
-        self._t += 1
-        done = self._t >= LENGTH
-        obs = self._obs()
-        flags = dict.fromkeys(self.agents, False)
-        truncations = dict.fromkeys(self.agents, done)
-        if done:
-            self.agents = []
-        return obs, rewards, flags, truncations, {a: {} for a in rewards}
-
-
-def cue_rows(num_games: int = 8) -> ParallelEnvRows:
-    return ParallelEnvRows(CueGame, num_games)
-
+from tests.small_tasks import LENGTH, N_CUES, CueGame, cue_rows
 
 ANSWERS = [[(cue + agent) % N_CUES for agent in range(2)] for cue in range(N_CUES)]
 FAST = {"n_steps": 32, "batch_size": 64, "n_epochs": 4, "learning_rate": 3e-3, "ent_coef": 0.0}

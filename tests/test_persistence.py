@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -17,9 +16,8 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.env_util import make_vec_env
 
-from rlkit.data import Trajectory, TrajectoryStore, sample_pairs
+from rlkit.data import TrajectoryStore
 from rlkit.errors import FileFormatError
-from rlkit.feedback import PreferenceDataset
 from rlkit.persistence import FORMATS, atomic_dir, read_header, tag, write_header
 from rlkit.persistence import replay as replay_chunks
 from rlkit.persistence.arrays import load_npz
@@ -35,6 +33,13 @@ from rlkit.persistence.rng import (
     restore_numpy_rng,
     restore_torch_rng,
     torch_rng_state,
+)
+from tests.saved_artefacts import (
+    make_agent,
+    make_preferences,
+    make_reward_model,
+    make_trajectories,
+    trajectories,
 )
 
 KINDS = {
@@ -132,49 +137,6 @@ def wrong_field(path: Path) -> None:
     path.write_text(json.dumps(header))
 
 
-def trajectories(n: int = 4, length: int = 12) -> list[Trajectory]:
-    rng = np.random.default_rng(0)
-    return [Trajectory(obs=rng.normal(size=(length + 1, 3)).astype(np.float32),
-                       acts=rng.normal(size=(length, 2)).astype(np.float32),
-                       rews=rng.normal(size=length).astype(np.float32), terminal=False)
-            for _ in range(n)]
-
-
-def make_agent(root: Path) -> tuple[list[Path], list[Path], Callable[[], object]]:
-    from rlkit.factories.algorithms import ALGORITHMS
-    from rlkit.persistence.agents import load_agent, save_agent
-
-    agent = PPO("MlpPolicy", make_vec_env("CartPole-v1", n_envs=1, seed=0), n_steps=16, batch_size=16,
-                seed=0)
-    path = save_agent(agent, root / "agent")
-    return [path, root / "agent.json"], [root / "agent.json"], lambda: load_agent(ALGORITHMS, path)
-
-
-def make_reward_model(root: Path):
-    from rlkit.reward import build_reward_net, load_reward_model, save_reward_model
-
-    box = spaces.Box(-1, 1, (3,), np.float32)
-    save_reward_model(build_reward_net(box, spaces.Box(-1, 1, (2,), np.float32), seed=0), root)
-    return ([root / "model.safetensors", root / "model.json"], [root / "model.json"],
-            lambda: load_reward_model(root))
-
-
-def make_trajectories(root: Path):
-    store = TrajectoryStore()
-    store.extend(trajectories())
-    path = store.save(root / "trajectories")
-    return [path], [], lambda: TrajectoryStore.load(path)
-
-
-def make_preferences(root: Path):
-    store = TrajectoryStore()
-    store.extend(trajectories())
-    dataset = PreferenceDataset(store)
-    dataset.append(sample_pairs(store, 6, 5, np.random.default_rng(1)), np.ones(6), source="t")
-    npz, meta = dataset.save(root / "prefs")
-    return [npz, meta], [meta], lambda: PreferenceDataset.load(root / "prefs")
-
-
 def replay_buffer(size: int = 64) -> ReplayBuffer:
     return ReplayBuffer(size, spaces.Box(-1, 1, (3,), np.float32), spaces.Box(-1, 1, (2,), np.float32))
 
@@ -232,7 +194,7 @@ def make_ail_resume(root: Path):
 def make_prefrl_resume(root: Path, monkeypatch):
     from rlkit.prefrl import PreferenceRL, resume
     from rlkit.prefrl import loop as prefrl_loop
-    from tests.test_prefrl import small_config
+    from tests.tiny_runs import small_config
 
     def killed(*args, **kwargs):
         raise KeyboardInterrupt
@@ -271,7 +233,7 @@ def make_marl_checkpoint(root: Path):
 
 def make_m3hf_run(root: Path):
     from rlkit.m3hf.loop import M3HFRun
-    from tests.test_m3hf_loop import tiny_config
+    from tests.tiny_runs import tiny_config
 
     config = tiny_config(video="none", phases=1)
     M3HFRun(config, root).run()

@@ -21,8 +21,7 @@ from rlkit.prefrl import PreferenceRL
 from rlkit.prefrl import loop as prefrl_loop
 from rlkit.runners.prefrl import build_preference_rl
 from tests.fake_data import make_pairs, make_trajectories
-from tests.test_prefrl_resume import KilledInRound
-from tests.tiny_runs import small_config
+from tests.tiny_runs import KilledInRound, small_config
 
 FIVE = (0.0, 0.2, 0.5, 0.8, 1.0)
 

@@ -18,28 +18,13 @@ from rlkit.persistence import write_header
 from rlkit.prefrl import PreferenceRL
 from rlkit.prefrl import loop as prefrl_loop
 from rlkit.prefrl import resume as prefrl_resume
-from tests.test_prefrl import small_config
+from tests.tiny_runs import KilledInRound, small_config
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def vector(module: torch.nn.Module) -> torch.Tensor:
     return torch.nn.utils.parameters_to_vector(module.parameters()).detach().clone()
-
-
-class KilledInRound:
-    """Stands in for ``evaluate_reward``: records each round's pairs and labels, and kills the run
-    in round ``kill_at`` (after the teacher answered, before the refit)."""
-
-    def __init__(self, kill_at: int, real=prefrl_loop.evaluate_reward) -> None:
-        self.kill_at, self.real = kill_at, real
-        self.rounds: list[tuple[np.ndarray, np.ndarray]] = []
-
-    def __call__(self, model, pairs, labels):
-        self.rounds.append((np.concatenate([pairs.left, pairs.right], axis=1), labels.copy()))
-        if len(self.rounds) == self.kill_at:
-            raise KeyboardInterrupt
-        return self.real(model, pairs, labels)
 
 
 @pytest.mark.parametrize("algo", ["ppo", "sac"])

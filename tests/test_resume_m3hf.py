@@ -8,7 +8,7 @@ import pytest
 
 from rlkit.logging import JsonlLogger
 from rlkit.runners.m3hf import run_m3hf
-from tests.test_m3hf_loop import tiny_config
+from tests.tiny_runs import tiny_config
 
 
 class KilledAfter(JsonlLogger):

@@ -26,7 +26,7 @@ from rlkit.prefrl import loop as prefrl_loop
 from rlkit.prefrl import resume as prefrl_resume
 from rlkit.reward import save_reward_model
 from rlkit.runners.prefrl import build_preference_rl
-from tests.test_prefrl import small_config
+from tests.tiny_runs import small_config
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -11,7 +11,7 @@ from rich.console import Console
 
 from rlkit.logging import MultiLogger, make_logger, progress_of
 from rlkit.runners.m3hf import follow_progress, run_m3hf
-from tests.tiny_runs import tiny_config
+from tests.tiny_runs import APEC_TINY, tiny_config
 
 
 def progress_logger(run_dir: Path, out: io.StringIO, terminal: bool = False) -> MultiLogger:
@@ -69,10 +69,9 @@ def test_apec_shows_its_stages_and_each_ail_runs_rounds(tmp_path):
     from rlkit.apec.config import ApecConfig
     from rlkit.config import load_config
     from rlkit.runners.apec import run_apec
-    from tests.test_apec_pipeline import TINY
 
     config = load_config(ApecConfig, None,
-                         [*TINY, "methods=[raw_ail, gap_only]", "policy.methods=[gap_only]"])
+                         [*APEC_TINY, "methods=[raw_ail, gap_only]", "policy.methods=[gap_only]"])
     out = io.StringIO()
     logger = progress_logger(tmp_path, out)
     run_apec(config, tmp_path, logger)

@@ -9,29 +9,6 @@ from pathlib import Path
 
 TESTS = Path(__file__).resolve().parent
 
-# Imports across test modules that wait on a file other work edits (the importer, or the test module
-# that defines the helper); each goes once its helpers are imported from the support modules
-# (tiny_runs, fake_data, web_client, ...) or moved there.
-PENDING = {
-    ("test_device_configs.py", "tests.test_ail_trainer"),
-    ("test_device_configs.py", "tests.test_m3hf_loop"),
-    ("test_device_configs.py", "tests.test_marl"),
-    ("test_hostile_artefacts.py", "tests.test_persistence"),
-    ("test_human_browser.py", "tests.test_human_m3hf"),
-    ("test_human_browser.py", "tests.test_human_render"),
-    ("test_human_browser.py", "tests.test_human_store"),
-    ("test_human_browser_m3hf.py", "tests.test_human_browser"),
-    ("test_human_browser_m3hf.py", "tests.test_human_m3hf"),
-    ("test_persistence.py", "tests.test_m3hf_loop"),
-    ("test_persistence.py", "tests.test_prefrl"),
-    ("test_prefrl_human.py", "tests.test_prefrl_resume"),
-    ("test_prefrl_resume.py", "tests.test_prefrl"),
-    ("test_resume_m3hf.py", "tests.test_m3hf_loop"),
-    ("test_resume_prefrl.py", "tests.test_prefrl"),
-    ("test_runner_progress.py", "tests.test_apec_pipeline"),
-}
-
-
 def imported_test_modules(source: str) -> set[str]:
     """The test modules (``tests.test_*``) that ``source``, the text of a module under tests/, imports.
 
@@ -54,8 +31,7 @@ def imported_test_modules(source: str) -> set[str]:
 
 def test_no_module_under_tests_imports_a_test_module() -> None:
     crossing = sorted((path.name, module) for path in TESTS.glob("*.py")
-                      for module in imported_test_modules(path.read_text())
-                      if (path.name, module) not in PENDING)
+                      for module in imported_test_modules(path.read_text()))
     assert crossing == [], (
         "these modules import from a test module; move what they share to conftest.py (a fixture) "
         f"or a support module under tests/: {crossing}")

@@ -1,21 +1,44 @@
-"""Whole runs on a tiny budget: a pref-rl config and an M3HF config that finish in seconds, and a
-counter of the env steps a run takes."""
+"""Whole runs on a tiny budget: a pref-rl config and an M3HF config that finish in seconds, the
+overrides of an APEC run on the Point env, a counter of the env steps a run takes, and a stand-in
+that kills a pref-rl run in a chosen query round."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
+import numpy as np
 from stable_baselines3.common.vec_env import VecEnv
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvStepReturn
 
 from rlkit.config import load_config
+from rlkit.data import SegmentPairs
 from rlkit.factories.configs import PrefRLConfig
 from rlkit.m3hf.run_config import M3HFConfig
+from rlkit.prefrl import loop as prefrl_loop
+from tests.tiny_envs import POINT_ID
 
 SCRIPT = {  # the scripted M3HF feedback of tiny_config: phase -> texts
     1: ["Agent 0 should pick up the tomato and chop it."],
     2: ["Be faster!"],
 }
+
+APEC_TINY = [  # APEC on the Point env: demonstrator, AIL, pairs, D-REX, reward and policy in seconds each
+    f"env.id={POINT_ID}", "env.horizon=20", "env.n_envs=2",
+    "demos.algo=ppo", "demos.total_timesteps=2048", "demos.checkpoint_every=512",
+    "demos.baseline=random", "demos.eval_episodes=4",
+    "demos.kwargs={n_steps: 64, batch_size: 64, learning_rate: 0.001}",
+    "ail.rounds=4", "ail.steps_per_round=256", "ail.generator=ppo", "ail.generator_kwargs={}",
+    "ail.discriminator.hidden=[16, 16]",  # linear_first (the default): one hidden ReLU layer
+    "ail.discriminator.batch_size=64", "ail.agent_buffer=256",
+    "rollouts.per_checkpoint=2", "pairs.n_pairs=24", "pairs.gap=1", "pairs.ot_threshold=0",
+    "drex.noise_levels=[0.0, 0.25, 0.5, 0.75]", "drex.rollouts_per_level=2", "drex.bc_epochs=5",
+    "reward.hidden=[16, 16]", "reward.trainer.max_epochs=3",
+    "heldout.episodes_per_policy=1", "heldout.random_episodes=2", "heldout.n_pairs=64",
+    "heldout.segment_length=10",
+    "policy.methods=[apec]", "policy.agent.algo=ppo", "policy.agent.total_timesteps=256",
+    "policy.agent.eval_episodes=2", "policy.agent.kwargs={n_steps: 64, batch_size: 64}",
+]
 
 
 def small_config(algo: str, **extra: str) -> PrefRLConfig:
@@ -81,3 +104,24 @@ def tiny_config(**changes: object) -> M3HFConfig:
         "video_cell_px": 8,
     }
     return M3HFConfig.model_validate(base | changes)
+
+
+class KilledInRound:
+    """Stands in for ``evaluate_reward``: records each round's pairs and labels, and kills the run
+    in round ``kill_at`` (after the teacher answered, before the refit).
+
+    Args:
+        kill_at: the round (counted from 1) that raises ``KeyboardInterrupt``; 0 never does.
+        real: what answers the rounds it lets through (``evaluate_reward`` as imported here, not
+            as patched).
+    """
+
+    def __init__(self, kill_at: int, real: Callable[..., Any] = prefrl_loop.evaluate_reward) -> None:
+        self.kill_at, self.real = kill_at, real
+        self.rounds: list[tuple[np.ndarray, np.ndarray]] = []
+
+    def __call__(self, model: Any, pairs: SegmentPairs, labels: np.ndarray) -> Any:
+        self.rounds.append((np.concatenate([pairs.left, pairs.right], axis=1), labels.copy()))
+        if len(self.rounds) == self.kill_at:
+            raise KeyboardInterrupt
+        return self.real(model, pairs, labels)

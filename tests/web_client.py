@@ -1,4 +1,5 @@
-"""The label web app as a browser on this machine talks to it, and an M3HF phase opened for it."""
+"""The label web app as a browser on this machine talks to it, an M3HF phase opened for it, and the
+feedback text a person types for that phase."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from envs.overcooked.video import record_episode
 from rlkit.human import LabelStore
 from rlkit.human.m3hf_source import WebFeedbackSource
 from rlkit.m3hf import FeedbackRequest, Scene
+
+M3HF_TEXT = "Agent 0 should pick up the tomato. Agent 1 should not stand still."  # feedback a person types
 
 
 def client_for(app: Any, **settings: Any) -> TestClient:
