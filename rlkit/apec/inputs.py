@@ -44,6 +44,7 @@ from rlkit.errors import ConfigError, FileFormatError, InvalidDataError
 from rlkit.persistence.agents import space_from_json, space_to_json
 from rlkit.persistence.arrays import load_npz, save_npz
 from rlkit.persistence.formats import check_npz_header, npz_header, read_header, write_header
+from rlkit.persistence.resume_config import ABSENT, changed_paths
 
 KIND = "rlkit.apec-inputs"
 MANIFEST = "inputs.json"
@@ -322,18 +323,12 @@ def refuse_other_settings(recorded: Any, settings: Any, what: str, where: Path) 
     Raises:
         ConfigError: listing each differing setting with both values.
     """
-    found = _differences(recorded, settings, "")
+    found = [(path, None if a is ABSENT else a, None if b is ABSENT else b)
+             for path, a, b in changed_paths(recorded, settings) if path.rsplit(".", 1)[-1] != "device"]
     if found:
         shown = "; ".join(f"{path}: {a!r} there, {b!r} here" for path, a, b in found[:8])
         raise ConfigError(f"{where}: its {what} were made with other settings than this run's ({shown}); "
                           "set inputs: null to make them again, or run with the settings they record")
-
-
-def _differences(a: Any, b: Any, path: str) -> list[tuple[str, Any, Any]]:
-    if isinstance(a, dict) and isinstance(b, dict):
-        return [found for key in sorted(set(a) | set(b)) if key != "device"
-                for found in _differences(a.get(key), b.get(key), f"{path}.{key}" if path else key)]
-    return [] if a == b else [(path, a, b)]
 
 
 def install_demos(inputs: Inputs, demos_dir: str | os.PathLike[str]) -> list[Trajectory]:
