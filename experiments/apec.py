@@ -296,9 +296,9 @@ def file_name(task_id: str) -> str:
 
 
 def run_all(config: ApecExperimentConfig, out: Path, backend: Backend, resume: bool = False,
-            name: str = "apec") -> None:
+            name: str = "apec", only: Sequence[str] = ()) -> None:
     fn = importlib.import_module("experiments.apec").run_unit  # by name, not a pickled copy
-    results = run_units(units(config, out, backend), fn, out, backend, resume=resume, name=name,
+    results = run_units(units(config, out, backend), fn, out, backend, resume=resume, name=name, only=only,
                         on_result=lambda r: print(
                             f"unit {r.id}: {'done earlier' if r.skipped else r.status} "
                             f"({r.seconds:.0f} s){': ' + (r.error or '') if r.status == 'failed' else ''}",
@@ -383,7 +383,7 @@ def main(argv: list[str] | None = None, doc: str | None = __doc__,
     out = Path(config.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     if not args.report_only:
-        run_all(config, out, backend, resume=args.resume, name=name)
+        run_all(config, out, backend, resume=args.resume, name=name, only=args.only)
     from experiments.apec_report import report  # by name: a script puts the repo root on sys.path first
 
     return report(config, out, name)

@@ -26,6 +26,7 @@ import json
 import math
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -139,10 +140,11 @@ def run_unit(unit: Unit, report: Any) -> dict[str, Any]:
     return {"summary": run_one(config, arm, seed, run_dir)}
 
 
-def run_all(config: M3HFExperimentConfig, out: Path, backend: Backend, resume: bool = False) -> None:
+def run_all(config: M3HFExperimentConfig, out: Path, backend: Backend, resume: bool = False,
+            only: Sequence[str] = ()) -> None:
     fn = importlib.import_module("experiments.m3hf").run_unit  # by name, not a pickled copy
     results = run_units(units(config, out), fn, out, backend, resume=resume, name="m3hf",
-                        on_result=_echo)
+                        on_result=_echo, only=only)
     for key, result in results.items():
         if result.status != "done":
             print(f"unit {key} failed: {result.error}", file=sys.stderr)
@@ -333,7 +335,7 @@ def main(argv: list[str] | None = None) -> int:
     save_config(config, out / "config.yaml")
     if not args.report_only:
         os.environ.setdefault("OMP_NUM_THREADS", "1")
-        run_all(config, out, backend, resume=args.resume)
+        run_all(config, out, backend, resume=args.resume, only=args.only)
     rows = collect_rows(config, out)
     if not rows:
         print(f"no finished runs under {out}", file=sys.stderr)

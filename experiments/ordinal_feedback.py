@@ -28,6 +28,7 @@ from __future__ import annotations
 import importlib
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -229,11 +230,12 @@ def _name(task_id: str) -> str:
 
 
 def run_all(config: OrdinalExperimentConfig, out: Path, backend: Backend,
-            resume: bool = False) -> list[dict[str, Any]]:
-    """Run the units on ``backend``; the rows of the finished ones, in config order."""
+            resume: bool = False, only: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """Run the units on ``backend`` (only those named and those they need, when ``only`` names
+    some); the rows of the finished ones, in config order."""
     fn = importlib.import_module("experiments.ordinal_feedback").run_unit  # by name, not a copy
     results = run_units(units(config, out), fn, out, backend, resume=resume, name="ordinal",
-                        on_result=_echo)
+                        on_result=_echo, only=only)
     failed = {k: r.error for k, r in results.items() if r.status != "done"}
     for key, error in failed.items():
         print(f"unit {key} failed: {error}", file=sys.stderr)
@@ -548,7 +550,7 @@ def main(argv: list[str] | None = None) -> int:
         rows = read_json_lines(args.rows)
     else:
         rows = run_or_read(out, config, args.report_only,
-                           lambda: run_all(config, out, backend, resume=args.resume))
+                           lambda: run_all(config, out, backend, resume=args.resume, only=args.only))
     if rows is None:
         return 1
     check_rows(rows, args.rows or out / "rows.jsonl")

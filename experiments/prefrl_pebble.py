@@ -52,7 +52,7 @@ import math
 import resource
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -295,7 +295,7 @@ def _cpu_seconds() -> float:
 
 
 def run_all(config: PebbleExperimentConfig, out: Path, backend: Backend,
-            resume: bool = False) -> list[dict[str, Any]]:
+            resume: bool = False, only: Sequence[str] = ()) -> list[dict[str, Any]]:
     """Run the units on ``backend``; the rows of the finished ones, in unit order.
 
     Args:
@@ -303,13 +303,14 @@ def run_all(config: PebbleExperimentConfig, out: Path, backend: Backend,
         out: the output folder.
         backend: where the units run.
         resume: skip the units already finished in ``out``.
+        only: run just these units and those they need (``--only``); all when empty.
 
     Returns:
         One row per finished unit.
     """
     fn = importlib.import_module("experiments.prefrl_pebble").run_unit  # by name, not a copy
     results = run_units(units(config, out), fn, out, backend, resume=resume, name="prefrl_pebble",
-                        on_result=_echo)
+                        on_result=_echo, only=only)
     for key, result in results.items():
         if result.status != "done":
             print(f"unit {key} failed: {result.error}", file=sys.stderr)
@@ -423,7 +424,8 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(config.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     rows = run_or_read(out, config, args.report_only,
-                       lambda: run_all(config, out, backend_from_args(args), resume=args.resume))
+                       lambda: run_all(config, out, backend_from_args(args), resume=args.resume,
+                                               only=args.only))
     if rows is None:
         return 1
     table = summarise(rows)

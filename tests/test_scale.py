@@ -140,6 +140,34 @@ def test_one_scheduler_starts_a_unit_once_its_prerequisites_are_done(scratch, mo
     assert len(made) == 3
 
 
+def test_only_runs_the_named_units_and_those_they_run_after(scratch, monkeypatch):
+    from rlkit.scale import units as units_module
+
+    log: list[str] = []
+    monkeypatch.setattr(units_module, "make_executor", lambda *_: ScriptedExecutor(1, set(), log))
+    units = [Unit("demos"), Unit("other"), Unit("heldout", after=("demos",)),
+             Unit("seed", after=("heldout", "demos")), Unit("later", after=("seed",))]
+    results = run_units(units, toy_unit, scratch, only=["heldout"])
+    assert list(results) == ["demos", "heldout"]
+    assert log == ["start demos", "end demos", "start heldout", "end heldout", "close"]
+    # a later sitting: the finished prerequisites are skipped, the unit named runs
+    log.clear()
+    again = run_units(units, toy_unit, scratch, resume=True, only=["seed"])
+    assert {k: r.skipped for k, r in again.items()} == {"demos": True, "heldout": True, "seed": False}
+    assert log == ["start seed", "end seed", "close"]
+    with pytest.raises(ConfigError, match="no unit named 'seed-9'; the units are: "
+                                          "demos, other, heldout, seed, later"):
+        run_units(units, toy_unit, scratch, only=["seed-9"])
+
+
+def test_an_experiment_refuses_an_unknown_unit_before_anything_runs(scratch):
+    done = subprocess.run([sys.executable, "-m", "experiments.m3hf", f"out_dir={scratch / 'm3hf'}",
+                           "--only", "ippo-s99"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert "m3hf.py: error: no unit named 'ippo-s99'; the units are: ippo-s0," in done.stderr
+    assert "Traceback" not in done.stderr and not list((scratch / "m3hf").glob("*/seed*"))
+
+
 def test_local_units_run_in_their_own_processes_and_resume(scratch):
     results = check_units_run_fail_and_resume(Backend("local", workers=2), scratch)
     pids = {results["a"].result["pid"], results["c"].result["pid"], os.getpid()}

@@ -58,7 +58,8 @@ def experiment_parser(doc: str | None, default_config: Path, report_help: str,
                       resume_help: str) -> argparse.ArgumentParser:
     """The command line every script under ``experiments/`` shares: ``key=value`` overrides of its
     YAML config (``--config``), ``--report-only`` to rebuild its report from finished runs,
-    ``--resume`` to finish a killed run, and where its units run (``add_backend_arguments``).
+    ``--resume`` to finish a killed run, ``--only`` to run a part of it (a unit and those it needs),
+    and where its units run (``add_backend_arguments``).
 
     Args:
         doc: the script's description (its docstring).
@@ -74,6 +75,10 @@ def experiment_parser(doc: str | None, default_config: Path, report_help: str,
     parser.add_argument("--config", default=default_config)
     parser.add_argument("--report-only", action="store_true", help=report_help)
     parser.add_argument("--resume", action="store_true", help=resume_help)
+    parser.add_argument("--only", action="append", default=[], metavar="UNIT",
+                        help="run only this unit and the units it runs after (repeat for more); "
+                             "with --resume those already finished are skipped; a name that is "
+                             "not a unit's is refused with the list of units")
     add_backend_arguments(parser)
     return parser
 

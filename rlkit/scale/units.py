@@ -187,6 +187,36 @@ def check_units(units: Sequence[Unit]) -> None:
         visit(unit.id, ())
 
 
+def with_prerequisites(units: Sequence[Unit], only: Sequence[str]) -> list[Unit]:
+    """The units named in ``only`` and every unit they run after, directly or through others, in
+    ``units``' order: a part of an experiment run on its own (one sitting's worth), whose
+    prerequisites run too unless a resumed run finds them finished.
+
+    Args:
+        units: the units (checked: see ``check_units``).
+        only: ids of units among them.
+
+    Returns:
+        The units to run.
+
+    Raises:
+        ConfigError: when an id in ``only`` is not a unit's, naming the ids there are.
+    """
+    by_id = {unit.id: unit for unit in units}
+    unknown = [uid for uid in only if uid not in by_id]
+    if unknown:
+        raise ConfigError(f"no unit named {', '.join(map(repr, unknown))}; "
+                          f"the units are: {', '.join(by_id)}")
+    chosen: set[str] = set()
+    stack = list(only)
+    while stack:
+        uid = stack.pop()
+        if uid not in chosen:
+            chosen.add(uid)
+            stack.extend(by_id[uid].after)
+    return [unit for unit in units if unit.id in chosen]
+
+
 def status_path(root: Path, unit_id: str, by_trial: bool = False) -> Path:
     """``units/<id>.json``, written by the driver; ``units/<id>.trial.json`` by a Ray trial itself
     (so a unit finished while its driver died is known; the driver's file wins over it)."""
@@ -261,6 +291,7 @@ def run_units(
     name: str | None = None,
     on_result: Callable[[UnitResult], None] | None = None,
     progress: ProgressDisplay | None = None,
+    only: Sequence[str] = (),
 ) -> dict[str, UnitResult]:
     """Run every unit on ``backend``, each as soon as its prerequisites are done and the
     executor has room; returns each unit's result by id.
@@ -280,17 +311,23 @@ def run_units(
         name: the progress bar's and Ray experiment's name; ``root``'s name when ``None``.
         on_result: see above.
         progress: see above.
+        only: run just these units and the units they run after (see ``with_prerequisites``);
+            every unit when empty.
 
     Returns:
-        Every unit's result by id: ``"done"``, ``"stopped"`` (by a scheduler) or ``"failed"``
-        (with its error; a unit whose prerequisite did not finish fails without running).
+        The result by id of every unit run (all unless ``only`` says otherwise): ``"done"``,
+        ``"stopped"`` (by a scheduler) or ``"failed"`` (with its error; a unit whose prerequisite
+        did not finish fails without running).
 
     Raises:
         InvalidDataError: when the units' ids or prerequisites are malformed (see ``check_units``).
+        ConfigError: when ``only`` names a unit that is not one of them.
     """
     if not units:
         return {}
     check_units(units)  # before anything runs
+    if only:
+        units = with_prerequisites(units, only)
     backend = backend or Backend()
     root = Path(root).absolute()
     root.mkdir(parents=True, exist_ok=True)
