@@ -3,7 +3,7 @@
 A checkpoint holds the generator (SB3's zip: policy and its optimisers) and the discriminator's
 nets. Resuming also needs the discriminator's optimiser and the RNGs (``trainer_state.pt`` in the
 checkpoint, covered by its checksum): the trainer's own, and those the generator's ``learn`` draws
-from (``rlkit.persistence.run_state``: torch's, the generator's own such as ``DrQSAC``'s
+from (``rlkit.persistence.sb3_state``: torch's, the generator's own such as ``DrQSAC``'s
 augmentation, numpy's global one, Python's, the action space's, each env's). The rest is large and
 kept only for the latest checkpoint, in ``<checkpoints>/resume/``, a resume point (format
 ``rlkit.ail.resume``) staged whole and renamed into place (``rlkit.persistence.atomic_dir``) after
@@ -11,7 +11,7 @@ the checkpoint it belongs to is written:
 
 - ``replay.npz``: an off-policy generator's replay buffer (``rlkit.persistence.replay``);
 - ``episode.npz``: where every env layer can hand its state over, the episode in progress
-  (``rlkit.persistence.run_state.episode_state``: the env, the reward wrapper with the
+  (``rlkit.persistence.sb3_state.episode_state``: the env, the reward wrapper with the
   agent-transition buffer it feeds, the agent's last observation);
 - ``point.json``, committed last through ``rlkit.persistence.run_state`` (command ``resumable``):
   the round it belongs to, the trainer's config but its device and rounds, and both files' SHA-256, so a
@@ -40,12 +40,11 @@ from rlkit.persistence.arrays import load_npz, save_npz
 from rlkit.persistence.formats import payload_files
 from rlkit.persistence.replay import REPLAY_FILE, load_replay, save_replay
 from rlkit.persistence.rng import numpy_rng_state, restore_numpy_rng, restore_torch_rng, torch_rng_state
-from rlkit.persistence.run_state import (
+from rlkit.persistence.run_state import commit, read_point
+from rlkit.persistence.sb3_state import (
     check_learn_rngs,
     check_rng_tensors,
-    commit,
     learn_rngs,
-    read_point,
     restore_learn_rngs,
     restore_rng_tensors,
     rng_tensors,
@@ -81,7 +80,7 @@ def point_config(config: BaseModel, generator: BaseAlgorithm) -> dict[str, Any]:
 def trainer_state(optimizer: torch.optim.Optimizer, rng: np.random.Generator,
                   torch_rng: torch.Generator, generator: BaseAlgorithm) -> dict[str, Any]:
     """The discriminator's optimiser, the trainer's RNGs and the RNGs the generator's ``learn``
-    draws from (``run_state.rng_tensors`` and ``learn_rngs``)."""
+    draws from (``sb3_state.rng_tensors`` and ``learn_rngs``)."""
     return {"optimizer": optimizer.state_dict(), "numpy_rng": numpy_rng_state(rng),
             "torch_rng": torch_rng_state(torch_rng),
             "learn_rngs": {**rng_tensors(generator), **learn_rngs(generator)}}
@@ -127,7 +126,7 @@ def save_resume_folder(directory: Path, round_index: int, replay: ReplayBuffer |
         directory: the ``resume/`` folder.
         round_index: the checkpoint it belongs to.
         replay: an off-policy generator's replay buffer (None: on-policy).
-        episode: ``run_state.episode_state`` of the generator (None: it could not be kept).
+        episode: ``sb3_state.episode_state`` of the generator (None: it could not be kept).
         config: ``point_config`` of the trainer.
     """
     with atomic_dir(directory) as staging:

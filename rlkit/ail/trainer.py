@@ -50,7 +50,7 @@ from rlkit.ail.transitions import TransitionBuffer, Transitions, take_rows
 from rlkit.data import Trajectory
 from rlkit.devices import resolve_device
 from rlkit.errors import InvalidDataError, StateError
-from rlkit.persistence.run_state import episode_state, restore_episode
+from rlkit.persistence.sb3_state import episode_state, restore_episode
 from rlkit.reward.nets import action_shape
 from rlkit.wrappers import RewardVecEnvWrapper
 from rlkit.wrappers.relabel import RolloutRewardRelabeller, per_rollout_reward

@@ -74,16 +74,13 @@ from rlkit.persistence.agents import save_agent
 from rlkit.persistence.arrays import load_npz, save_npz
 from rlkit.persistence.formats import payload_files
 from rlkit.persistence.replay import chunk_files, load_replay_chunks, save_replay_chunks
-from rlkit.persistence.run_state import (
-    Point,
+from rlkit.persistence.run_state import Point, commit, peek, read_point
+from rlkit.persistence.sb3_state import (
     check_learn_rngs,
     check_rng_tensors,
-    commit,
     env_rng_states,
     episode_state,
     learn_rngs,
-    peek,
-    read_point,
     restore_episode,
     restore_learn_rngs,
     restore_networks,

@@ -10,8 +10,9 @@
 - ``resume_config``: whether a run may go on under its current config (``MAY_CHANGE`` per command)
 - ``run_state``: every resumable command's resume points, committed (header last, naming each
   payload file's SHA-256, the command and its config) and read back (format, config diff,
-  checksums) in one way, and the parts of an SB3 run they hold (imported from its module: it
-  loads SB3)
+  checksums) in one way
+- ``sb3_state``: the parts of an SB3 agent's run a point holds: networks and optimisers, RNGs, the
+  episode in progress (imported from its module: it loads SB3)
 """
 
 from rlkit.persistence.atomic import (

@@ -74,7 +74,7 @@ FORMATS: dict[str, Format] = {f.kind: f for f in (
            "zip CRC-32 per array; shapes checked against the buffer", "rlkit.persistence.replay"),
     Format("rlkit.apec-inputs", 1, "inputs.json", "demos.npz, demos.json, demonstrator/step_*.safetensors",
            "sha256 of every payload file in inputs.json", "rlkit.apec.inputs", checksummed=True),
-    # /3: trainer_state.pt's generator RNGs as rlkit.persistence.run_state.rng_tensors (CUDA's too)
+    # /3: trainer_state.pt's generator RNGs as rlkit.persistence.sb3_state.rng_tensors (CUDA's too)
     Format("rlkit.ail_checkpoint", 3, "round_NNNNNN/meta.json",
            "generator.zip/.json, reward/, shaping/, trainer_state.pt",
            "sha256 of every payload file in meta.json", "rlkit.ail.checkpoints", checksummed=True),

@@ -57,7 +57,8 @@ from rlkit.persistence.rng import (
     restore_torch_rng,
     torch_rng_state,
 )
-from rlkit.persistence.run_state import commit, network_tensors, peek, read_point, restore_networks
+from rlkit.persistence.run_state import commit, peek, read_point
+from rlkit.persistence.sb3_state import network_tensors, restore_networks
 from rlkit.prefrl import rollout_start
 from rlkit.reward import LoadedRewardModel, load_reward_model, save_reward_model
 

@@ -7,8 +7,8 @@ not yet in the rollout or replay buffer. The agent does not change within a roll
 the rollout's end), nor do the reward model, the labels and the loop's RNG (only rounds change
 them), so a point saved at the round holds those, and this module adds the rest as it was at the
 rollout's start: the episode in progress (every env layer, the trajectory recorder's open
-trajectories, ``rlkit.persistence.run_state.episode_state``), the counters, the RNGs a rollout draws
-from (``run_state.learn_rngs`` and ``rng_tensors``: torch's, the agent's own generators), gSDE's
+trajectories, ``rlkit.persistence.sb3_state.episode_state``), the counters, the RNGs a rollout draws
+from (``sb3_state.learn_rngs`` and ``rng_tensors``: torch's, the agent's own generators), gSDE's
 exploration noise, SB3's episode-info buffers and the records its logger holds for its next dump
 (the ``train/*`` of the update before), the store's length, the episode log, the metric bytes and
 the reward normaliser. ``capture`` keeps it in memory at each rollout's start where a round may
@@ -37,7 +37,7 @@ from stable_baselines3.common.type_aliases import TrainFreq, TrainFrequencyUnit
 from rlkit.errors import FileFormatError
 from rlkit.logging.local import metrics_size
 from rlkit.persistence.arrays import load_npz
-from rlkit.persistence.run_state import (
+from rlkit.persistence.sb3_state import (
     check_learn_rngs,
     check_rng_tensors,
     episode_state,
@@ -46,7 +46,7 @@ from rlkit.persistence.run_state import (
     restore_rng_tensors,
     rng_tensors,
 )
-from rlkit.persistence.run_state import restore_episode as restore_env_episode
+from rlkit.persistence.sb3_state import restore_episode as restore_env_episode
 from rlkit.reward import RunningNorm
 
 if TYPE_CHECKING:
