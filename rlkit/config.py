@@ -85,6 +85,8 @@ def describe_errors(owner: str, error: ValidationError) -> str:
             lines.append(f"{name} is out of range: {value!r} (must be {sign} {problem['ctx'][key]})")
         elif kind == "extra_forbidden":
             lines.append(f"{name} is not a field of {owner}")
+        elif kind == "missing":  # its input is the dict around it: not worth repeating
+            lines.append(f"{name} is missing: it has no default, give it a value")
         else:
             lines.append(f"{name} is invalid: {value!r} ({problem['msg'][:1].lower()}{problem['msg'][1:]})")
     return "; ".join(lines)

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from rlkit import errors
+from rlkit.ail.config import AILConfig
 from rlkit.ail.discriminator import DiscriminatorConfig
 from rlkit.apec.pairs import PairConfig
 from rlkit.config import StrictModel, load_config
@@ -62,6 +63,8 @@ def test_error_types_keep_their_builtin_bases():
     (lambda: MarlConfig(batch_size=1), ConfigError, "MarlConfig.batch_size is out of range: 1"),
     (lambda: M3HFConfig(env={"n_agents": 4}), ConfigError, "M3HFConfig.env.n_agents is out of range: 4"),
     (lambda: PrefRLConfig(typo=1), ConfigError, "PrefRLConfig.typo is not a field"),
+    (lambda: AILConfig(rounds=2), InvalidDataError,  # the field alone, not the dict it is missing from
+     r"^AILConfig.steps_per_round is missing: it has no default, give it a value$"),
 ])
 def test_a_bad_value_is_refused_naming_the_field(build, error, message):
     with pytest.raises(error, match=message):
