@@ -51,7 +51,8 @@ from rlkit.runners.apec import run_apec, run_demos, run_heldout, venv_factory
 from rlkit.runners.apec_policy import STOCHASTIC
 from rlkit.scale.command import backend_from_args, exit_status, experiment_parser
 from rlkit.scale.tasks import close_map, task_map
-from rlkit.scale.units import Backend, Unit, run_units
+from rlkit.scale.unit_graph import Unit
+from rlkit.scale.units import Backend, run_units
 from rlkit.types import TaskMap
 
 METRICS = (("accuracy", "held-out accuracy"), ("step_pearson", "per-step reward r"),

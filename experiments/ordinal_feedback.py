@@ -51,7 +51,8 @@ from rlkit.persistence.agents import load_agent, save_agent
 from rlkit.reward import RewardTrainer, evaluate_reward
 from rlkit.reward.config import TrainerConfig
 from rlkit.scale.command import backend_from_args, exit_status, experiment_parser
-from rlkit.scale.units import Backend, Unit, UnitResult, run_units
+from rlkit.scale.unit_graph import Unit
+from rlkit.scale.units import Backend, UnitResult, run_units
 
 
 class TaskConfig(StrictModel):

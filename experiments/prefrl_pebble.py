@@ -77,7 +77,8 @@ from rlkit.factories.resumable import ResumableTraining
 from rlkit.persistence import atomic_write_json, read_json
 from rlkit.prefrl import PreferenceRL
 from rlkit.scale.command import backend_from_args, exit_status, experiment_parser
-from rlkit.scale.units import Backend, Unit, UnitResult, run_units
+from rlkit.scale.unit_graph import Unit
+from rlkit.scale.units import Backend, UnitResult, run_units
 
 ARMS = ("prefrl", "true_reward")
 EVAL_SEED_OFFSET = 10_000  # eval episodes' env seeds: env.seed + this (never the training env's)

@@ -20,7 +20,8 @@ from pathlib import Path
 import numpy as np
 
 from rlkit.scale.aggregate import bounds_of
-from rlkit.scale.units import Backend, Unit, run_units
+from rlkit.scale.unit_graph import Unit
+from rlkit.scale.units import Backend, run_units
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ["trainer.max_epochs=3", "model.hidden=[16]"]  # a sweep's trials finish in seconds

@@ -144,7 +144,8 @@ def test_units_on_a_full_ray_cluster_run_their_tasks_in_their_own_reservation(
         checkpoints, local_ray, tmp_path):
     """Two 1-CPU trials fill the 2-CPU Ray; tasks asking for CPUs of their own would wait for
     ever (seen before the fix), so a trial runs its tasks in its own reservation."""
-    from rlkit.scale.units import Backend, Unit, run_units
+    from rlkit.scale.unit_graph import Unit
+    from rlkit.scale.units import Backend, run_units
 
     expected = run_rollout_task(checkpoint_tasks(checkpoints, ROUNDS, venv_factory(ENV), STOCHASTIC)[0])
     units = [Unit(f"u{k}", {"root": str(checkpoints.root)}) for k in range(2)]

@@ -12,7 +12,7 @@ import yaml
 
 from experiments import prefrl_pebble
 from rlkit.config import load_config
-from rlkit.scale.units import Unit
+from rlkit.scale.unit_graph import Unit
 
 SAC = {"buffer_size": 2000, "batch_size": 16, "learning_starts": 50}
 TINY = {

@@ -16,7 +16,8 @@ import pytest
 from rlkit.errors import ConfigError, InvalidDataError
 from rlkit.scale.aggregate import interval
 from rlkit.scale.sweep import parse_grid, parse_resources
-from rlkit.scale.units import Backend, Unit, UnitResult, check_units, run_units
+from rlkit.scale.unit_graph import Unit, check_units
+from rlkit.scale.units import Backend, UnitResult, run_units
 from tests.sweeps import (
     LONG,
     ROOT,
@@ -181,7 +182,8 @@ def test_a_local_unit_starts_when_its_prerequisites_are_done(scratch):
 SLEEPY_DRIVER = """
 import os, sys, time
 from pathlib import Path
-from rlkit.scale.units import Backend, Unit, run_units
+from rlkit.scale.unit_graph import Unit
+from rlkit.scale.units import Backend, run_units
 
 def sleeper(unit, report):
     Path(unit.payload["pid_file"]).write_text(str(os.getpid()))

@@ -9,7 +9,8 @@ from pathlib import Path
 from rich.console import Console
 
 from rlkit.logging import ProgressDisplay
-from rlkit.scale.units import Backend, Unit, run_units
+from rlkit.scale.unit_graph import Unit
+from rlkit.scale.units import Backend, run_units
 from tests.sweeps import toy_unit
 
 LINE = r"toy units  {}  elapsed \d:\d\d:\d\d  eta (\d:\d\d:\d\d|\?)"

@@ -7,7 +7,8 @@ from typing import Any
 from pydantic import Field
 
 from rlkit.config import StrictModel
-from rlkit.scale.units import Unit, UnitError, execute
+from rlkit.scale.unit_graph import Unit
+from rlkit.scale.units import UnitError, execute
 
 
 class Inner(StrictModel):

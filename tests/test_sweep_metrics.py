@@ -14,7 +14,8 @@ import pytest
 from rlkit.scale.aggregate import bounds_of, interval, shown_metrics, write_aggregate
 from rlkit.scale.sweep import SweepSpec, sweep_units
 from rlkit.scale.trial import run_trial, trial_argv
-from rlkit.scale.units import Unit, UnitResult
+from rlkit.scale.unit_graph import Unit
+from rlkit.scale.units import UnitResult
 
 ROOT = Path(__file__).resolve().parents[1]
 

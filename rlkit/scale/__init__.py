@@ -14,7 +14,8 @@ if TYPE_CHECKING:
     from rlkit.scale.report import TuneLogger
     from rlkit.scale.sweep import SweepSpec, parse_grid, parse_resources, run_sweep
     from rlkit.scale.trial import read_summary, run_trial
-    from rlkit.scale.units import Backend, Unit, UnitError, UnitResult, run_units
+    from rlkit.scale.unit_graph import Unit
+    from rlkit.scale.units import Backend, UnitError, UnitResult, run_units
 
 __all__ = [
     "Backend",
@@ -42,5 +43,6 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "rlkit.scale.report": ["TuneLogger"],
     "rlkit.scale.sweep": ["SweepSpec", "parse_grid", "parse_resources", "run_sweep"],
     "rlkit.scale.trial": ["read_summary", "run_trial"],
-    "rlkit.scale.units": ["Backend", "Unit", "UnitError", "UnitResult", "run_units"],
+    "rlkit.scale.unit_graph": ["Unit"],
+    "rlkit.scale.units": ["Backend", "UnitError", "UnitResult", "run_units"],
 })

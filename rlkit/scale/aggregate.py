@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from rlkit.scale.units import Unit, UnitResult
+from rlkit.scale.unit_graph import Unit
+from rlkit.scale.units import UnitResult
 
 MAX_PLOTTED = 12
 #: per command, the metrics its table and plot show by default (``fnmatch`` patterns, in order)

@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from rlkit.errors import WrongTypeError
-from rlkit.scale.units import Backend, Unit, UnitFn, UnitResult
+from rlkit.scale.unit_graph import Unit
+from rlkit.scale.units import Backend, UnitFn, UnitResult
 
 
 def die_with_parent() -> None:

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from rlkit.errors import ConfigError
-from rlkit.scale.units import Backend, Unit, UnitResult, run_units
+from rlkit.scale.unit_graph import Unit
+from rlkit.scale.units import Backend, UnitResult, run_units
 
 
 def split_values(text: str) -> list[str]:

@@ -19,7 +19,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from rlkit.scale.units import Unit, UnitError
+from rlkit.scale.unit_graph import Unit
+from rlkit.scale.units import UnitError
 
 POLL_S = 0.25
 SUMMARY_FILES = ("summary.json", "metrics.json")

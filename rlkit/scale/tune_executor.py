@@ -36,7 +36,8 @@ with extra("ray", "--backend ray (Ray Tune)"):
     from ray.tune.search import Searcher
 
 from rlkit.scale.ray_backend import check_shared_storage, import_ray, init_ray, scoped_env
-from rlkit.scale.units import Backend, Unit, UnitFn, UnitResult, execute, write_status
+from rlkit.scale.unit_graph import Unit
+from rlkit.scale.units import Backend, UnitFn, UnitResult, execute, write_status
 
 STATUS = "rlkit_status"  # the last report of a finished trial carries its result under these keys
 RESULT = "rlkit_result"

@@ -10,7 +10,8 @@ import json
 import sys
 from typing import Any
 
-from rlkit.scale.units import Unit, execute
+from rlkit.scale.unit_graph import Unit
+from rlkit.scale.units import execute
 
 
 def load_function(ref: dict[str, str]) -> Any:
