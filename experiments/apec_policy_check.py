@@ -44,7 +44,8 @@ def returns(trajectories: list[Any], reward_fn: Any) -> dict[str, float]:
 def check_run(run_dir: Path, methods: list[str]) -> list[dict[str, Any]]:
     """The three groups' returns for each method's policy in one finished run directory."""
     from rlkit.ail.demos import load_demos
-    from rlkit.apec.config import ApecConfig, RolloutConfig
+    from rlkit.apec.config import ApecConfig
+    from rlkit.apec.pair_config import RolloutConfig
     from rlkit.apec.rollouts import policy_rollouts
     from rlkit.config import load_config
     from rlkit.factories.algorithms import ALGORITHMS

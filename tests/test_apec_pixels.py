@@ -13,8 +13,9 @@ from envs.pixels import KEYPOINT_COLOURS
 from experiments import apec_heldout_check, apec_pixels, apec_policy_check
 from experiments.apec import ApecExperimentConfig, run_unit, units
 from rlkit.ail import CheckpointStore
-from rlkit.apec.config import OT_SCALE, ApecEnvConfig
+from rlkit.apec.config import ApecEnvConfig
 from rlkit.apec.drex import DrexConfig, noisy_rollouts, train_bc
+from rlkit.apec.pair_config import OT_SCALE
 from rlkit.apec.transport import COSINE_EPS, block_mean, demo_ot_distances, real_states
 from rlkit.cli import main
 from rlkit.config import load_config

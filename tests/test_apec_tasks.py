@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from rlkit.apec.config import ApecEnvConfig, RolloutConfig
+from rlkit.apec.config import ApecEnvConfig
 from rlkit.apec.evaluation import (
     SOURCE_AIL,
     SOURCE_DEMONSTRATOR,
@@ -18,6 +18,7 @@ from rlkit.apec.evaluation import (
     heldout_rollouts,
     heldout_tasks,
 )
+from rlkit.apec.pair_config import RolloutConfig
 from rlkit.apec.rollouts import (
     checkpoint_tasks,
     load_generator,

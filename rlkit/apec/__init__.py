@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING
 from rlkit._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from rlkit.apec.config import PairConfig, RolloutConfig
     from rlkit.apec.drex import (
         NOISE_GRID,
         BCPolicy,
@@ -17,6 +16,7 @@ if TYPE_CHECKING:
         noisy_rollouts,
         train_bc,
     )
+    from rlkit.apec.pair_config import PairConfig, RolloutConfig
     from rlkit.apec.pairs import ot_only_pairs, select_pairs
     from rlkit.apec.rollouts import checkpoint_rollouts, policy_rollouts
     from rlkit.apec.transport import demo_ot_distances, reference_ot_distance
@@ -43,7 +43,7 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "rlkit.apec.drex": [
         "NOISE_GRID", "BCPolicy", "DrexConfig", "drex", "drex_pairs", "noisy_rollouts", "train_bc",
     ],
-    "rlkit.apec.config": ["PairConfig", "RolloutConfig"],
+    "rlkit.apec.pair_config": ["PairConfig", "RolloutConfig"],
     "rlkit.apec.pairs": ["ot_only_pairs", "select_pairs"],
     "rlkit.apec.rollouts": ["checkpoint_rollouts", "policy_rollouts"],
     "rlkit.apec.transport": ["demo_ot_distances", "reference_ot_distance"],

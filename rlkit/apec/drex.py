@@ -15,8 +15,8 @@ from gymnasium import spaces
 from stable_baselines3.common.vec_env import VecEnv
 from torch import nn
 
-from rlkit.apec.config import NOISE_GRID as NOISE_GRID  # rlkit.apec exports it from here
-from rlkit.apec.config import DrexConfig
+from rlkit.apec.pair_config import NOISE_GRID as NOISE_GRID  # rlkit.apec exports it from here
+from rlkit.apec.pair_config import DrexConfig
 from rlkit.apec.pairs import shuffled_pairs
 from rlkit.data.rollout import collect_trajectories, random_actions
 from rlkit.data.store import TrajectoryStore

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from rlkit.apec.config import PairConfig
+from rlkit.apec.pair_config import PairConfig
 from rlkit.apec.transport import demo_ot_distances
 from rlkit.data.segments import SegmentPairs
 from rlkit.data.store import TrajectoryStore

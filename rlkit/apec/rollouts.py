@@ -15,7 +15,7 @@ import torch
 from stable_baselines3.common.vec_env import VecEnv
 
 from rlkit.ail.checkpoints import CheckpointStore
-from rlkit.apec.config import RolloutConfig
+from rlkit.apec.pair_config import RolloutConfig
 from rlkit.data.absorbing import is_absorbing
 from rlkit.data.rollout import ActionFn, Predictor, collect_trajectories
 from rlkit.data.store import TrajectoryStore

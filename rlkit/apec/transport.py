@@ -15,7 +15,7 @@ from rlkit.extras import extra
 with extra("apec"):
     import ot
 
-from rlkit.apec.config import OT_SCALE
+from rlkit.apec.pair_config import OT_SCALE
 from rlkit.data.absorbing import is_absorbing
 from rlkit.data.store import TrajectoryStore
 from rlkit.data.trajectory import Trajectory

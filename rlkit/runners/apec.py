@@ -35,7 +35,7 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from envs.fixed_horizon import make_fixed_horizon
 from rlkit.ail import AILTrainer, CheckpointStore, load_demos, save_demos
-from rlkit.apec.config import ApecConfig, ApecEnvConfig, DemonstratorConfig, DrexConfig, Method, split_method
+from rlkit.apec.config import ApecConfig, ApecEnvConfig, DemonstratorConfig, Method, split_method
 from rlkit.apec.demonstrator import (
     RESUME_DIR,
     VenvFactory,
@@ -55,6 +55,7 @@ from rlkit.apec.evaluation import (
     label_agreement,
 )
 from rlkit.apec.inputs import demonstrator_policies, float16_store
+from rlkit.apec.pair_config import DrexConfig
 from rlkit.apec.pairs import ot_only_pairs, select_pairs
 from rlkit.apec.rollouts import (
     checkpoint_tasks,

@@ -17,7 +17,8 @@ import numpy as np
 import torch
 
 from rlkit.ail.generator import make_generator
-from rlkit.apec.config import ApecConfig, RolloutConfig
+from rlkit.apec.config import ApecConfig
+from rlkit.apec.pair_config import RolloutConfig
 from rlkit.apec.rollouts import VenvFactory, policy_rollouts, real_part
 from rlkit.data import Trajectory, TrajectoryStore
 from rlkit.devices import resolve_device
