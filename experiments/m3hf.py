@@ -38,7 +38,8 @@ from rlkit.errors import ConfigError
 from rlkit.m3hf.run_config import FeedbackSettings, M3HFConfig
 from rlkit.persistence import atomic_open, atomic_write_json, read_json
 from rlkit.scale.command import backend_from_args, exit_status, experiment_parser
-from rlkit.scale.units import Backend, Unit, UnitResult, run_units
+from rlkit.scale.unit_graph import Unit
+from rlkit.scale.units import Backend, UnitResult, run_units
 
 ARM_LABELS = {
     "ippo": "IPPO (env reward)",
@@ -283,35 +284,55 @@ def markdown_table(config: M3HFExperimentConfig, table: list[dict[str, Any]]) ->
 
 
 def plot(config: M3HFExperimentConfig, rows: list[dict[str, Any]], path: Path, group: str = "main") -> None:
-    """Evaluation return against env steps: mean and 95% t-interval over seeds, n in the legend."""
+    """Evaluation return against env steps (left) and each arm's paired difference from the
+    reference arm on the seeds both ran (right): mean and 95% t-interval over seeds, n in the
+    legends."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    fig, (ax, diff_ax) = plt.subplots(1, 2, figsize=(13, 4.8))
+    reference = _runs(rows, config.reference_arm)
     for arm in config.arms:
         runs = _runs(rows, arm)
         if config.arms[arm].group != group or not runs:
             continue
-        steps = sorted({r["env_steps"] for run in runs.values() for r in run})
-        by_step = {s: [r["original_return"] for run in runs.values() for r in run if r["env_steps"] == s]
-                   for s in steps}
-        spreads = [Spread.of(values) for values in by_step.values()]
-        mean = np.array([s.mean for s in spreads])
-        (line,) = ax.plot(steps, mean, marker="o", label=f"{label(config, arm)} (n={len(runs)})")
-        if len(runs) > 1:
-            ax.fill_between(steps, [s.low for s in spreads], [s.high for s in spreads],
-                            color=line.get_color(), alpha=0.15)
+        line = _band(ax, {seed: [r["original_return"] for r in run] for seed, run in runs.items()},
+                     runs, f"{label(config, arm)} (n={len(runs)})")
+        paired = {seed: [r["original_return"] - ref["original_return"]
+                         for r, ref in zip(run, reference[seed], strict=True)]
+                  for seed, run in runs.items() if seed in reference and len(reference[seed]) == len(run)}
+        if arm != config.reference_arm and paired:
+            _band(diff_ax, paired, runs, f"{label(config, arm)} (n={len(paired)} seeds)",
+                  color=line.get_color())
     ax.axhline(config.threshold, color="grey", lw=0.8, ls=":", label=f"threshold {config.threshold:g}")
-    ax.set_xlabel("env steps (all games)")
-    ax.set_ylabel("original env return (eval, mean and 95% t-interval over seeds)")
-    ax.set_title(f"M3HF on Overcooked A, lettuce-tomato, 3 agents ({group} arms)")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
+    diff_ax.axhline(0.0, color="grey", lw=0.8)
+    ax.set_ylabel("original env return (evaluation)")
+    diff_ax.set_ylabel(f"minus {label(config, config.reference_arm)}, same seed")
+    for axis, title in ((ax, "return"), (diff_ax, "paired difference")):
+        axis.set_xlabel("env steps (all games)")
+        axis.set_title(f"{title}: mean and 95% t-interval over seeds", fontsize=10)
+        axis.grid(alpha=0.3)
+        axis.legend(fontsize=7)
+    fig.suptitle(f"M3HF on Overcooked A, lettuce-tomato, 3 agents ({group} arms)")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def _band(ax: Any, values: dict[int, list[float]], runs: dict[int, list[dict[str, Any]]],
+          name: str, color: str | None = None) -> Any:
+    """One curve of per-seed values at each generation's env steps: the mean, and its 95%
+    t-interval as a band when there are two seeds or more; returns the line."""
+    steps = [r["env_steps"] for r in next(iter(runs.values()))]
+    spreads = [Spread.of([per_seed[i] for per_seed in values.values() if i < len(per_seed)])
+               for i in range(len(steps))]
+    (line,) = ax.plot(steps, [s.mean for s in spreads], marker="o", label=name, color=color)
+    if len(values) > 1:
+        ax.fill_between(steps, [s.low for s in spreads], [s.high for s in spreads],
+                        color=line.get_color(), alpha=0.15)
+    return line
 
 
 def write_metrics(rows: list[dict[str, Any]], out: Path) -> None:
