@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -106,8 +106,6 @@ class SweepSpec:
         seed_key: the config field a trial's seed sets; no key of ``grid``.
         logger: each trial's ``--logger`` backends, comma-separated (``rlkit sweep`` adds
             ``jsonl``: a trial's metrics reach the scheduler through its ``metrics.jsonl``).
-        extra: free-form data kept with the spec; the sweep does not read it, nor write it to
-            ``sweep.json``.
         metrics: what the results table and plot show, names or ``fnmatch`` patterns
             (``rlkit.scale.aggregate.shown_metrics``; (): the command's default); not in
             ``sweep.json``, so a resumed sweep may show others.
@@ -123,7 +121,6 @@ class SweepSpec:
     config: str | None = None
     seed_key: str = "seed"
     logger: str = "jsonl,wandb"
-    extra: dict[str, Any] = field(default_factory=dict)
     metrics: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
