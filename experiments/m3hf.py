@@ -298,13 +298,14 @@ def plot(config: M3HFExperimentConfig, rows: list[dict[str, Any]], path: Path, g
         runs = _runs(rows, arm)
         if config.arms[arm].group != group or not runs:
             continue
-        line = _band(ax, {seed: [r["original_return"] for r in run] for seed, run in runs.items()},
-                     runs, f"{label(config, arm)} (n={len(runs)})")
+        steps = [r["env_steps"] for r in next(iter(runs.values()))]
+        line = _band(ax, steps, {seed: [r["original_return"] for r in run] for seed, run in runs.items()},
+                     f"{label(config, arm)} (n={len(runs)})")
         paired = {seed: [r["original_return"] - ref["original_return"]
                          for r, ref in zip(run, reference[seed], strict=True)]
                   for seed, run in runs.items() if seed in reference and len(reference[seed]) == len(run)}
         if arm != config.reference_arm and paired:
-            _band(diff_ax, paired, runs, f"{label(config, arm)} (n={len(paired)} seeds)",
+            _band(diff_ax, steps, paired, f"{label(config, arm)} (n={len(paired)} seeds)",
                   color=line.get_color())
     ax.axhline(config.threshold, color="grey", lw=0.8, ls=":", label=f"threshold {config.threshold:g}")
     diff_ax.axhline(0.0, color="grey", lw=0.8)
@@ -321,11 +322,10 @@ def plot(config: M3HFExperimentConfig, rows: list[dict[str, Any]], path: Path, g
     plt.close(fig)
 
 
-def _band(ax: Any, values: dict[int, list[float]], runs: dict[int, list[dict[str, Any]]],
-          name: str, color: str | None = None) -> Any:
+def _band(ax: Any, steps: list[int], values: dict[int, list[float]], name: str,
+          color: str | None = None) -> Any:
     """One curve of per-seed values at each generation's env steps: the mean, and its 95%
     t-interval as a band when there are two seeds or more; returns the line."""
-    steps = [r["env_steps"] for r in next(iter(runs.values()))]
     spreads = [Spread.of([per_seed[i] for per_seed in values.values() if i < len(per_seed)])
                for i in range(len(steps))]
     (line,) = ax.plot(steps, [s.mean for s in spreads], marker="o", label=name, color=color)
