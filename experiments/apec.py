@@ -13,9 +13,12 @@ learned rewards report their true return. Every run directory is resumable: reru
 The work runs as units through ``rlkit.scale`` (``--backend local``: a process each on this
 machine; ``--backend ray``: Ray Tune trials, on a cluster with ``--address``): one unit per task
 trains its demonstrator and saves the demos, one builds its shared held-out set, then one unit per
-(task, seed) runs the pipeline on them. A task whose inputs are committed data (``inputs``,
-default ``experiments/data``; ``experiments/apec_data.py``) copies them instead of training the
-demonstrator or the held-out AIL run again. ``--resume`` skips the units already finished in
+(task, seed) fits and scores every arm's reward on them (an AIL run and the fits: under ~2 h on a
+core), and after all of those one unit per (task, seed, method) trains that method's policy
+(``policy-<i>-<task>-s<seed>-<method>``), so the rewards' results land before any policy
+trains. A task whose inputs are committed data (``inputs``, default ``experiments/data``;
+``experiments/apec_data.py``) copies them instead of training the demonstrator or the held-out
+AIL run again. ``--resume`` skips the units already finished in
 ``out_dir``. The tables, claims and plots are ``experiments/apec_report.py``'s, from the run
 directories.
 """
@@ -47,6 +50,7 @@ from rlkit.apec.rollouts import sequential_map
 from rlkit.config import StrictModel, apply_overrides, load_config, save_config
 from rlkit.errors import ConfigError
 from rlkit.logging import make_logger
+from rlkit.persistence import atomic_write_json, read_json_lines
 from rlkit.runners.apec import run_apec, run_demos, run_heldout, venv_factory
 from rlkit.runners.apec_policy import STOCHASTIC
 from rlkit.scale.command import backend_from_args, exit_status, experiment_parser
@@ -63,6 +67,7 @@ PAIR_COUNTS = ("n_pairs", "n_pairs_outside_ail")
 DIAGNOSTICS = ("ail_spearman", "label_agreement")
 POLICY_RETURNS = (("policy_return", "policy true return"),  # deterministic: the mean action
                   ("policy_return_stochastic", "policy true return, stochastic (the reference's)"))
+POLICY_FIELDS = (*(key for key, _ in POLICY_RETURNS), "policy_curve")  # a row's fields from its policy
 
 
 class TaskSettings(StrictModel):
@@ -76,10 +81,16 @@ class ApecExperimentConfig(StrictModel):
     """``shared_heldout``: one held-out set per task, shared by its seeds (the reference's one test
     buffer), built by a unit of its own from the demo seed's pipeline config (its AIL run at
     ``pipeline.heldout.ail_seed``, default the demo seed + 1000, which must be none of ``seeds``);
-    false: every seed builds its own (its seed + 1000)."""
+    false: every seed builds its own (its seed + 1000).
+
+    ``rows``: a committed rows file (``rows.jsonl`` as the report writes it, e.g. under
+    ``docs/results/``): a (task, seed) whose scored rewards it holds counts where its run
+    directory is gone, and its reward unit runs again only for a policy still to train; a policy
+    whose return it holds is finished (a run spanning machines loses no finished unit)."""
 
     out_dir: str = "runs/apec"
     inputs: str | None = "experiments/data"  # committed inputs per task (rlkit.apec.inputs); null: make them
+    rows: str | None = None
     seeds: list[int] = [0, 1, 2]
     demos_from_seed: int | None = None  # share this seed's demos (default: the first seed's)
     shared_heldout: bool = False
@@ -185,9 +196,12 @@ def run_task_heldout(config: ApecExperimentConfig, task: TaskSettings, out: Path
 
 
 def run_seed(config: ApecExperimentConfig, task: TaskSettings, seed: int, out: Path,
-             task_map: TaskMap | None = None) -> list[dict[str, Any]]:
-    """One (task, seed): the pipeline on the task's shared demos; its rows land in its run dir.
-    ``task_map`` runs its checkpoint and held-out rollouts (default: in this process)."""
+             task_map: TaskMap | None = None, policy: str | None = None) -> list[dict[str, Any]]:
+    """One (task, seed) on the task's shared demos: its rewards fitted and scored (``policy``
+    None), or, once they are, one method's policy trained on its reward, logging to that policy's
+    folder (so two policies of a seed train side by side). Returns its rows, with every policy
+    finished so far; ``rows.json`` lands in its run dir once all are. ``task_map`` runs its
+    checkpoint and held-out rollouts (default: in this process)."""
     first = demo_dir(config, task, out)
     run_dir = seed_dir(task, seed, out)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -202,15 +216,23 @@ def run_seed(config: ApecExperimentConfig, task: TaskSettings, seed: int, out: P
         (run_dir / "heldout").symlink_to(shared.resolve(), target_is_directory=True)
     pipeline = task_config(config, task, seed)
     save_config(pipeline, run_dir / "config.yaml")
-    logger = make_logger(run_dir, backends=("jsonl", "wandb"), project="rlkit-apec",
+    log_dir = run_dir if policy is None else run_dir / "policies" / policy
+    logger = make_logger(log_dir, backends=("jsonl", "wandb"), project="rlkit-apec",
                          config=pipeline.model_dump(mode="json"))
     try:
-        results = run_apec(pipeline, run_dir, logger, task_map or sequential_map)
+        results = run_apec(pipeline, run_dir, logger, task_map or sequential_map,
+                           policies=() if policy is None else (policy,))
     finally:
         logger.close()
     rows = seed_rows(task.id, seed, results)
-    (run_dir / "rows.json").write_text(json.dumps(rows, indent=1))
+    if all("policy" in results["methods"][method] for method in policy_methods(pipeline)):
+        atomic_write_json(run_dir / "rows.json", rows)
     return rows
+
+
+def policy_methods(pipeline: ApecConfig) -> list[str]:
+    """The methods whose reward a policy is trained on, in ``policy.methods``' order."""
+    return [method for method in pipeline.policy.methods if method in pipeline.methods]
 
 
 def seed_rows(task_id: str, seed: int, results: dict[str, Any]) -> list[dict[str, Any]]:
@@ -233,15 +255,35 @@ def seed_rows(task_id: str, seed: int, results: dict[str, Any]) -> list[dict[str
     return rows
 
 
+def committed_rows(config: ApecExperimentConfig) -> list[dict[str, Any]]:
+    """The rows of ``config.rows`` (none when unset or not written yet) of this config's tasks and
+    seeds; a damaged file is a FileFormatError naming its line."""
+    if config.rows is None or not Path(config.rows).is_file():
+        return []
+    tasks = {task.id for task in config.tasks}
+    return [row for row in read_json_lines(config.rows)
+            if isinstance(row, dict) and row.get("task") in tasks and row.get("seed") in config.seeds]
+
+
+def has_policy_return(row: dict[str, Any]) -> bool:
+    """Does a row hold its method's policy return (NaN until the policy is trained)?"""
+    value = row.get("policy_return")
+    return isinstance(value, (int, float)) and bool(np.isfinite(value))
+
+
 def units(config: ApecExperimentConfig, out: Path, backend: Backend | None = None) -> list[Unit]:
     """Per task, in task order, its demonstrator unit and its held-out unit (``shared_heldout``)
-    after it; then one unit per (task, seed) after both, seed by seed (every task's first seed
-    before any task's second). On either backend a unit starts as soon as its prerequisites are done, the
-    first ready in this order: the long chains of demonstrator, held-out run and seeds start early,
-    so no worker idles at the end waiting on one, and a cut-short run has each task's first seeds.
-    Units whose work has begun in ``out`` go first (their order kept): a run spanning several
-    sittings finishes what it started before opening more. On the ray
-    backend a (task, seed) unit runs its rollouts as Ray tasks (``rlkit.scale.tasks``)."""
+    after it; then one reward unit per (task, seed) after both, seed by seed (every task's first
+    seed before any task's second); then, in the same order, a policy unit per method after its
+    (task, seed)'s reward unit. With committed rows (``config.rows``) a policy whose return they
+    hold is left out, and so is a reward unit they hold with all its policies; one they hold whose
+    policies still train comes after every other reward unit (it fits the same rewards again).
+    On either backend a unit starts as soon as its prerequisites are done, the first ready in
+    this order: the long chains of demonstrator, held-out run and seeds start early, so no worker
+    idles at the end waiting on one, and a cut-short run has each task's first seeds. Units whose
+    work has begun in ``out`` go first (their order kept): a run spanning several sittings
+    finishes what it started before opening more. On the ray backend a (task, seed) unit runs its
+    rollouts as Ray tasks (``rlkit.scale.tasks``)."""
     base = {"config": config.model_dump(mode="json"), "out": str(out.absolute())}
     if backend is not None and backend.name == "ray":
         base["tasks"] = {"name": "ray", "address": backend.address, "num_cpus": backend.num_cpus,
@@ -256,26 +298,43 @@ def units(config: ApecExperimentConfig, out: Path, backend: Backend | None = Non
                              after=(ours[0].id,)))
         task_units += ours
         prerequisites.append(tuple(u.id for u in ours))
-    seeds = [Unit(f"apec-{i}-{file_name(task.id)}-s{seed}",
-                  base | {"kind": "seed", "task": i, "seed": seed}, after=prerequisites[i])
-             for seed in config.seeds for i, task in enumerate(config.tasks)]
-    return sorted(task_units + seeds, key=lambda unit: not begun(config, unit, out))
+    committed = {(row["task"], row["seed"], row.get("method")): row for row in committed_rows(config)}
+    seeds, scored, policies = [], [], []
+    for seed in config.seeds:
+        for i, task in enumerate(config.tasks):
+            unit = Unit(f"apec-{i}-{file_name(task.id)}-s{seed}",
+                        base | {"kind": "seed", "task": i, "seed": seed}, after=prerequisites[i])
+            ours = [Unit(f"policy-{i}-{file_name(task.id)}-s{seed}-{file_name(method)}",
+                         unit.payload | {"kind": "policy", "method": method}, after=(unit.id,))
+                    for method in policy_methods(task_config(config, task, seed))
+                    if not has_policy_return(committed.get((task.id, seed, method), {}))]
+            held = any(key[:2] == (task.id, seed) for key in committed)
+            if not held:
+                seeds.append(unit)
+            elif ours:
+                scored.append(unit)
+            policies += ours
+    return sorted(task_units + seeds + scored + policies, key=lambda unit: not begun(config, unit, out))
 
 
 def begun(config: ApecExperimentConfig, unit: Unit, out: Path) -> bool:
     """Has ``unit``'s work begun in ``out`` (so a rerun resumes it)? A seed's has when its AIL
-    run has, the demonstrator's when its folder exists, the held-out set's likewise."""
+    run has, a policy's when its folder exists, the demonstrator's and held-out set's likewise."""
     task = config.tasks[unit.payload["task"]]
     if unit.payload["kind"] == "demos":
         return (demo_dir(config, task, out) / "demos").exists()
     if unit.payload["kind"] == "heldout":
         folder = heldout_dir(config, task, out)
         return folder is not None and folder.exists()
-    return (seed_dir(task, unit.payload["seed"], out) / "ail").exists()
+    run_dir = seed_dir(task, unit.payload["seed"], out)
+    if unit.payload["kind"] == "policy":
+        return (run_dir / "policies" / unit.payload["method"]).exists()
+    return (run_dir / "ail").exists()
 
 
 def run_unit(unit: Unit, report: Any) -> dict[str, Any]:
-    """One unit in its own process: a task's demos, or one (task, seed) of the pipeline."""
+    """One unit in its own process: a task's demos or held-out set, a (task, seed)'s rewards, or
+    one of its policies."""
     torch.set_num_threads(1)  # small nets: one thread is fastest and leaves a core for the envs
     payload = unit.payload
     config = ApecExperimentConfig.model_validate(payload["config"])
@@ -286,7 +345,7 @@ def run_unit(unit: Unit, report: Any) -> dict[str, Any]:
     try:
         if payload["kind"] == "heldout":
             return run_task_heldout(config, task, out, tasks)
-        return {"rows": run_seed(config, task, payload["seed"], out, tasks)}
+        return {"rows": run_seed(config, task, payload["seed"], out, tasks, policy=payload.get("method"))}
     finally:
         close_map(tasks)
 

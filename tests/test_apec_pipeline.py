@@ -89,6 +89,37 @@ def test_rlkit_apec_runs_every_method_end_to_end_and_a_rerun_reuses_every_stage(
     assert 0.0 <= metrics["apec"]["accuracy_outside_ail"] <= 1.0
 
 
+@pytest.mark.slow
+def test_the_rewards_are_scored_in_a_call_of_their_own_and_each_policy_in_another(tmp_path):
+    """As the experiment's units run the pipeline: a call that trains no policy stops at the
+    rewards' scores; each later call trains only its policy and reads the stages before it (no
+    fit again); metrics.json comes with the last policy."""
+    from rlkit.config import load_config
+    from rlkit.errors import ConfigError
+
+    arms = ["methods=[apec, drex]", "policy.methods=[apec, drex]"]
+    config = load_config(ApecConfig, None, [*APEC_TINY, *arms])
+    run_dir = tmp_path / "run"
+    scored = run_apec(config, run_dir, policies=())
+    assert (run_dir / "reward_metrics.json").is_file() and not (run_dir / "metrics.json").exists()
+    assert not (run_dir / "policies").exists() and all("policy" not in m for m in scored["methods"].values())
+    fits = {p: p.stat().st_mtime_ns for p in (run_dir / "rewards").rglob("*.safetensors")}
+    first = run_apec(config, run_dir, policies=("drex",))
+    assert np.isfinite(first["methods"]["drex"]["policy"]["final_true_return"])
+    assert "policy" not in first["methods"]["apec"] and not (run_dir / "policies" / "apec").exists()
+    assert not (run_dir / "metrics.json").exists()
+    both = run_apec(config, run_dir, policies=("apec",))
+    drex_return = first["methods"]["drex"]["policy"]["final_true_return"]
+    assert both["methods"]["drex"]["policy"]["final_true_return"] == drex_return  # read, not trained
+    written = json.loads((run_dir / "metrics.json").read_text())["methods"]
+    apec_return = both["methods"]["apec"]["policy"]["final_true_return"]
+    assert written["apec"]["policy"]["final_true_return"] == apec_return
+    assert {p: p.stat().st_mtime_ns for p in fits} == fits
+    assert scored["methods"]["apec"]["accuracy"] == written["apec"]["accuracy"]
+    with pytest.raises(ConfigError, match=r"\['raw_ail'\]: not among the methods with a policy"):
+        run_apec(config, run_dir, policies=("raw_ail",))
+
+
 def test_rlkit_demos_records_the_achieved_fraction(tmp_path, capsys):
     run_dir = tmp_path / "demos"
     argv = ["demos", "--run-dir", str(run_dir), "--logger", "jsonl", f"env.id={POINT_ID}",

@@ -76,7 +76,7 @@ def test_policy_curves_average_the_seeds_at_the_steps_every_seed_reached(tmp_pat
     assert (tmp_path / "curves.png").stat().st_size > 0
 
 
-def test_a_shared_held_out_set_is_one_unit_per_task_that_its_seeds_wait_for(tmp_path):
+def test_a_shared_held_out_set_is_one_unit_per_task_that_its_seeds_wait_for_and_policies_come_last(tmp_path):
     from experiments.apec import ApecExperimentConfig, TaskSettings, units
     from rlkit.errors import ConfigError
 
@@ -85,19 +85,28 @@ def test_a_shared_held_out_set_is_one_unit_per_task_that_its_seeds_wait_for(tmp_
     # every task's prerequisites first, then the seeds seed by seed, each after its task's
     hopper = ("demos-0-Hopper-v5", "heldout-0-Hopper-v5")
     walker = ("demos-1-Walker2d-v5", "heldout-1-Walker2d-v5")
-    assert [(u.id, u.after) for u in shared] == [
+    assert [(u.id, u.after) for u in shared[:8]] == [
         ("demos-0-Hopper-v5", ()), ("heldout-0-Hopper-v5", ("demos-0-Hopper-v5",)),
         ("demos-1-Walker2d-v5", ()), ("heldout-1-Walker2d-v5", ("demos-1-Walker2d-v5",)),
         ("apec-0-Hopper-v5-s0", hopper), ("apec-1-Walker2d-v5-s0", walker),
         ("apec-0-Hopper-v5-s1", hopper), ("apec-1-Walker2d-v5-s1", walker)]
-    assert [(u.payload["task"], u.payload["seed"]) for u in shared[4:]] == [(0, 0), (1, 0), (0, 1), (1, 1)]
+    assert [(u.payload["task"], u.payload["seed"]) for u in shared[4:8]] == [(0, 0), (1, 0), (0, 1), (1, 1)]
+    # every (task, seed)'s rewards before any policy; then a unit per policy, after its rewards
+    assert [(u.id, u.after) for u in shared[8:10]] == [
+        ("policy-0-Hopper-v5-s0-apec", ("apec-0-Hopper-v5-s0",)),
+        ("policy-0-Hopper-v5-s0-drex", ("apec-0-Hopper-v5-s0",))]
+    assert [u.payload["method"] for u in shared[8:]] == ["apec", "drex"] * 4
+    assert [u.after[0] for u in shared[8::2]] == [u.id for u in shared[4:8]]
     own = units(ApecExperimentConfig(seeds=[0, 1], tasks=tasks), tmp_path)
-    assert [u.payload["kind"] for u in own] == ["demos"] * 2 + ["seed"] * 4
+    assert [u.payload["kind"] for u in own] == ["demos"] * 2 + ["seed"] * 4 + ["policy"] * 8
     assert [u.after for u in own[2:4]] == [("demos-0-Hopper-v5",), ("demos-1-Walker2d-v5",)]
     # a run that spans sittings finishes what it began first: Walker2d's seed 1 had started
     (tmp_path / "Walker2d-v5" / "seed1" / "ail").mkdir(parents=True)
     resumed = units(ApecExperimentConfig(seeds=[0, 1], tasks=tasks, shared_heldout=True), tmp_path)
-    assert [u.id for u in resumed] == ["apec-1-Walker2d-v5-s1"] + [u.id for u in shared[:7]]
+    assert [u.id for u in resumed[:8]] == ["apec-1-Walker2d-v5-s1"] + [u.id for u in shared[:7]]
+    (tmp_path / "Hopper-v5" / "seed0" / "policies" / "drex").mkdir(parents=True)  # a policy had begun
+    resumed = units(ApecExperimentConfig(seeds=[0, 1], tasks=tasks, shared_heldout=True), tmp_path)
+    assert [u.id for u in resumed[:2]] == ["apec-1-Walker2d-v5-s1", "policy-0-Hopper-v5-s0-drex"]
     # the shared held-out AIL run (demo seed + 1000 by default) must be none of the seeds
     with pytest.raises(ConfigError, match="seed 1000 is one of the seeds"):
         ApecExperimentConfig(seeds=[0, 1000], tasks=tasks, shared_heldout=True)
@@ -138,6 +147,12 @@ def test_a_seed_whose_policies_still_train_counts_for_its_rewards_not_its_policy
     assert entry["policy_return_stochastic"] == 1800.0 and entry["policy_return_stochastic_n"] == 2
     text = markdown_table([entry])
     assert "2100.000 ± 100.000" in text and "(n=2)" in text and "0.800 ± 0.058" in text
+    # a policy of seed 2 finished (its own unit), the other not: its return counts at once
+    finished = tmp_path / "Hopper-v5" / "seed2" / "policies" / "apec"
+    finished.mkdir(parents=True)
+    (finished / "result.json").write_text(json.dumps({"final_true_return": 2400.0}))
+    (entry,) = summarise(collect_rows(config, tmp_path))
+    assert entry["policy_return"] == 2200.0 and entry["policy_return_n"] == 3
     assert "| 1800.000 ± 100.000 [" in text and "stochastic (the reference's)" in text
 
 
@@ -217,3 +232,46 @@ def test_every_ail_runs_curve_is_reported_with_its_progress_against_the_demo(tmp
         file.write("not json\n" + json.dumps({"ail/round": 1, "ail/true_return": 1.0}) + "\n")
     with pytest.raises(FileFormatError, match="seed0/metrics.jsonl: line 2 is not JSON"):
         ail_runs(config, tmp_path, {"Hopper-v5": 100.0})
+
+
+def test_committed_rows_count_where_the_run_dirs_are_gone_and_finished_units_stay_done(tmp_path):
+    """A fresh machine: the committed rows hold Walker2d seed 0 whole and Hopper seed 0's rewards
+    with its APEC policy; only what they lack runs, and the report counts them all."""
+    import json
+
+    from experiments.apec import ApecExperimentConfig, TaskSettings, units
+    from experiments.apec_report import collect_rows
+    from rlkit.errors import FileFormatError
+    from rlkit.runners.apec import REWARD_METRICS
+
+    nan = float("nan")
+    held = [_row(0, 0.7), _row(0, 0.6, method="drex", policy_return=nan),
+            _row(0, 0.9, task="Walker2d-v5"), _row(0, 0.8, task="Walker2d-v5", method="drex"),
+            _row(0, 0.5, task="Ant-v5")]  # not a task of this config
+    rows = tmp_path / "apec_rows.jsonl"
+    rows.write_text("".join(json.dumps(row) + "\n" for row in held))
+    tasks = [TaskSettings(id="Hopper-v5"), TaskSettings(id="Walker2d-v5")]
+    config = ApecExperimentConfig(seeds=[0, 1], tasks=tasks, shared_heldout=True, rows=str(rows))
+    out = tmp_path / "out"
+    listed = [u.id for u in units(config, out)]
+    assert [i for i in listed if i.startswith("apec-")] == [  # Hopper s0 refits for its D-REX policy
+        "apec-0-Hopper-v5-s1", "apec-1-Walker2d-v5-s1", "apec-0-Hopper-v5-s0"]
+    assert [i for i in listed if i.startswith("policy-")] == [
+        "policy-0-Hopper-v5-s0-drex", "policy-0-Hopper-v5-s1-apec", "policy-0-Hopper-v5-s1-drex",
+        "policy-1-Walker2d-v5-s1-apec", "policy-1-Walker2d-v5-s1-drex"]
+    assert [(r["task"], r["method"], r["accuracy"]) for r in collect_rows(config, out)] == [
+        ("Hopper-v5", "apec", 0.7), ("Hopper-v5", "drex", 0.6),
+        ("Walker2d-v5", "apec", 0.9), ("Walker2d-v5", "drex", 0.8)]
+    # Hopper s0's rewards fitted again here: its own scores, the committed APEC policy's return
+    run_dir = out / "Hopper-v5" / "seed0"
+    run_dir.mkdir(parents=True)
+    scored = {method: {key: 0.75 for key, _ in METRICS} for method in ("apec", "drex")}
+    (run_dir / REWARD_METRICS).write_text(json.dumps({
+        "methods": scored, "ail_progress": {"spearman_checkpoints": 0.9},
+        "demos": {"returns": [1000.0], "fraction": 0.65}}))
+    hopper = [r for r in collect_rows(config, out) if r["task"] == "Hopper-v5"]
+    assert [(r["accuracy"], r["policy_return"]) for r in hopper[:1]] == [(0.75, 0.7)]
+    assert math.isnan(hopper[1]["policy_return"]) and not hopper[1]["policies_done"]
+    rows.write_text('{"task": "Hopper-v5"}\nnot json\n')
+    with pytest.raises(FileFormatError, match="line 2"):
+        units(config, out)

@@ -12,7 +12,8 @@ stage resumes from its last checkpoint). Layout::
     rollouts/     store.npz, index.npz (checkpoint index and OT distance per trajectory)
     datasets/     <method>.npz/.json      rewards/ <method>/ (safetensors + JSON)
     heldout/      ail/ (a separate AIL run, seed heldout_ail_seed), store.npz, sources.npz
-    policies/     <method>/agent.zip, result.json      metrics.json (per method, diagnostics)
+    policies/     <method>/agent.zip, result.json      metrics.json (per method, diagnostics;
+                  written once every policy is in)
     reward_metrics.json   metrics.json before the policy stage (the rewards' held-out results)
 
 The demonstrator and each policy train in chunks with a resume point after each
@@ -23,6 +24,7 @@ the last point instead of from scratch.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -68,7 +70,7 @@ from rlkit.apec.tasks import make_pixel_task
 from rlkit.apec.transport import demo_ot_distances
 from rlkit.data import Trajectory, TrajectoryStore
 from rlkit.data.store import load_npz
-from rlkit.errors import InvalidDataError
+from rlkit.errors import ConfigError, InvalidDataError
 from rlkit.factories.algorithms import ALGORITHMS
 from rlkit.factories.budget import agent_updates
 from rlkit.feedback import PreferenceDataset
@@ -153,7 +155,7 @@ def run_demos(env: ApecEnvConfig, settings: DemonstratorConfig, seed: int, out_d
 
 
 def run_apec(config: ApecConfig, run_dir: Path, logger: Logger | None = None,
-             task_map: TaskMap = sequential_map) -> dict[str, Any]:
+             task_map: TaskMap = sequential_map, policies: Sequence[str] | None = None) -> dict[str, Any]:
     """Every stage in order; returns (and writes to ``metrics.json``) the per-method results,
     the AIL run's progress diagnostic and each dataset's label agreement with the true return,
     and what each learner did: ``ail`` (the generator's ``agent_updates``, the discriminator's
@@ -161,10 +163,20 @@ def run_apec(config: ApecConfig, run_dir: Path, logger: Logger | None = None,
     and the demonstrator's (``demos``, None for given demos). ``task_map`` runs the checkpoint
     and held-out rollouts (one task per policy; Ray's map from ``rlkit.scale.tasks`` fans them
     out); the results do not depend on it. Seeds that share one held-out set link
-    ``run_dir/heldout`` to it once it is built (``run_heldout``)."""
+    ``run_dir/heldout`` to it once it is built (``run_heldout``).
+
+    ``policies`` names the methods whose policy this call trains (default: every method of
+    ``policy.methods``); a policy finished by an earlier call is reported from its
+    ``result.json``. ``metrics.json`` is written once every policy is in: a call with ``()``
+    stops after the rewards' scores, and calls of one policy each can run side by side, each
+    after the stages before are done (they are then read, not run again)."""
+    wanted = [method for method in config.policy.methods if method in config.methods]
+    unknown = sorted(set(policies or ()) - set(wanted))
+    if unknown:
+        raise ConfigError(f"policies {unknown}: not among the methods with a policy, {wanted}")
+    trained = wanted if policies is None else [method for method in wanted if method in policies]
     make_venv = venv_factory(config.env)
-    policies = [method for method in config.policy.methods if method in config.methods]
-    stages = _stage_bar(logger, 4 + len(config.methods) + len(policies))
+    stages = _stage_bar(logger, 4 + len(config.methods) + len(trained))
     demos = run_demos(config.env, config.demos, config.seed, run_dir / "demos", logger)
     _advance(stages)
     train_venv = venv_factory(config.env, training=True)
@@ -202,12 +214,16 @@ def run_apec(config: ApecConfig, run_dir: Path, logger: Logger | None = None,
         results = {"methods": scores, "demos": _demo_summary(run_dir / "demos", demos, config.demos.algo),
                    "ail_progress": ail_progress(index, store), "scores_key": key}
         atomic_write_json(run_dir / REWARD_METRICS, results)  # readable while the policies train
-    for method in policies:
-        results["methods"][method]["policy"] = run_policy(
-            config, make_venv, rewards[method], run_dir / "policies" / method, logger, store, train_venv)
-        _advance(stages)
+    for method in wanted:
+        out_dir = run_dir / "policies" / method
+        if method in trained or (out_dir / "result.json").is_file():  # the latter: cached, not trained
+            results["methods"][method]["policy"] = run_policy(
+                config, make_venv, rewards[method], out_dir, logger, store, train_venv)
+        if method in trained:
+            _advance(stages)
     results["ail"] = ail_updates
-    atomic_write_json(run_dir / "metrics.json", results)
+    if all("policy" in results["methods"][method] for method in wanted):
+        atomic_write_json(run_dir / "metrics.json", results)
     return results
 
 
