@@ -25,15 +25,12 @@ directories.
 
 from __future__ import annotations
 
-import argparse
 import importlib
-import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 from pydantic import model_validator
 
@@ -50,24 +47,13 @@ from rlkit.apec.rollouts import sequential_map
 from rlkit.config import StrictModel, apply_overrides, load_config, save_config
 from rlkit.errors import ConfigError
 from rlkit.logging import make_logger
-from rlkit.persistence import atomic_write_json, read_json_lines
+from rlkit.persistence import atomic_write_json
 from rlkit.runners.apec import run_apec, run_demos, run_heldout, venv_factory
-from rlkit.runners.apec_policy import STOCHASTIC
 from rlkit.scale.command import backend_from_args, exit_status, experiment_parser
 from rlkit.scale.tasks import close_map, task_map
 from rlkit.scale.unit_graph import Unit
 from rlkit.scale.units import Backend, run_units
 from rlkit.types import TaskMap
-
-METRICS = (("accuracy", "held-out accuracy"), ("step_pearson", "per-step reward r"),
-           ("return_pearson", "segment return r"), ("trajectory_pearson", "trajectory return r"),
-           ("accuracy_outside_ail", "accuracy, non-AIL trajectories"),
-           ("trajectory_pearson_outside_ail", "trajectory r, non-AIL"))
-PAIR_COUNTS = ("n_pairs", "n_pairs_outside_ail")
-DIAGNOSTICS = ("ail_spearman", "label_agreement")
-POLICY_RETURNS = (("policy_return", "policy true return"),  # deterministic: the mean action
-                  ("policy_return_stochastic", "policy true return, stochastic (the reference's)"))
-POLICY_FIELDS = (*(key for key, _ in POLICY_RETURNS), "policy_curve")  # a row's fields from its policy
 
 
 class TaskSettings(StrictModel):
@@ -224,6 +210,8 @@ def run_seed(config: ApecExperimentConfig, task: TaskSettings, seed: int, out: P
                            policies=() if policy is None else (policy,))
     finally:
         logger.close()
+    from experiments.apec_rows import seed_rows  # by name: a script puts the repo root on sys.path first
+
     rows = seed_rows(task.id, seed, results)
     if all("policy" in results["methods"][method] for method in policy_methods(pipeline)):
         atomic_write_json(run_dir / "rows.json", rows)
@@ -233,42 +221,6 @@ def run_seed(config: ApecExperimentConfig, task: TaskSettings, seed: int, out: P
 def policy_methods(pipeline: ApecConfig) -> list[str]:
     """The methods whose reward a policy is trained on, in ``policy.methods``' order."""
     return [method for method in pipeline.policy.methods if method in pipeline.methods]
-
-
-def seed_rows(task_id: str, seed: int, results: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per method of a (task, seed)'s ``run_apec`` results; without a policy (not trained,
-    or not yet: ``reward_metrics.json``) its return is NaN and its curve empty."""
-    rows = []
-    for method, metrics in results["methods"].items():
-        policy = metrics.get("policy", {})
-        rows.append({"task": task_id, "seed": seed, "method": method,
-                     **{key: metrics[key] for key, _ in METRICS},
-                     **{key: metrics[key] for key in PAIR_COUNTS if key in metrics},
-                     "ail_spearman": results["ail_progress"]["spearman_checkpoints"],
-                     "label_agreement": metrics.get("label_agreement", float("nan")),
-                     "policy_return": policy.get("final_true_return", float("nan")),
-                     "policy_return_stochastic": policy.get(STOCHASTIC, float("nan")),
-                     "policy_curve": {"timesteps": policy.get("eval_timesteps", []),
-                                      "true_returns": policy.get("eval_true_returns", [])},
-                     "demo_return": float(np.mean(results["demos"]["returns"])),
-                     "demo_fraction": results["demos"].get("fraction", float("nan"))})
-    return rows
-
-
-def committed_rows(config: ApecExperimentConfig) -> list[dict[str, Any]]:
-    """The rows of ``config.rows`` (none when unset or not written yet) of this config's tasks and
-    seeds; a damaged file is a FileFormatError naming its line."""
-    if config.rows is None or not Path(config.rows).is_file():
-        return []
-    tasks = {task.id for task in config.tasks}
-    return [row for row in read_json_lines(config.rows)
-            if isinstance(row, dict) and row.get("task") in tasks and row.get("seed") in config.seeds]
-
-
-def has_policy_return(row: dict[str, Any]) -> bool:
-    """Does a row hold its method's policy return (NaN until the policy is trained)?"""
-    value = row.get("policy_return")
-    return isinstance(value, (int, float)) and bool(np.isfinite(value))
 
 
 def units(config: ApecExperimentConfig, out: Path, backend: Backend | None = None) -> list[Unit]:
@@ -298,6 +250,8 @@ def units(config: ApecExperimentConfig, out: Path, backend: Backend | None = Non
                              after=(ours[0].id,)))
         task_units += ours
         prerequisites.append(tuple(u.id for u in ours))
+    from experiments.apec_rows import committed_rows, has_policy_return  # by name, as in main
+
     committed = {(row["task"], row["seed"], row.get("method")): row for row in committed_rows(config)}
     seeds, scored, policies = [], [], []
     for seed in config.seeds:
@@ -365,68 +319,6 @@ def run_all(config: ApecExperimentConfig, out: Path, backend: Backend, resume: b
                             file=sys.stderr))
     if any(r.status != "done" for r in results.values()):
         print("some units did not finish; rerun with --resume to finish them", file=sys.stderr)
-
-
-def check_command_line(argv: list[str] | None, doc: str | None, default_config: Path,
-                       add_arguments: Callable[[argparse.ArgumentParser], None] | None = None,
-                       ) -> tuple[argparse.Namespace, ApecExperimentConfig]:
-    """A check script's command line: ``key=value`` overrides of the experiment config and
-    ``--config`` (default ``default_config``), plus what ``add_arguments`` adds; one torch thread.
-
-    Args:
-        argv: the command line (default ``sys.argv[1:]``).
-        doc: the check's description for ``--help``.
-        default_config: the experiment config checked without ``--config``.
-        add_arguments: adds the check's own options to the parser.
-
-    Returns:
-        The parsed arguments and the experiment config.
-    """
-    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("overrides", nargs="*", metavar="key=value")
-    parser.add_argument("--config", default=default_config)
-    if add_arguments is not None:
-        add_arguments(parser)
-    args = parser.parse_args(argv)
-    config = load_config(ApecExperimentConfig, args.config, args.overrides)
-    torch.set_num_threads(1)
-    return args, config
-
-
-def check_finished_runs(argv: list[str] | None, doc: str | None, default_config: Path,
-                        check: Callable[[Path, list[str]], list[dict[str, Any]]],
-                        methods: Callable[[ApecConfig], Sequence[str]], out_name: str) -> int:
-    """The command line of a check over the experiment's finished runs (``apec_policy_check``,
-    ``apec_heldout_check``): ``check(run_dir, methods)`` per finished (task, seed), each row
-    printed as a JSON line and all of them written to ``out_dir/out_name``.
-
-    Args:
-        argv: the command line (default ``sys.argv[1:]``): ``key=value`` overrides, ``--config``.
-        doc: the check's description for ``--help``.
-        default_config: the experiment config checked without ``--config``.
-        check: the rows of one finished run directory, for the methods given.
-        methods: the methods to check, from the pipeline's config.
-        out_name: the JSON file written in ``out_dir``.
-
-    Returns:
-        The exit status (1 when no run has finished or none gave a row).
-    """
-    _, config = check_command_line(argv, doc, default_config)
-    out = Path(config.out_dir)
-    results = []
-    for task in config.tasks:
-        for seed in config.seeds:
-            run_dir = seed_dir(task, seed, out)
-            if not (run_dir / "rows.json").is_file():
-                continue
-            for row in check(run_dir, list(methods(config.pipeline))):
-                results.append({"task": task.id, "seed": seed, **row})
-                print(json.dumps(results[-1]), flush=True)
-    if not results:
-        print(f"no finished run to check under {out}", file=sys.stderr)
-        return 1
-    (out / out_name).write_text(json.dumps(results, indent=1))
-    return 0
 
 
 def main(argv: list[str] | None = None, doc: str | None = __doc__,

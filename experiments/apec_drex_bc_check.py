@@ -137,7 +137,8 @@ def main(argv: list[str] | None = None) -> int:
     """The check for every task of ``argv``'s config whose demos exist; returns the exit status."""
     import json
 
-    from experiments.apec import check_command_line, demo_dir, task_config
+    from experiments.apec import demo_dir, task_config
+    from experiments.apec_checks import check_command_line
     from rlkit.ail.demos import load_demos
     from rlkit.runners.apec import venv_factory
 

@@ -85,7 +85,7 @@ def check_run(run_dir: Path, methods: list[str]) -> list[dict[str, Any]]:
 
 def main(argv: list[str] | None = None) -> int:
     """The policy check of every finished run of ``argv``'s config; returns the exit status."""
-    from experiments.apec import check_finished_runs  # by name: a script puts the repo root first
+    from experiments.apec_checks import check_finished_runs  # by name: a script puts the repo root first
 
     return check_finished_runs(argv, __doc__, CONFIG, check_run, lambda pipeline: pipeline.policy.methods,
                                "policy_check.json")

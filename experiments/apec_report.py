@@ -17,24 +17,16 @@ from typing import Any
 import numpy as np
 
 from experiments.apec import (
-    DIAGNOSTICS,
-    METRICS,
-    PAIR_COUNTS,
-    POLICY_FIELDS,
-    POLICY_RETURNS,
     ApecExperimentConfig,
-    committed_rows,
     demo_dir,
     file_name,
-    has_policy_return,
     heldout_dir,
     seed_dir,
-    seed_rows,
     task_config,
 )
+from experiments.apec_rows import DIAGNOSTICS, METRICS, PAIR_COUNTS, POLICY_RETURNS, collect_rows
 from rlkit.apec.demonstrator import checkpoint_step
 from rlkit.persistence import read_json, read_json_lines
-from rlkit.runners.apec import REWARD_METRICS
 
 
 def pyplot() -> Any:
@@ -45,44 +37,6 @@ def pyplot() -> Any:
     import matplotlib.pyplot as plt
 
     return plt
-
-
-def collect_rows(config: ApecExperimentConfig, out: Path) -> list[dict[str, Any]]:
-    """The rows of every (task, seed) of the config whose rewards are scored, in config order:
-    a finished one's ``rows.json``, else, while its policies train, its ``reward_metrics.json``
-    with the policies finished so far (``"policies_done": False``; NaN for the others' returns);
-    where its run directory has neither, the committed rows' (``config.rows``), whose policy
-    returns also fill those a run directory has not trained (again) yet."""
-    committed = committed_rows(config)
-    rows = []
-    for task in config.tasks:
-        for seed in config.seeds:
-            run_dir = out / task.id / f"seed{seed}"
-            held = [row for row in committed if (row["task"], row["seed"]) == (task.id, seed)]
-            if (run_dir / "rows.json").is_file():
-                finished = read_json(run_dir / "rows.json")
-                rows += [row | {"policies_done": True} for row in finished]
-            elif (run_dir / REWARD_METRICS).is_file():
-                scored = read_json(run_dir / REWARD_METRICS)
-                for method, metrics in scored["methods"].items():
-                    result = run_dir / "policies" / method / "result.json"
-                    if result.is_file():
-                        metrics["policy"] = read_json(result)
-                partial = seed_rows(task.id, seed, scored)
-                rows += [_with_committed_policy(row, held) | {"policies_done": False} for row in partial]
-            else:
-                rows += held
-    return rows
-
-
-def _with_committed_policy(row: dict[str, Any], committed: list[dict[str, Any]]) -> dict[str, Any]:
-    """``row`` with its method's policy from the committed rows where it has none of its own."""
-    if has_policy_return(row):
-        return row
-    for other in committed:
-        if other.get("method") == row["method"] and has_policy_return(other):
-            return row | {key: other[key] for key in POLICY_FIELDS if key in other}
-    return row
 
 
 def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

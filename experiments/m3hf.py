@@ -32,7 +32,6 @@ from typing import Any, Literal
 
 import numpy as np
 
-from experiments.stats import Spread
 from rlkit.config import StrictModel, load_config, save_config
 from rlkit.errors import ConfigError
 from rlkit.m3hf.run_config import FeedbackSettings, M3HFConfig
@@ -223,6 +222,8 @@ def steps_to_threshold(run: list[dict[str, Any]], threshold: float) -> float:
 def summarise(config: M3HFExperimentConfig, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per arm, over seeds: final return, area under the curve, steps to the threshold, deliveries,
     and paired differences against the reference arm (same seeds). No maximum over generations."""
+    from experiments.stats import Spread  # by name: the script puts the repo root on sys.path first
+
     reference = _runs(rows, config.reference_arm)
     table = []
     for arm in config.arms:
@@ -253,6 +254,8 @@ def summarise(config: M3HFExperimentConfig, rows: list[dict[str, Any]]) -> list[
 
 
 def _cell(spread: dict[str, float], digits: int = 1) -> str:
+    from experiments.stats import Spread  # by name: the script puts the repo root on sys.path first
+
     low, high = spread["ci95_low"], spread["ci95_high"]
     return Spread(spread["mean"], spread["sd"], int(spread["n"]), low, high).cell(digits)
 
@@ -326,6 +329,8 @@ def _band(ax: Any, steps: list[int], values: dict[int, list[float]], name: str,
           color: str | None = None) -> Any:
     """One curve of per-seed values at each generation's env steps: the mean, and its 95%
     t-interval as a band when there are two seeds or more; returns the line."""
+    from experiments.stats import Spread  # by name: the script puts the repo root on sys.path first
+
     spreads = [Spread.of([per_seed[i] for per_seed in values.values() if i < len(per_seed)])
                for i in range(len(steps))]
     (line,) = ax.plot(steps, [s.mean for s in spreads], marker="o", label=name, color=color)
@@ -375,4 +380,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `experiments` by name
     sys.exit(exit_status(main, Path(__file__).name))

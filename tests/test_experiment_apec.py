@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from experiments.apec import METRICS
+from experiments.apec_rows import METRICS
 from experiments.apec_report import markdown_table, summarise
 from experiments.ordinal_feedback import summarise as ordinal_summarise
 
@@ -117,8 +117,9 @@ def test_a_shared_held_out_set_is_one_unit_per_task_that_its_seeds_wait_for_and_
 def test_a_seed_whose_policies_still_train_counts_for_its_rewards_not_its_policy(tmp_path):
     import json
 
-    from experiments.apec import ApecExperimentConfig, seed_rows
-    from experiments.apec_report import collect_rows, markdown_table, summarise
+    from experiments.apec import ApecExperimentConfig
+    from experiments.apec_report import markdown_table, summarise
+    from experiments.apec_rows import collect_rows, seed_rows
     from rlkit.runners.apec import REWARD_METRICS
 
     def results(accuracy, policy_return=None):
@@ -240,7 +241,7 @@ def test_committed_rows_count_where_the_run_dirs_are_gone_and_finished_units_sta
     import json
 
     from experiments.apec import ApecExperimentConfig, TaskSettings, units
-    from experiments.apec_report import collect_rows
+    from experiments.apec_rows import collect_rows
     from rlkit.errors import FileFormatError
     from rlkit.runners.apec import REWARD_METRICS
 

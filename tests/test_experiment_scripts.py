@@ -64,6 +64,16 @@ def test_the_script_itself_prints_no_traceback():
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_every_script_runs_by_its_path_as_well_as_with_dash_m(script):
+    """``python experiments/<script>.py`` finds its sibling modules (``experiments.*``) as
+    ``python -m experiments.<script>`` does: its help, no ModuleNotFoundError."""
+    done = subprocess.run([sys.executable, f"experiments/{script}.py", "--help"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "usage:" in done.stdout and "Traceback" not in done.stderr
+
+
 def test_an_error_rlkit_did_not_raise_on_purpose_is_not_hidden():
     def broken() -> int:
         raise ZeroDivisionError("a bug")
