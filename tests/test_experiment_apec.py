@@ -4,9 +4,9 @@ import math
 
 import pytest
 
-from experiments.apec_rows import METRICS
 from experiments.apec_report import markdown_table, summarise
-from experiments.ordinal_feedback import summarise as ordinal_summarise
+from experiments.apec_rows import METRICS
+from experiments.ordinal_report import summarise as ordinal_summarise
 
 T_975_DF2 = 4.302652729911275  # scipy.stats.t.ppf(0.975, 2)
 

@@ -10,7 +10,7 @@ import torch
 from stable_baselines3 import PPO
 
 from experiments import ordinal_feedback
-from experiments.ordinal_feedback import END, START, comparisons, statements, summarise
+from experiments.ordinal_report import END, METRICS, START, comparisons, statements, summarise
 from rlkit.persistence.agents import load_agent
 from rlkit.scale.command import exit_status
 
@@ -49,7 +49,7 @@ def test_paired_differences_pair_each_seed_with_itself():
     found = {(c["a"], c["b"], c["metric"]): c for c in comparisons(_rows())}
     assert set(found) == {(a, b, m) for a, b in (("ternary", "binary"), ("five", "ternary"),
                                                  ("five", "binary"))
-                          for m, _, _ in ordinal_feedback.METRICS}
+                          for m, _, _ in METRICS}
     five = found["five", "binary", "in_dist_accuracy"]
     assert five["mean"] == pytest.approx(0.11) and five["sd"] == pytest.approx(0.01)
     half = T_975_DF2 * 0.01 / math.sqrt(3)  # unpaired, the seeds' spread (sd 0.2) would hide it
