@@ -62,36 +62,50 @@ def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return table
 
 
+POOLED = "all tasks, pooled"  # the claims' task name for every task's (task, seed) pairs together
+
+
 def claims(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The paper's claims per task, as paired differences over the seeds that have both sides:
     APEC minus D-REX on each held-out metric (one seed's rewards scored on the same held-out set),
     APEC's policy true return minus the demonstration's and minus D-REX's policy's (a policy still
     training has no return, so its seed drops out). Each with its mean, sample sd (ddof = 1),
     95% t-interval and n; ``verdict``: ``holds`` where the interval lies above 0,
-    ``reversed`` where below, ``not shown`` where it holds 0, ``too few seeds`` under n = 2."""
+    ``reversed`` where below, ``not shown`` where it holds 0, ``too few seeds`` under n = 2.
+    With more than one task, the same claims once more over every (task, seed) pair together
+    (task ``POOLED``): that interval treats the tasks as exchangeable draws, which three MuJoCo
+    tasks of different return scales are not for the policy returns, so read those per task."""
     from experiments.stats import Spread  # by name: a script puts the repo root on sys.path first
 
+    per_task = {task: _differences([r for r in rows if r["task"] == task])
+                for task in dict.fromkeys(r["task"] for r in rows)}
+    if len(per_task) > 1:
+        per_task[POOLED] = {claim: [d for found in list(per_task.values()) for d in found[claim]]
+                            for claim in next(iter(per_task.values()))}
     out = []
-    for task in dict.fromkeys(r["task"] for r in rows):
-        by = {(r["method"], r["seed"]): r for r in rows if r["task"] == task}
-        seeds = sorted({seed for _, seed in by})
-        paired = [s for s in seeds if ("apec", s) in by and ("drex", s) in by]
-        comparisons = [(f"{metric}: APEC - D-REX", [by["apec", s][metric] - by["drex", s][metric]
-                                                    for s in paired]) for metric, _ in METRICS]
-        for key, name in (("policy_return", "policy return"),
-                          ("policy_return_stochastic", "policy return, stochastic")):
-            comparisons.append((f"{name}: APEC - demo",
-                                [by["apec", s].get(key, np.nan) - by["apec", s]["demo_return"]
-                                 for s in seeds if ("apec", s) in by]))
-            comparisons.append((f"{name}: APEC - D-REX",
-                                [by["apec", s].get(key, np.nan) - by["drex", s].get(key, np.nan)
-                                 for s in paired]))
-        for claim, differences in comparisons:
+    for task, found in per_task.items():
+        for claim, differences in found.items():
             spread = Spread.of(differences)
             verdict = ("too few seeds" if spread.n < 2 else "holds" if spread.low > 0
                        else "reversed" if spread.high < 0 else "not shown")
             out.append({"task": task, "claim": claim, **spread.as_dict(), "verdict": verdict})
     return out
+
+
+def _differences(rows: list[dict[str, Any]]) -> dict[str, list[float]]:
+    """One task's paired differences per claim, one per seed that has both sides."""
+    by = {(r["method"], r["seed"]): r for r in rows}
+    seeds = sorted({seed for _, seed in by})
+    paired = [s for s in seeds if ("apec", s) in by and ("drex", s) in by]
+    found = {f"{metric}: APEC - D-REX": [by["apec", s][metric] - by["drex", s][metric] for s in paired]
+             for metric, _ in METRICS}
+    for key, name in (("policy_return", "policy return"),
+                      ("policy_return_stochastic", "policy return, stochastic")):
+        found[f"{name}: APEC - demo"] = [by["apec", s].get(key, np.nan) - by["apec", s]["demo_return"]
+                                         for s in seeds if ("apec", s) in by]
+        found[f"{name}: APEC - D-REX"] = [by["apec", s].get(key, np.nan) - by["drex", s].get(key, np.nan)
+                                          for s in paired]
+    return found
 
 
 def claims_markdown(found: list[dict[str, Any]]) -> str:

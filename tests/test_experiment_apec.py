@@ -190,6 +190,22 @@ def test_the_papers_claims_are_paired_differences_over_the_seeds_with_a_verdict(
     assert {c["verdict"] for c in one_seed} == {"too few seeds"}
     text = claims_markdown(list(found.values()))
     assert f"| [{0.3 - half:.3f}, {0.3 + half:.3f}] | 3 | holds |" in text
+    assert all(c["task"] == "Hopper-v5" for c in found.values())  # one task: nothing to pool
+
+
+def test_with_several_tasks_the_claims_are_also_pooled_over_every_task_seed_pair():
+    from experiments.apec_report import POOLED, claims
+
+    rows = [_row(0, 0.9), _row(0, 0.7, method="drex"), _row(1, 0.8), _row(1, 0.7, method="drex"),
+            _row(0, 0.6, task="Walker2d-v5"), _row(0, 0.7, task="Walker2d-v5", method="drex")]
+    rows = [row | {"demo_return": 1.0} for row in rows]
+    found = {(c["task"], c["claim"]): c for c in claims(rows)}
+    assert found["Walker2d-v5", "accuracy: APEC - D-REX"]["n"] == 1
+    pooled = found[POOLED, "accuracy: APEC - D-REX"]  # 0.2, 0.1 (Hopper) and -0.1 (Walker2d)
+    assert pooled["n"] == 3 and pooled["mean"] == pytest.approx(0.2 / 3)
+    assert pooled["sd"] == pytest.approx(math.sqrt(((0.2 - 0.2 / 3) ** 2 + (0.1 - 0.2 / 3) ** 2
+                                                    + (0.1 + 0.2 / 3) ** 2) / 2))
+    assert pooled["verdict"] == "not shown"
 
 
 def test_every_ail_runs_curve_is_reported_with_its_progress_against_the_demo(tmp_path):
