@@ -213,14 +213,10 @@ def run_seed(config: ApecExperimentConfig, task: TaskSettings, seed: int, out: P
     from experiments.apec_rows import seed_rows  # by name: a script puts the repo root on sys.path first
 
     rows = seed_rows(task.id, seed, results)
-    if all("policy" in results["methods"][method] for method in policy_methods(pipeline)):
+    if all("policy" in results["methods"][method] for method in pipeline.policy_methods):
         atomic_write_json(run_dir / "rows.json", rows)
     return rows
 
-
-def policy_methods(pipeline: ApecConfig) -> list[str]:
-    """The methods whose reward a policy is trained on, in ``policy.methods``' order."""
-    return [method for method in pipeline.policy.methods if method in pipeline.methods]
 
 
 def units(config: ApecExperimentConfig, out: Path, backend: Backend | None = None) -> list[Unit]:
@@ -253,6 +249,7 @@ def units(config: ApecExperimentConfig, out: Path, backend: Backend | None = Non
     from experiments.apec_rows import committed_rows, has_policy_return  # by name, as in main
 
     committed = {(row["task"], row["seed"], row.get("method")): row for row in committed_rows(config)}
+    held = {key[:2] for key in committed}  # the (task, seed)s whose rewards are committed
     seeds, scored, policies = [], [], []
     for seed in config.seeds:
         for i, task in enumerate(config.tasks):
@@ -260,10 +257,9 @@ def units(config: ApecExperimentConfig, out: Path, backend: Backend | None = Non
                         base | {"kind": "seed", "task": i, "seed": seed}, after=prerequisites[i])
             ours = [Unit(f"policy-{i}-{file_name(task.id)}-s{seed}-{file_name(method)}",
                          unit.payload | {"kind": "policy", "method": method}, after=(unit.id,))
-                    for method in policy_methods(task_config(config, task, seed))
+                    for method in task_config(config, task, seed).policy_methods
                     if not has_policy_return(committed.get((task.id, seed, method), {}))]
-            held = any(key[:2] == (task.id, seed) for key in committed)
-            if not held:
+            if (task.id, seed) not in held:
                 seeds.append(unit)
             elif ours:
                 scored.append(unit)

@@ -5,16 +5,14 @@ their run directories are gone."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
+from experiments.apec import ApecExperimentConfig, seed_dir
 from rlkit.persistence import read_json, read_json_lines
 from rlkit.runners.apec import REWARD_METRICS
 from rlkit.runners.apec_policy import STOCHASTIC
-
-if TYPE_CHECKING:
-    from experiments.apec import ApecExperimentConfig
 
 METRICS = (("accuracy", "held-out accuracy"), ("step_pearson", "per-step reward r"),
            ("return_pearson", "segment return r"), ("trajectory_pearson", "trajectory return r"),
@@ -73,7 +71,7 @@ def collect_rows(config: ApecExperimentConfig, out: Path) -> list[dict[str, Any]
     rows = []
     for task in config.tasks:
         for seed in config.seeds:
-            run_dir = out / task.id / f"seed{seed}"
+            run_dir = seed_dir(task, seed, out)
             held = [row for row in committed if (row["task"], row["seed"]) == (task.id, seed)]
             if (run_dir / "rows.json").is_file():
                 finished = read_json(run_dir / "rows.json")

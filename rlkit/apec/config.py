@@ -259,6 +259,11 @@ class ApecConfig(StrictModel):
     seed: int = 0
 
     @property
+    def policy_methods(self) -> list[Method]:
+        """The arms a policy trains on: ``policy.methods`` that are also ``methods``, in order."""
+        return [method for method in self.policy.methods if method in self.methods]
+
+    @property
     def heldout_ail_seed(self) -> int:
         return self.seed + 1000 if self.heldout.ail_seed is None else self.heldout.ail_seed
 

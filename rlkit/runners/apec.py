@@ -170,7 +170,7 @@ def run_apec(config: ApecConfig, run_dir: Path, logger: Logger | None = None,
     ``result.json``. ``metrics.json`` is written once every policy is in: a call with ``()``
     stops after the rewards' scores, and calls of one policy each can run side by side, each
     after the stages before are done (they are then read, not run again)."""
-    wanted = [method for method in config.policy.methods if method in config.methods]
+    wanted = config.policy_methods
     unknown = sorted(set(policies or ()) - set(wanted))
     if unknown:
         raise ConfigError(f"policies {unknown}: not among the methods with a policy, {wanted}")
