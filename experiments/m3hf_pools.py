@@ -54,8 +54,9 @@ from envs.overcooked.scripted_teams import HoldAndWait, NeverDeliver, Noisy, Sta
 from rlkit.m3hf.loop import make_source
 from rlkit.m3hf.parser_llm import LLMConfig, LLMParser
 from rlkit.m3hf.parser_rule import RuleParser
+from rlkit.m3hf.scene import Scene
 from rlkit.m3hf.sources import IRRELEVANT, FeedbackRequest, correct_advice, wrong_advice
-from rlkit.m3hf.specs import FeedbackParser, RewardSpec, Scene
+from rlkit.m3hf.specs import FeedbackParser, RewardSpec
 from rlkit.m3hf.templates import compile_term
 from rlkit.m3hf.weights import TeamPools, WeightRule
 

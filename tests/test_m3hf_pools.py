@@ -11,8 +11,9 @@ import numpy as np
 
 from envs.overcooked.parallel import OvercookedParallelEnv
 from experiments import m3hf_parse_check, m3hf_pools
+from rlkit.m3hf.scene import Scene
 from rlkit.m3hf.shaping import PoolShaper
-from rlkit.m3hf.specs import RewardSpec, Scene
+from rlkit.m3hf.specs import RewardSpec
 from rlkit.m3hf.weights import TeamPools, WeightRule
 
 ROOT = Path(__file__).parents[1]

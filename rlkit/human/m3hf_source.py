@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from rlkit.human.store import LabelStore
+from rlkit.m3hf.scene import Scene
 from rlkit.m3hf.sources import Feedback, FeedbackRequest
-from rlkit.m3hf.specs import FeedbackParser, RewardSpec, Scene, validate_specs
+from rlkit.m3hf.specs import FeedbackParser, RewardSpec, validate_specs
 
 
 def scene_to_json(scene: Scene) -> dict[str, Any]:

@@ -19,7 +19,8 @@ from rlkit.human.m3hf_source import scene_from_json
 from rlkit.human.records import PhaseClosedError, UnknownQueryError
 from rlkit.human.spec_form import spec_form
 from rlkit.m3hf.parser_rule import clean_text
-from rlkit.m3hf.specs import RewardSpec, Scene, validate_specs
+from rlkit.m3hf.scene import Scene
+from rlkit.m3hf.specs import RewardSpec, validate_specs
 
 router = APIRouter(responses=ERROR_RESPONSES)
 MAX_SPECS = 20

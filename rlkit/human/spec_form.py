@@ -22,7 +22,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from rlkit.m3hf.specs import SELF, TEMPLATE_PARAMS, CompositePart, RewardSpec, Scene
+from rlkit.m3hf.scene import Scene
+from rlkit.m3hf.specs import SELF, TEMPLATE_PARAMS, CompositePart, RewardSpec
 
 COMPOSITE = "composite"
 

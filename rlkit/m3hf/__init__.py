@@ -23,6 +23,7 @@ from rlkit._lazy import lazy_exports
 if TYPE_CHECKING:
     from rlkit.m3hf.parser_llm import LLMConfig, LLMParser, ParseDecision, make_parser
     from rlkit.m3hf.parser_rule import RuleParser
+    from rlkit.m3hf.scene import Scene
     from rlkit.m3hf.shaping import PoolRewardFn, PoolShaper, pool_reward_fns
     from rlkit.m3hf.sources import (
         Feedback,
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
         SimulatedSource,
         TerminalSource,
     )
-    from rlkit.m3hf.specs import TEMPLATE_PARAMS, FeedbackParser, RewardSpec, Scene, validate_specs
+    from rlkit.m3hf.specs import TEMPLATE_PARAMS, FeedbackParser, RewardSpec, validate_specs
     from rlkit.m3hf.templates import compile_term
     from rlkit.m3hf.weights import PoolEntry, RewardPool, TeamPools, WeightRule
 
@@ -66,12 +67,13 @@ __all__ = [
 __getattr__, __dir__ = lazy_exports(__name__, {
     "rlkit.m3hf.parser_llm": ["LLMConfig", "LLMParser", "ParseDecision", "make_parser"],
     "rlkit.m3hf.parser_rule": ["RuleParser"],
+    "rlkit.m3hf.scene": ["Scene"],
     "rlkit.m3hf.shaping": ["PoolRewardFn", "PoolShaper", "pool_reward_fns"],
     "rlkit.m3hf.sources": [
         "Feedback", "FeedbackRequest", "FeedbackSource", "ScriptedSource", "SimulatedSource",
         "TerminalSource",
     ],
-    "rlkit.m3hf.specs": ["TEMPLATE_PARAMS", "FeedbackParser", "RewardSpec", "Scene", "validate_specs"],
+    "rlkit.m3hf.specs": ["TEMPLATE_PARAMS", "FeedbackParser", "RewardSpec", "validate_specs"],
     "rlkit.m3hf.templates": ["compile_term"],
     "rlkit.m3hf.weights": ["PoolEntry", "RewardPool", "TeamPools", "WeightRule"],
 })

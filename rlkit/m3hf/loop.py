@@ -46,6 +46,7 @@ from rlkit.logging.local import rewind_metrics
 from rlkit.m3hf.parser_llm import LLMParser, make_parser
 from rlkit.m3hf.parser_rule import RuleParser, clean_text
 from rlkit.m3hf.run_config import M3HFConfig
+from rlkit.m3hf.scene import Scene
 from rlkit.m3hf.shaping import PoolShaper
 from rlkit.m3hf.sources import (
     Feedback,
@@ -56,7 +57,7 @@ from rlkit.m3hf.sources import (
     SimulatedSource,
     TerminalSource,
 )
-from rlkit.m3hf.specs import FeedbackParser, RewardSpec, Scene
+from rlkit.m3hf.specs import FeedbackParser, RewardSpec
 from rlkit.m3hf.weights import TeamPools, WeightRule
 from rlkit.marl import MultiAgentPPO, OvercookedRows, load_checkpoint, save_checkpoint
 from rlkit.marl.evaluate import evaluate

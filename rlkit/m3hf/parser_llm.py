@@ -44,7 +44,8 @@ from rlkit.config import StrictModel
 from rlkit.errors import InvalidDataError, WrongTypeError
 from rlkit.m3hf.parser_rule import RuleParser, clean_text
 from rlkit.m3hf.prompt import ParsedFeedback, build_messages, repair_message, response_schema
-from rlkit.m3hf.specs import FeedbackParser, RewardSpec, Scene
+from rlkit.m3hf.scene import Scene
+from rlkit.m3hf.specs import FeedbackParser, RewardSpec
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletion, ChatCompletionMessageParam

@@ -36,7 +36,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rlkit.m3hf.specs import RewardSpec, Scene
+from rlkit.m3hf.scene import Scene
+from rlkit.m3hf.specs import RewardSpec
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rlkit.m3hf.specs import SELF, TEMPLATE_PARAMS, RewardSpec, Scene
+from rlkit.m3hf.scene import Scene
+from rlkit.m3hf.specs import SELF, TEMPLATE_PARAMS, RewardSpec
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletionMessageParam, ChatCompletionUserMessageParam

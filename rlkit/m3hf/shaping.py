@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from rlkit.errors import InvalidDataError, WrongTypeError
-from rlkit.m3hf.specs import Scene
+from rlkit.m3hf.scene import Scene
 from rlkit.m3hf.templates import Term, compile_term
 from rlkit.m3hf.weights import TeamPools
 

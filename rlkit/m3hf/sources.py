@@ -25,7 +25,7 @@ import yaml
 
 from rlkit.errors import ConfigError, FileFormatError, InvalidDataError
 from rlkit.m3hf.examples import script_file
-from rlkit.m3hf.specs import Scene
+from rlkit.m3hf.scene import Scene
 
 Quality = Literal["correct", "irrelevant", "wrong", "unknown"]
 QUALITIES: tuple[Quality, ...] = ("correct", "irrelevant", "wrong")

@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from rlkit.errors import InvalidDataError, WrongTypeError
+from rlkit.m3hf.scene import Scene
 from rlkit.m3hf.specs import (
     ANY_ITEM,
     SELF,
@@ -30,7 +31,6 @@ from rlkit.m3hf.specs import (
     DistanceParams,
     HoldingParams,
     ProximityParams,
-    Scene,
     StatusParams,
     SuccessParams,
     TemplateParams,
