@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import yaml
 
-from experiments import prefrl_pebble
+from experiments import prefrl_pebble, prefrl_pebble_report
 from rlkit.config import load_config
 from rlkit.scale.unit_graph import Unit
 
@@ -75,7 +75,7 @@ def test_seeds_are_summarised_with_sd_and_t_intervals(finished: tuple[Path, list
     base = rows(finished[0])[("prefrl", 0)]
     shifted = base | {"seed": 1, "final_return": base["final_return"] + 10.0,
                       "curve": {step: value + 10.0 for step, value in base["curve"].items()}}
-    table = prefrl_pebble.summarise([base, shifted])
+    table = prefrl_pebble_report.summarise([base, shifted])
     final = table["prefrl"]["final_return"]
     half = 12.706204736174707 * np.sqrt(50.0) / np.sqrt(2)  # t(0.975, 1) * sd / sqrt(n), sd = sqrt(50)
     assert final["n"] == 2 and final["sd"] == pytest.approx(np.sqrt(50.0))
@@ -83,7 +83,7 @@ def test_seeds_are_summarised_with_sd_and_t_intervals(finished: tuple[Path, list
     interval = (final["ci95_low"], final["ci95_high"])
     assert interval == pytest.approx((final["mean"] - half, final["mean"] + half))
     assert table["prefrl"]["curve"]["600"]["n"] == 2
-    assert "| prefrl | 0, 1 |" in prefrl_pebble.markdown_table(table)
+    assert "| prefrl | 0, 1 |" in prefrl_pebble_report.markdown_table(table)
 
 
 @pytest.mark.parametrize("arm", prefrl_pebble.ARMS)
@@ -122,9 +122,9 @@ def test_the_table_times_only_runs_that_were_not_resumed():
     row = {"arm": "prefrl", "curve": {"10": 1.0}, "final_return": 5.0, "cpu_s": 9.0}
     rows = [row | {"seed": 0, "wall_s": 100.0, "resumed_from": 0},
             row | {"seed": 1, "wall_s": 3.0, "resumed_from": 50}]  # timed its last sitting only
-    table = prefrl_pebble.summarise(rows)
+    table = prefrl_pebble_report.summarise(rows)
     assert table["prefrl"]["wall_s"]["n"] == 1 and table["prefrl"]["wall_s"]["mean"] == 100.0
     assert table["prefrl"]["final_return"]["n"] == 2
-    assert "| 100, 1 |" in prefrl_pebble.markdown_table(table)
-    resumed = prefrl_pebble.summarise(rows[1:])
-    assert prefrl_pebble.markdown_table(resumed).rstrip().endswith("| - |")
+    assert "| 100, 1 |" in prefrl_pebble_report.markdown_table(table)
+    resumed = prefrl_pebble_report.summarise(rows[1:])
+    assert prefrl_pebble_report.markdown_table(resumed).rstrip().endswith("| - |")
