@@ -218,7 +218,6 @@ def run_seed(config: ApecExperimentConfig, task: TaskSettings, seed: int, out: P
     return rows
 
 
-
 def units(config: ApecExperimentConfig, out: Path, backend: Backend | None = None) -> list[Unit]:
     """Per task, in task order, its demonstrator unit and its held-out unit (``shared_heldout``)
     after it; then one reward unit per (task, seed) after both, seed by seed (every task's first
