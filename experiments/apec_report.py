@@ -75,10 +75,17 @@ def claims(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     With more than one task, the same claims once more over every (task, seed) pair together
     (task ``POOLED``): that interval treats the tasks as exchangeable draws, which three MuJoCo
     tasks of different return scales are not for the policy returns, so read those per task."""
+    return paired_claims({task: _differences([r for r in rows if r["task"] == task])
+                          for task in dict.fromkeys(r["task"] for r in rows)})
+
+
+def paired_claims(per_task: dict[str, dict[str, list[float]]]) -> list[dict[str, Any]]:
+    """Each task's paired differences per claim (one per seed) as the claims report them: mean,
+    sample sd, 95% t-interval, n and verdict, and with more than one task the same over every
+    (task, seed) pair together (task ``POOLED``)."""
     from experiments.stats import Spread  # by name: a script puts the repo root on sys.path first
 
-    per_task = {task: _differences([r for r in rows if r["task"] == task])
-                for task in dict.fromkeys(r["task"] for r in rows)}
+    per_task = dict(per_task)
     if len(per_task) > 1:
         per_task[POOLED] = {claim: [d for found in list(per_task.values()) for d in found[claim]]
                             for claim in next(iter(per_task.values()))}
@@ -336,9 +343,10 @@ def ail_report(runs: list[dict[str, Any]], out: Path, name: str) -> None:
 
 def report(config: ApecExperimentConfig, out: Path, name: str = "apec") -> int:
     """``rows.jsonl``, ``summary.json``, ``table.md``, the paper's claims as paired differences
-    (``claims.json``, ``claims.md``) and a ``<name>_<task>.png`` per task from the
-    rows of ``collect_rows`` (a seed whose policies still train counts for its rewards);
-    where the policies were evaluated during training, their curves per task
+    (``claims.json``, ``claims.md``), every arm by unit and APEC against its ablations
+    (``units.md``, ``ablations.json``, ``ablations.md``: ``experiments/apec_arms.py``) and a
+    ``<name>_<task>.png`` per task from the rows of ``collect_rows`` (a seed whose policies still
+    train counts for its rewards); where the policies were evaluated during training, their curves per task
     (``<name>_<task>_policy.png`` and ``_policy_curves.json``); the demonstrators' table and curves
     (``demonstrator_report``) as soon as a task's demos exist, and the AIL runs' curves
     (``ail_report``) as soon as one has logged a round."""
@@ -360,6 +368,9 @@ def report(config: ApecExperimentConfig, out: Path, name: str = "apec") -> int:
     found = claims(rows)
     (out / "claims.json").write_text(json.dumps(found, indent=2))
     (out / "claims.md").write_text(claims_markdown(found))
+    from experiments.apec_arms import arms_report  # by name, as above
+
+    arms_report(config, rows, out)
     for task in dict.fromkeys(e["task"] for e in table):
         demo_return = float(np.mean([r["demo_return"] for r in rows if r["task"] == task]))
         plot(table, task, demo_return, out / f"{name}_{file_name(task)}.png")

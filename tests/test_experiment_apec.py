@@ -292,3 +292,35 @@ def test_committed_rows_count_where_the_run_dirs_are_gone_and_finished_units_sta
     rows.write_text('{"task": "Hopper-v5"}\nnot json\n')
     with pytest.raises(FileFormatError, match="line 2"):
         units(config, out)
+
+
+def test_apec_is_compared_with_each_ablation_paired_by_unit_and_pooled_over_tasks():
+    from experiments.apec_arms import ablation_arms, ablations
+    from experiments.apec_report import POOLED
+
+    arms = ablation_arms(0.1)
+    assert list(arms) == ["gap_only", "ot_only@0.1", "raw_ail"]
+    rows = [_row(0, 0.9), _row(0, 0.6, method="gap_only"), _row(0, 0.85, method="ot_only@0.1"),
+            _row(1, 0.8), _row(1, 0.7, method="gap_only"),  # seed 1 has no OT-only row: it drops out
+            _row(1, 0.82, method="ot_only@0.05"),  # another margin: not APEC's, not compared
+            _row(0, 0.5, task="Walker2d-v5"), _row(0, 0.6, task="Walker2d-v5", method="gap_only")]
+    found = {(c["task"], c["claim"]): c for c in ablations(rows, arms)}
+    gap = found["Hopper-v5", "accuracy: APEC - gap only"]
+    assert gap["n"] == 2 and gap["mean"] == pytest.approx(0.2) and gap["verdict"] == "not shown"
+    ot = found["Hopper-v5", "step_pearson: APEC - OT only (0.1)"]
+    assert ot["n"] == 1 and ot["mean"] == pytest.approx(0.05) and ot["verdict"] == "too few seeds"
+    assert found["Hopper-v5", "accuracy: APEC - raw AIL reward"]["n"] == 0
+    pooled = found[POOLED, "accuracy_outside_ail: APEC - gap only"]  # 0.3, 0.1 and -0.1
+    assert pooled["n"] == 3 and pooled["mean"] == pytest.approx(0.1)
+
+
+def test_the_unit_table_has_a_line_per_unit_an_arm_per_column_and_the_best_in_bold():
+    from experiments.apec_arms import unit_table
+
+    rows = [_row(0, 0.9, ail_spearman=0.84), _row(0, 0.95, method="drex", ail_spearman=0.84),
+            _row(1, 0.8, ail_spearman=0.5)]  # seed 1's D-REX is missing
+    lines = unit_table(rows, ["apec", "drex"], "accuracy").splitlines()
+    assert lines[0] == "held-out accuracy, each unit's fits on its task's held-out set:"
+    assert lines[2] == "| task | seed | AIL progress (Spearman) | apec | drex |"
+    assert lines[4:] == ["| Hopper-v5 | 0 | 0.84 | 0.900 | **0.950** |",
+                         "| Hopper-v5 | 1 | 0.50 | **0.800** | — |"]
