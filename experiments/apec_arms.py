@@ -13,24 +13,30 @@ from pathlib import Path
 from typing import Any
 
 from experiments.apec import ApecExperimentConfig
-from experiments.apec_report import claims_markdown, paired_claims
+from experiments.apec_report import POOLED, claims_markdown, paired_claims, pyplot
 from experiments.apec_rows import METRICS
+from rlkit.apec.methods import split_method
 
 ABLATION_METRICS = ("accuracy", "step_pearson", "accuracy_outside_ail")
 """The held-out figures the ablations are compared on (the labels are ``METRICS``')."""
 
 
-def ablation_arms(ot_margin: float) -> dict[str, str]:
-    """The arms APEC is compared with, by row method and the name a claim gives it.
+def ablation_arms(methods: list[str], ot_margin: float) -> dict[str, str]:
+    """The ablations APEC is compared with, by row method and the name a claim gives each.
 
     Args:
-        ot_margin: APEC's own OT margin (``pipeline.pairs.ot_threshold``): OT only is compared at it.
+        methods: the experiment's arms (``pipeline.methods``).
+        ot_margin: APEC's own OT margin (``pipeline.pairs.ot_threshold``): OT only is compared at it,
+            as ``ot_only`` or ``ot_only@<margin>``, whichever ``methods`` holds first.
 
     Returns:
-        ``{method: name}`` for gap only, OT only at ``ot_margin`` and the raw AIL reward.
+        ``{method: name}`` for gap only, OT only at ``ot_margin`` and the raw AIL reward, those of
+        them that ``methods`` holds.
     """
-    return {"gap_only": "gap only", f"ot_only@{ot_margin:g}": f"OT only ({ot_margin:g})",
-            "raw_ail": "raw AIL reward"}
+    at_margin = (("ot_only", None), ("ot_only", ot_margin))
+    ot_only = next((m for m in methods if split_method(m) in at_margin), None)
+    names = {"gap_only": "gap only", ot_only: f"OT only ({ot_margin:g})", "raw_ail": "raw AIL reward"}
+    return {method: name for method, name in names.items() if method in methods}
 
 
 def ablations(rows: list[dict[str, Any]], arms: dict[str, str]) -> list[dict[str, Any]]:
@@ -83,9 +89,50 @@ def unit_table(rows: list[dict[str, Any]], methods: list[str], metric: str) -> s
     return f"{label}, each unit's fits on its task's held-out set:\n\n" + "\n".join(lines) + "\n"
 
 
+def plot_paired(rows: list[dict[str, Any]], arms: dict[str, str], path: Path) -> None:
+    """One panel per metric of ``ABLATION_METRICS``: APEC minus each arm, a line per (arm, task)
+    and one pooled over every unit, each unit's difference a dot, the mean with its 95%
+    t-interval a bar, n beside it.
+
+    Args:
+        rows: the experiment's rows.
+        arms: ``{method: name}`` of the arms compared (D-REX and the ablations).
+        path: where the PNG goes.
+    """
+    from experiments.stats import Spread  # by name: a script puts the repo root on sys.path first
+
+    plt = pyplot()
+    tasks = list(dict.fromkeys(r["task"] for r in rows))
+    groups = [*tasks, POOLED] if len(tasks) > 1 else tasks
+    by = {(r["task"], r["seed"], r["method"]): r for r in rows}
+    lines = [(arm, name, group) for arm, name in arms.items() for group in groups]
+    figure, axes = plt.subplots(1, len(ABLATION_METRICS), figsize=(5.2 * len(ABLATION_METRICS),
+                                                                    0.3 * len(lines) + 1.5), sharey=True)
+    for axis, metric in zip(axes, ABLATION_METRICS, strict=True):
+        for y, (arm, _, group) in enumerate(lines):
+            units = [(t, s) for t, s, m in by if m == "apec" and group in (t, POOLED) and (t, s, arm) in by]
+            values = [by[t, s, "apec"][metric] - by[t, s, arm][metric] for t, s in units]
+            spread = Spread.of(values)
+            axis.scatter(values, [y] * len(values), s=12, color="tab:gray", zorder=2)
+            if spread.n > 1:
+                axis.plot([spread.low, spread.high], [y, y], color="tab:blue", linewidth=2.5)
+            axis.plot([spread.mean], [y], marker="|", markersize=12, color="tab:blue")
+            axis.annotate(f"n={spread.n}", (1.01, y), xycoords=("axes fraction", "data"), fontsize=7,
+                          ha="left", va="center")
+        axis.axvline(0.0, color="black", linewidth=0.8)
+        axis.set(title=f"{dict(METRICS)[metric]}: APEC minus",
+                 xlabel="difference (dots: units; bar: 95% t-interval)")
+    axes[0].set_yticks(range(len(lines)), [f"{name}, {group}" for _, name, group in lines], fontsize=8)
+    axes[0].invert_yaxis()
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+
+
 def arms_report(config: ApecExperimentConfig, rows: list[dict[str, Any]], out: Path) -> None:
     """``units.md`` (``unit_table`` for each of ``ABLATION_METRICS``), ``ablations.json`` and
-    ``ablations.md`` (``ablations``, in the claims' table) from the experiment's rows.
+    ``ablations.md`` (``ablations``, in the claims' table) and ``paired.png`` (``plot_paired``:
+    APEC minus D-REX and minus each ablation) from the experiment's rows.
 
     Args:
         config: the experiment's config (its arms and APEC's OT margin).
@@ -94,6 +141,8 @@ def arms_report(config: ApecExperimentConfig, rows: list[dict[str, Any]], out: P
     """
     methods = [m for m in config.pipeline.methods if any(r["method"] == m for r in rows)]
     (out / "units.md").write_text("\n".join(unit_table(rows, methods, metric) for metric in ABLATION_METRICS))
-    found = ablations(rows, ablation_arms(config.pipeline.pairs.ot_threshold))
+    found = ablations(rows, ablation_arms(methods, config.pipeline.pairs.ot_threshold))
     (out / "ablations.json").write_text(json.dumps(found, indent=2))
     (out / "ablations.md").write_text(claims_markdown(found))
+    compared = {"drex": "D-REX"} | ablation_arms(methods, config.pipeline.pairs.ot_threshold)
+    plot_paired(rows, compared, out / "paired.png")

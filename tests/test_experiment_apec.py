@@ -1,5 +1,6 @@
 """The experiments' summaries over seeds: standard errors with ddof = 1 and 95% t-intervals."""
 
+import json
 import math
 
 import pytest
@@ -298,8 +299,9 @@ def test_apec_is_compared_with_each_ablation_paired_by_unit_and_pooled_over_task
     from experiments.apec_arms import ablation_arms, ablations
     from experiments.apec_report import POOLED
 
-    arms = ablation_arms(0.1)
-    assert list(arms) == ["gap_only", "ot_only@0.1", "raw_ail"]
+    arms = ablation_arms(["apec", "gap_only", "ot_only@0.05", "ot_only@0.1", "drex", "raw_ail"], 0.1)
+    assert arms == {"gap_only": "gap only", "ot_only@0.1": "OT only (0.1)", "raw_ail": "raw AIL reward"}
+    assert ablation_arms(["apec", "ot_only", "drex"], 0.1) == {"ot_only": "OT only (0.1)"}  # bare: at 0.1
     rows = [_row(0, 0.9), _row(0, 0.6, method="gap_only"), _row(0, 0.85, method="ot_only@0.1"),
             _row(1, 0.8), _row(1, 0.7, method="gap_only"),  # seed 1 has no OT-only row: it drops out
             _row(1, 0.82, method="ot_only@0.05"),  # another margin: not APEC's, not compared
@@ -324,3 +326,18 @@ def test_the_unit_table_has_a_line_per_unit_an_arm_per_column_and_the_best_in_bo
     assert lines[2] == "| task | seed | AIL progress (Spearman) | apec | drex |"
     assert lines[4:] == ["| Hopper-v5 | 0 | 0.84 | 0.900 | **0.950** |",
                          "| Hopper-v5 | 1 | 0.50 | **0.800** | — |"]
+
+
+def test_the_arms_report_writes_every_arm_by_unit_the_ablations_and_their_figure(tmp_path):
+    from experiments.apec import ApecExperimentConfig
+    from experiments.apec_arms import arms_report
+
+    config = ApecExperimentConfig.model_validate({"pipeline": {"methods": ["apec", "gap_only", "drex"]}})
+    rows = [_row(s, v + d, method=m, ail_spearman=v) for s, v in ((0, 0.8), (1, 0.7))
+            for m, d in (("apec", 0.1), ("gap_only", 0.0), ("drex", -0.1), ("raw_ail", 0.0))]
+    arms_report(config, rows, tmp_path)
+    assert "| Hopper-v5 | 1 | 0.70 | **0.800** | 0.700 | 0.600 |" in (tmp_path / "units.md").read_text()
+    found = json.loads((tmp_path / "ablations.json").read_text())  # raw_ail is not one of the arms run
+    assert {c["claim"].split(": ")[1] for c in found} == {"APEC - gap only"}
+    assert all(c["mean"] == pytest.approx(0.1) for c in found)
+    assert (tmp_path / "paired.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
