@@ -22,12 +22,14 @@ PAIR_COUNTS = ("n_pairs", "n_pairs_outside_ail")
 DIAGNOSTICS = ("ail_spearman", "label_agreement")
 POLICY_RETURNS = (("policy_return", "policy true return"),  # deterministic: the mean action
                   ("policy_return_stochastic", "policy true return, stochastic (the reference's)"))
-POLICY_FIELDS = (*(key for key, _ in POLICY_RETURNS), "policy_curve")  # a row's fields from its policy
+POLICY_FIELDS = (*(key for key, _ in POLICY_RETURNS), "policy_curve", "policy_trained_on")  # from its policy
 
 
 def seed_rows(task_id: str, seed: int, results: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per method of a (task, seed)'s ``run_apec`` results; without a policy (not trained,
-    or not yet: ``reward_metrics.json``) its return is NaN and its curve empty."""
+    or not yet: ``reward_metrics.json``) its return is NaN and its curve empty. ``scored_on`` and
+    ``policy_trained_on``: the machines that scored the rewards and trained the policy
+    (``rlkit.devices.machine``; None in results written before they were recorded)."""
     rows = []
     for method, metrics in results["methods"].items():
         policy = metrics.get("policy", {})
@@ -41,7 +43,8 @@ def seed_rows(task_id: str, seed: int, results: dict[str, Any]) -> list[dict[str
                      "policy_curve": {"timesteps": policy.get("eval_timesteps", []),
                                       "true_returns": policy.get("eval_true_returns", [])},
                      "demo_return": float(np.mean(results["demos"]["returns"])),
-                     "demo_fraction": results["demos"].get("fraction", float("nan"))})
+                     "demo_fraction": results["demos"].get("fraction", float("nan")),
+                     "scored_on": results.get("scored_on"), "policy_trained_on": policy.get("trained_on")})
     return rows
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import AfterValidator
 
@@ -97,13 +97,23 @@ def native_bfloat16(device: torch.device, cpuinfo: str = "/proc/cpuinfo") -> boo
         return bool(torch.cuda.is_bf16_supported())
     if device.type != "cpu":
         return False
+    flags = _cpu_info(cpuinfo).get("flags", "").split()
+    return "amx_bf16" in flags or "avx512_bf16" in flags
+
+
+def _cpu_info(cpuinfo: str) -> dict[str, str]:
+    """The first processor's fields of ``cpuinfo`` (name -> value; empty where it is unreadable)."""
+    fields: dict[str, str] = {}
     try:
         with open(cpuinfo, encoding="utf-8") as lines:
-            flags = next((line.split(":", 1)[1].split() for line in lines
-                          if line.startswith("flags")), [])
+            for line in lines:
+                if not line.strip():
+                    break
+                name, _, value = line.partition(":")
+                fields.setdefault(name.strip(), value.strip())
     except OSError:
-        return False
-    return "amx_bf16" in flags or "avx512_bf16" in flags
+        return {}
+    return fields
 
 
 # The CPU code paths a reproducible run pins: ATen's vector kernels, MKL's BLAS (its
@@ -128,3 +138,29 @@ def pin_cpu_kernels() -> dict[str, str]:
     for name, value in PINNED_CPU_KERNELS.items():
         os.environ.setdefault(name, value)
     return {name: os.environ[name] for name in PINNED_CPU_KERNELS}
+
+
+ISA_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16")
+"""The instruction sets whose kernels round a run's floats differently (``machine`` lists them)."""
+
+
+def machine(cpuinfo: str = "/proc/cpuinfo") -> dict[str, Any]:
+    """What a run's floats depend on besides its seeds and settings, for its results to record:
+    the same unit gave the same floats on one machine and other ones on a CPU with other
+    instruction sets, even with its kernels pinned (``docs/results/apec.md``).
+
+    Args:
+        cpuinfo: the file the CPU's model and flags are read from.
+
+    Returns:
+        ``cpu`` (the model name, None where unknown), ``isa`` (those of ``ISA_FLAGS`` it has),
+        ``torch`` (its version), ``torch_threads`` and ``cpu_kernels`` (each of
+        ``PINNED_CPU_KERNELS``' variables as the environment sets it, None where unset).
+    """
+    import torch
+
+    fields = _cpu_info(cpuinfo)
+    flags = fields.get("flags", "").split()
+    return {"cpu": fields.get("model name"), "isa": [flag for flag in ISA_FLAGS if flag in flags],
+            "torch": torch.__version__, "torch_threads": torch.get_num_threads(),
+            "cpu_kernels": {name: os.environ.get(name) for name in PINNED_CPU_KERNELS}}

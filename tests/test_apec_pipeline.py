@@ -14,6 +14,7 @@ from rlkit.apec.demonstrator import read_demo_report
 from rlkit.cli import main
 from rlkit.data import Trajectory, TrajectoryStore
 from rlkit.data.store import load_npz
+from rlkit.devices import machine
 from rlkit.feedback import PreferenceDataset
 from rlkit.logging import make_logger
 from rlkit.reward import load_reward_model
@@ -43,6 +44,8 @@ def test_rlkit_apec_runs_every_method_end_to_end_and_a_rerun_reuses_every_stage(
         assert -1.0 <= values["trajectory_pearson"] <= 1.0, method
     assert np.isfinite(metrics["apec"]["policy"]["final_true_return"])
     assert "policy" not in metrics["drex"]
+    # the machines that scored the rewards and trained the policy (their floats differ across CPUs)
+    assert results["scored_on"] == metrics["apec"]["policy"]["trained_on"] == machine()
     # the rewards' results, written before the policy stage: metrics.json without the policies
     before = json.loads((run_dir / "reward_metrics.json").read_text())["methods"]
     assert before == {m: {k: v for k, v in values.items() if k != "policy"} for m, values in metrics.items()}

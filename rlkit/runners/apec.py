@@ -70,6 +70,7 @@ from rlkit.apec.tasks import make_pixel_task
 from rlkit.apec.transport import demo_ot_distances
 from rlkit.data import Trajectory, TrajectoryStore
 from rlkit.data.store import load_npz
+from rlkit.devices import machine
 from rlkit.errors import ConfigError, InvalidDataError
 from rlkit.factories.algorithms import ALGORITHMS
 from rlkit.factories.budget import agent_updates
@@ -212,7 +213,7 @@ def run_apec(config: ApecConfig, run_dir: Path, logger: Logger | None = None,
         scores = score_rewards(rewards, training, heldout, pairs, sources, config.env.horizon is not None,
                                logger)
         results = {"methods": scores, "demos": _demo_summary(run_dir / "demos", demos, config.demos.algo),
-                   "ail_progress": ail_progress(index, store), "scores_key": key}
+                   "ail_progress": ail_progress(index, store), "scores_key": key, "scored_on": machine()}
         atomic_write_json(run_dir / REWARD_METRICS, results)  # readable while the policies train
     for method in wanted:
         out_dir = run_dir / "policies" / method

@@ -21,7 +21,7 @@ from rlkit.apec.config import ApecConfig
 from rlkit.apec.pair_config import RolloutConfig
 from rlkit.apec.rollouts import VenvFactory, policy_rollouts, real_part
 from rlkit.data import Trajectory, TrajectoryStore
-from rlkit.devices import resolve_device
+from rlkit.devices import machine, resolve_device
 from rlkit.factories.agent import EpisodeLog, EpisodeLogCallback
 from rlkit.factories.algorithms import ALGORITHMS
 from rlkit.factories.budget import agent_updates
@@ -141,7 +141,7 @@ def run_policy(config: ApecConfig, make_venv: VenvFactory, reward: Any, out_dir:
               "curve_timesteps": log.timesteps, "curve_true_returns": log.true_returns,
               "eval_timesteps": curve["timesteps"],
               "eval_true_returns": [float(np.mean(r)) for r in curve["true_returns"]],
-              **stochastic_return(config, make_venv, agent)}
+              **stochastic_return(config, make_venv, agent), "trained_on": machine()}
     atomic_write_json(out_dir / "result.json", result)
     training.clear()
     return result
