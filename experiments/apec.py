@@ -224,7 +224,8 @@ def units(config: ApecExperimentConfig, out: Path, backend: Backend | None = Non
     seed before any task's second); then, in the same order, a policy unit per method after its
     (task, seed)'s reward unit. With committed rows (``config.rows``) a policy whose return they
     hold is left out, and so is a reward unit they hold with all its policies; one they hold whose
-    policies still train comes after every other reward unit (it fits the same rewards again).
+    policies still train comes after every other reward unit (it fits its rewards again: the same
+    ones on a machine of the same kind, another draw on another CPU, whose rows then replace them).
     On either backend a unit starts as soon as its prerequisites are done, the first ready in
     this order: the long chains of demonstrator, held-out run and seeds start early, so no worker
     idles at the end waiting on one, and a cut-short run has each task's first seeds. Units whose

@@ -20,7 +20,11 @@ default ``experiments/configs/apec.yaml``; hours of CPU: a resumable run directo
 file byte for byte, the demos array by array (an ``.npz`` records the time it was written, so its
 bytes differ while its arrays do not), the manifest's fields. ``regenerate-heldout`` builds the
 held-out set again from the committed demos and actors (its own AIL run: over an hour of CPU,
-resumable under ``--work``) and compares it array by array with the committed one.
+resumable under ``--work``) and compares it array by array with the committed one. Both compare
+equal on a machine of the kind that made the data (an AVX2-only AMD EPYC): torch's CPU kernels
+round differently on other instruction sets, even pinned to their AVX2 paths (an AIL run on an
+AVX-512 EPYC parted from the AVX2 one's at its first SAC update, ``docs/results/apec.md``), so
+elsewhere they report the arrays that differ.
 """
 
 from __future__ import annotations
