@@ -31,9 +31,10 @@ from rlkit.persistence.reading import read_regular
 KIND = "rlkit.sb3-agent"
 FORMAT = tag(KIND)
 _FIELDS = {"algo": str, "policy": str, "observation_space": dict, "action_space": dict}
-# The state of a run in progress, which SB3 would pickle; a loaded agent starts from a fresh
-# env reset anyway (SB3 discards the last observation on load).
-RUN_STATE = ("_last_obs", "_last_original_obs", "_last_episode_starts", "ep_info_buffer", "ep_success_buffer")
+# What save_agent leaves out of the zip: the state of a run in progress, which SB3 would pickle; a
+# loaded agent starts from a fresh env reset anyway (SB3 discards the last observation on load).
+UNSAVED_ATTRIBUTES = ("_last_obs", "_last_original_obs", "_last_episode_starts", "ep_info_buffer",
+                      "ep_success_buffer")
 
 
 def save_agent(agent: BaseAlgorithm, path: str | os.PathLike[str]) -> Path:
@@ -52,7 +53,7 @@ def save_agent(agent: BaseAlgorithm, path: str | os.PathLike[str]) -> Path:
         plain["clip_range"] = _constant(agent.clip_range, "clip_range")
     if hasattr(agent, "train_freq"):  # off-policy
         plain["train_freq"] = [agent.train_freq.frequency, agent.train_freq.unit.value]
-    agent.save(zip_path, exclude=list(RUN_STATE))
+    agent.save(zip_path, exclude=list(UNSAVED_ATTRIBUTES))
     write_header(zip_path.with_suffix(".json"), KIND, plain, covers=[zip_path])  # with the zip's SHA-256
     return zip_path
 

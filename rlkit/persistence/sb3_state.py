@@ -135,7 +135,8 @@ def restore_rng_tensors(agent: BaseAlgorithm, tensors: Mapping[str, Any], where:
         torch.cuda.set_rng_state_all(cuda)
 
 
-RUN_STATE = ("_last_obs", "_last_original_obs", "_last_episode_starts")  # the agent's, kept with the episode
+# The agent's attributes of the episode in progress, kept with the env's state in a resume point.
+EPISODE_ATTRIBUTES = ("_last_obs", "_last_original_obs", "_last_episode_starts")
 _AGENT = "agent:"  # its arrays' prefix in an episode state (the env's: rlkit.persistence.env_state)
 
 
@@ -188,7 +189,7 @@ def episode_state(agent: BaseAlgorithm) -> dict[str, np.ndarray] | None:
     state = capture_env_state(venv)
     if state is None:
         return None
-    for name in RUN_STATE:
+    for name in EPISODE_ATTRIBUTES:
         value = getattr(agent, name, None)
         if isinstance(value, np.ndarray):
             state[f"{_AGENT}{name}"] = value
@@ -276,7 +277,7 @@ def restore_episode(agent: BaseAlgorithm, arrays: Mapping[str, np.ndarray], wher
     if venv is None:
         raise InvalidDataError(f"{where}: the episode of an agent on an env; this one has none")
     restore_env_state(venv, {k: v for k, v in arrays.items() if not k.startswith(_AGENT)}, where)
-    for name in RUN_STATE:
+    for name in EPISODE_ATTRIBUTES:
         if f"{_AGENT}{name}" in arrays:
             setattr(agent, name, arrays[f"{_AGENT}{name}"])
 
