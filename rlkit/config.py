@@ -84,7 +84,8 @@ def describe_errors(owner: str, error: ValidationError) -> str:
             key, sign = _BOUNDS[kind]
             lines.append(f"{name} is out of range: {value!r} (must be {sign} {problem['ctx'][key]})")
         elif kind == "extra_forbidden":
-            lines.append(f"{name} is not a field of {owner}")
+            section = ".".join([owner, *(str(part) for part in problem["loc"][:-1])])
+            lines.append(f"{name} is not a field of {section}")
         elif kind == "missing":  # its input is the dict around it: not worth repeating
             lines.append(f"{name} is missing: it has no default, give it a value")
         else:
@@ -242,11 +243,7 @@ def load_config(
     try:
         return schema.model_validate(data)
     except ValidationError as error:
-        problems = "; ".join(  # a check across fields has no location: its message names them
-            (f"{'.'.join(str(p) for p in e['loc'])}: " if e["loc"] else "")
-            + str(e["msg"]).removeprefix("Value error, ") for e in error.errors()
-        )
-        raise ConfigError(f"invalid {schema.__name__}: {problems}") from None
+        raise ConfigError(describe_errors(schema.__name__, error)) from None
 
 
 def _merge(schema: type[BaseModel], defaults: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:

@@ -119,7 +119,8 @@ def test_the_check_passes_good_commands_and_fails_each_broken_one(tmp_path: Path
     assert [where for where, _ in failed] == ["docs/checkout-path.md:2", "docs/scale.md:0",
                                                "docs/sweep.md:2", "docs/typo-input.md:3",
                                                "docs/unknown-field.md:2"]
-    assert "rlkit collect: error: invalid CollectConfig: no_such_field" in result.stderr
+    unknown = "rlkit collect: error: CollectConfig.no_such_field is not a field of CollectConfig"
+    assert unknown in result.stderr
     assert "trajectories=runs/cc/trajectories.npz: no such file" in result.stderr
     assert "no_such_key" in result.stderr
     assert "a reader who installed rlkit runs `rlkit`" in result.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -46,12 +47,12 @@ def test_committed_configs_load_with_the_env_they_state(path):
 
 
 @pytest.mark.parametrize("override, message", [
-    ("env.n_agents=4", "env.n_agents: Input should be less than or equal to 3"),
+    ("env.n_agents=4", "env.n_agents is out of range: 4 (must be <= 3)"),
     ("env.n_agents=2.5", "env: n_agents must be an int, got 2.5"),
     ("env.macro_actions=1", "env: macro_actions must be a bool, got 1"),
     ("env.layout=Z", "env: unknown layout 'Z'"),
-    ("env.obs_mode=image", "env.obs_mode: Extra inputs are not permitted"),
+    ("env.obs_mode=image", "env.obs_mode is not a field of M3HFConfig.env"),
 ])
 def test_a_bad_env_setting_is_a_config_error_at_its_path(override, message):
-    with pytest.raises(ConfigError, match=f"invalid M3HFConfig: {message}"):
+    with pytest.raises(ConfigError, match=re.escape(f"M3HFConfig.{message}")):
         load_config(M3HFConfig, None, [override])
