@@ -22,7 +22,8 @@ from rlkit.data import TrajectoryStore
 from rlkit.errors import FileFormatError, InvalidDataError
 from rlkit.persistence import reading
 from rlkit.persistence.arrays import load_npz, save_npz
-from rlkit.persistence.formats import SELF_CHECKSUM, read_header, read_json_lines, write_header
+from rlkit.persistence.formats import SELF_CHECKSUM, read_header, write_header
+from rlkit.persistence.reading import read_json_lines
 from tests.saved_artefacts import (
     make_agent,
     make_preferences,

@@ -4,7 +4,7 @@
 - ``formats``: the table of every artefact kind (``FORMATS``: tag, version, checks) and the one way
   to write and read their headers (tag + version + SHA-256 of the payload files)
 - ``reading``: the one way an artefact is opened to be read: a regular file (never a pipe or a
-  device) within the size limit of its kind (``MAX_BYTES``)
+  device) within the size limit of its kind (``MAX_BYTES``); JSON and JSON-lines files read so
 - ``arrays``: ``.npz`` files without pickle; ``rng``: RNG state as data; ``replay``: SB3 replay buffers
 - ``agents``: SB3 agents without unpickling (imported from its module: it loads SB3)
 - ``resume_config``: whether a run may go on under its current config (``MAY_CHANGE`` per command)
@@ -28,11 +28,10 @@ from rlkit.persistence.formats import (
     check_tag,
     read_format_json,
     read_header,
-    read_json,
-    read_json_lines,
     tag,
     write_header,
 )
+from rlkit.persistence.reading import read_json, read_json_lines
 
 __all__ = [
     "FORMATS", "Format", "atomic_dir", "atomic_open", "atomic_write_bytes", "atomic_write_json",

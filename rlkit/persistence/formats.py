@@ -26,7 +26,7 @@ from typing import Any
 
 from rlkit.errors import FileFormatError
 from rlkit.persistence.atomic import _json_default, atomic_write_json
-from rlkit.persistence.reading import read_regular, sha256_regular
+from rlkit.persistence.reading import read_json, sha256_regular
 
 CHECKSUMS = "sha256"  # the header field that maps covered files to their SHA-256
 SELF_CHECKSUM = "header_sha256"  # the SHA-256 of the header's other fields (canonical JSON)
@@ -225,64 +225,6 @@ def _digest(header: Mapping[str, Any]) -> str:
     rest = {key: value for key, value in header.items() if key != SELF_CHECKSUM}
     text = json.dumps(rest, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(text.encode()).hexdigest()
-
-
-def read_json(path: str | os.PathLike[str]) -> Any:
-    """Parsed JSON; a missing, unreadable or malformed file is a FileFormatError naming it.
-
-    Args:
-        path: the JSON file.
-
-    Returns:
-        The parsed value (any JSON type).
-
-    Raises:
-        FileFormatError: when the file is missing, unreadable or not JSON.
-    """
-    try:
-        return json.loads(read_regular(path, "json"))
-    except FileFormatError:  # not a regular file, or over its size limit: already named
-        raise
-    except FileNotFoundError:
-        raise FileFormatError(f"{path}: not readable: no such file") from None
-    except (OSError, ValueError, RecursionError) as error:  # ValueError covers Unicode and JSON errors
-        raise FileFormatError(f"{path}: not readable, not valid JSON ({error})") from None
-
-
-def read_json_lines(path: str | os.PathLike[str], torn_tail: bool = False) -> list[Any]:
-    """The values of a JSON-lines file (one JSON value a line; blank lines skipped); a missing or
-    unreadable file, or a line that is not JSON, is a FileFormatError naming the file and line.
-
-    Args:
-        path: the ``.jsonl`` file.
-        torn_tail: leave out a last line that is not JSON (a log still being written, or cut by a
-            killed process) instead of failing on it.
-
-    Returns:
-        The values, in the file's order.
-
-    Raises:
-        FileFormatError: as above.
-    """
-    try:
-        lines = read_regular(path, "jsonl").decode("utf-8").splitlines()
-    except FileFormatError:
-        raise
-    except FileNotFoundError:
-        raise FileFormatError(f"{path}: not readable: no such file") from None
-    except (OSError, ValueError) as error:
-        raise FileFormatError(f"{path}: not readable ({error})") from None
-    values = []
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            values.append(json.loads(line))
-        except (ValueError, RecursionError) as error:
-            if torn_tail and number == len(lines):
-                break
-            raise FileFormatError(f"{path}: line {number} is not JSON ({error})") from None
-    return values
 
 
 def read_header(path: str | os.PathLike[str], kind: str,

@@ -10,14 +10,18 @@ so a file that grows while read is refused too.
 
 ``MAX_BYTES`` names every limit, one per kind of file (a test or a deployment may change them). They
 are far above anything rlkit writes and finite, so a hostile file costs a bounded read.
+
+``read_json`` and ``read_json_lines`` read a JSON or JSON-lines file that way, a file that is
+missing, unreadable or not JSON refused naming it (and the line).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import stat
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from rlkit.errors import FileFormatError
 
@@ -108,3 +112,61 @@ def _check(path: str | os.PathLike[str], found: os.stat_result, limit: str) -> N
 def _too_large(path: str | os.PathLike[str], size: int, limit: str) -> FileFormatError:
     return FileFormatError(f"{path}: {size:,} bytes, over the {MAX_BYTES[limit]:,}-byte limit for "
                            f"{limit} files (rlkit.persistence.reading.MAX_BYTES[{limit!r}])")
+
+
+def read_json(path: str | os.PathLike[str]) -> Any:
+    """Parsed JSON; a missing, unreadable or malformed file is a FileFormatError naming it.
+
+    Args:
+        path: the JSON file.
+
+    Returns:
+        The parsed value (any JSON type).
+
+    Raises:
+        FileFormatError: when the file is missing, unreadable or not JSON.
+    """
+    try:
+        return json.loads(read_regular(path, "json"))
+    except FileFormatError:  # not a regular file, or over its size limit: already named
+        raise
+    except FileNotFoundError:
+        raise FileFormatError(f"{path}: not readable: no such file") from None
+    except (OSError, ValueError, RecursionError) as error:  # ValueError covers Unicode and JSON errors
+        raise FileFormatError(f"{path}: not readable, not valid JSON ({error})") from None
+
+
+def read_json_lines(path: str | os.PathLike[str], torn_tail: bool = False) -> list[Any]:
+    """The values of a JSON-lines file (one JSON value a line; blank lines skipped); a missing or
+    unreadable file, or a line that is not JSON, is a FileFormatError naming the file and line.
+
+    Args:
+        path: the ``.jsonl`` file.
+        torn_tail: leave out a last line that is not JSON (a log still being written, or cut by a
+            killed process) instead of failing on it.
+
+    Returns:
+        The values, in the file's order.
+
+    Raises:
+        FileFormatError: as above.
+    """
+    try:
+        lines = read_regular(path, "jsonl").decode("utf-8").splitlines()
+    except FileFormatError:
+        raise
+    except FileNotFoundError:
+        raise FileFormatError(f"{path}: not readable: no such file") from None
+    except (OSError, ValueError) as error:
+        raise FileFormatError(f"{path}: not readable ({error})") from None
+    values = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            values.append(json.loads(line))
+        except (ValueError, RecursionError) as error:
+            if torn_tail and number == len(lines):
+                break
+            raise FileFormatError(f"{path}: line {number} is not JSON ({error})") from None
+    return values
