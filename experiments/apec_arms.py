@@ -51,17 +51,29 @@ def ablations(rows: list[dict[str, Any]], arms: dict[str, str]) -> list[dict[str
     Returns:
         One entry per (task, claim), claims named ``<metric>: APEC - <arm's name>``.
     """
-    per_task: dict[str, dict[str, list[float]]] = {}
-    for task in dict.fromkeys(r["task"] for r in rows):
-        by = {(r["method"], r["seed"]): r for r in rows if r["task"] == task}
-        seeds = sorted({seed for _, seed in by})
-        per_task[task] = {}
-        for arm, name in arms.items():
-            paired = [s for s in seeds if ("apec", s) in by and (arm, s) in by]
-            for metric in ABLATION_METRICS:
-                per_task[task][f"{metric}: APEC - {name}"] = [by["apec", s][metric] - by[arm, s][metric]
-                                                              for s in paired]
+    per_task = {task: {f"{metric}: APEC - {name}": list(unit_differences(rows, arm, metric, task).values())
+                       for arm, name in arms.items() for metric in ABLATION_METRICS}
+                for task in dict.fromkeys(r["task"] for r in rows)}
     return paired_claims(per_task)
+
+
+def unit_differences(rows: list[dict[str, Any]], arm: str, metric: str, task: str | None = None
+                     ) -> dict[tuple[str, int], float]:
+    """APEC's ``metric`` minus ``arm``'s on each (task, seed) unit that has both rows, in the rows'
+    order (``task``: that task's units only).
+
+    Args:
+        rows: the experiment's rows.
+        arm: the other arm's method.
+        metric: a key of ``METRICS``.
+        task: a task id, or None for every task's units.
+
+    Returns:
+        ``{(task, seed): difference}``.
+    """
+    by = {(r["task"], r["seed"], r["method"]): r for r in rows if task in (None, r["task"])}
+    return {(t, s): by[t, s, "apec"][metric] - by[t, s, arm][metric]
+            for t, s, m in by if m == "apec" and (t, s, arm) in by}
 
 
 def unit_table(rows: list[dict[str, Any]], methods: list[str], metric: str) -> str:
@@ -104,14 +116,12 @@ def plot_paired(rows: list[dict[str, Any]], arms: dict[str, str], path: Path) ->
     plt = pyplot()
     tasks = list(dict.fromkeys(r["task"] for r in rows))
     groups = [*tasks, POOLED] if len(tasks) > 1 else tasks
-    by = {(r["task"], r["seed"], r["method"]): r for r in rows}
     lines = [(arm, name, group) for arm, name in arms.items() for group in groups]
     figure, axes = plt.subplots(1, len(ABLATION_METRICS), figsize=(5.2 * len(ABLATION_METRICS),
                                                                     0.3 * len(lines) + 1.5), sharey=True)
     for axis, metric in zip(axes, ABLATION_METRICS, strict=True):
         for y, (arm, _, group) in enumerate(lines):
-            units = [(t, s) for t, s, m in by if m == "apec" and group in (t, POOLED) and (t, s, arm) in by]
-            values = [by[t, s, "apec"][metric] - by[t, s, arm][metric] for t, s in units]
+            values = list(unit_differences(rows, arm, metric, None if group == POOLED else group).values())
             spread = Spread.of(values)
             axis.scatter(values, [y] * len(values), s=12, color="tab:gray", zorder=2)
             if spread.n > 1:
@@ -141,8 +151,8 @@ def arms_report(config: ApecExperimentConfig, rows: list[dict[str, Any]], out: P
     """
     methods = [m for m in config.pipeline.methods if any(r["method"] == m for r in rows)]
     (out / "units.md").write_text("\n".join(unit_table(rows, methods, metric) for metric in ABLATION_METRICS))
-    found = ablations(rows, ablation_arms(methods, config.pipeline.pairs.ot_threshold))
+    arms = ablation_arms(methods, config.pipeline.pairs.ot_threshold)
+    found = ablations(rows, arms)
     (out / "ablations.json").write_text(json.dumps(found, indent=2))
     (out / "ablations.md").write_text(claims_markdown(found))
-    compared = {"drex": "D-REX"} | ablation_arms(methods, config.pipeline.pairs.ot_threshold)
-    plot_paired(rows, compared, out / "paired.png")
+    plot_paired(rows, {"drex": "D-REX"} | arms, out / "paired.png")
