@@ -140,6 +140,16 @@ def pin_cpu_kernels() -> dict[str, str]:
     return {name: os.environ[name] for name in PINNED_CPU_KERNELS}
 
 
+def cpu_kernel_settings() -> dict[str, str | None]:
+    """Each of ``PINNED_CPU_KERNELS``' variables as the environment sets it now (None where unset):
+    what a run records of its kernels.
+
+    Returns:
+        name -> value or None.
+    """
+    return {name: os.environ.get(name) for name in PINNED_CPU_KERNELS}
+
+
 ISA_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16")
 """The instruction sets whose kernels round a run's floats differently (``machine`` lists them)."""
 
@@ -163,4 +173,4 @@ def machine(cpuinfo: str = "/proc/cpuinfo") -> dict[str, Any]:
     flags = fields.get("flags", "").split()
     return {"cpu": fields.get("model name"), "isa": [flag for flag in ISA_FLAGS if flag in flags],
             "torch": torch.__version__, "torch_threads": torch.get_num_threads(),
-            "cpu_kernels": {name: os.environ.get(name) for name in PINNED_CPU_KERNELS}}
+            "cpu_kernels": cpu_kernel_settings()}

@@ -13,7 +13,6 @@ pins torch to one thread (``--torch-threads``) and its CPU kernels to AVX2 code 
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ from typing import Any
 import numpy as np
 from stable_baselines3.common.base_class import BaseAlgorithm
 
-from rlkit.devices import PINNED_CPU_KERNELS
+from rlkit.devices import cpu_kernel_settings
 from rlkit.factories.agent import EpisodeLog
 from rlkit.factories.budget import agent_updates
 from rlkit.factories.builders import true_returns
@@ -91,7 +90,7 @@ def run_demo(config: DemoConfig, run_dir: Path, logger: Logger) -> dict[str, Any
                                      "true_returns": [float(r) for r in log.true_returns]}
                               for name, log in curves.items()},
         "seconds": timings | {"total": round(time.perf_counter() - started, 1)},
-        "cpu_kernels": {name: os.environ.get(name) for name in PINNED_CPU_KERNELS},
+        "cpu_kernels": cpu_kernel_settings(),
     }
     atomic_write_json(run_dir / "summary.json", summary)
     plot_path = plot_demo(run_dir / "demo.png", result, curves, summary)
